@@ -1,0 +1,37 @@
+# Every target installs what it needs into .venv first (Python 3.11, pinned by requirements.lock).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+UV_VERSION := 0.13.8
+
+.PHONY: install lint test bench demo lock clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
+	@touch $(STAMP)
+
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/assignor_bench.py
+
+demo: $(STAMP)
+	$(BIN)/rebalance-planner demo
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,25 @@
+"""Pure-Python task assignment for Kafka Streams-style groups: the lag model and the KIP-441 assignor."""
+
+from assignor.assignment import ClientAssignment, GroupAssignment, Role
+from assignor.configs import AssignmentConfigs
+from assignor.errors import AssignmentError, InvalidGroupState
+from assignor.high_availability import assign_high_availability
+from assignor.lags import compute_lags
+from assignor.state import ClientState, GroupState
+from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
+
+__all__ = [
+    "LATEST_OFFSET",
+    "UNKNOWN_OFFSET_SUM",
+    "AssignmentConfigs",
+    "AssignmentError",
+    "ClientAssignment",
+    "ClientState",
+    "GroupAssignment",
+    "GroupState",
+    "InvalidGroupState",
+    "Role",
+    "TaskId",
+    "assign_high_availability",
+    "compute_lags",
+]

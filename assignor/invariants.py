@@ -1,0 +1,127 @@
+"""The contract's invariants as checks that list every violation, each prefixed by its name."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from assignor.configs import AssignmentConfigs
+from assignor.errors import AssignmentError
+from assignor.lags import LagIndex
+from assignor.state import GroupState
+
+if TYPE_CHECKING:
+    from assignor.assignment import GroupAssignment
+
+_MAX_SHOWN = 5
+
+
+def raise_if(violations: list[str]) -> None:
+    """Raise AssignmentError with the violations (first few) when there are any."""
+    if violations:
+        more = f" (+{len(violations) - _MAX_SHOWN} more)" if len(violations) > _MAX_SHOWN else ""
+        raise AssignmentError("; ".join(violations[:_MAX_SHOWN]) + more)
+
+
+def validity_violations(assignment: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[str]:
+    """V1..V4: complete, disjoint, stateless without replicas, standbys and warmups within their rules."""
+    found: list[str] = []
+    pids = {c.process_id for c in group.clients}
+    out = set(assignment.clients)
+    if pids - out:
+        found.append(f"V1: clients missing from the assignment: {sorted(pids - out)}")
+    if out - pids:
+        found.append(f"V1: unknown clients in the assignment: {sorted(out - pids)}")
+    every_task = group.all_tasks
+    active_count: Counter[object] = Counter()
+    for pid, ca in assignment.clients.items():
+        active_count.update(ca.active)
+        unknown = (ca.active | ca.standby | ca.warmup) - every_task
+        if unknown:
+            found.append(f"V1: client {pid!r} holds unknown tasks {sorted(map(str, unknown))[:_MAX_SHOWN]}")
+        for a, b, overlap in (
+            ("active", "standby", ca.active & ca.standby),
+            ("active", "warmup", ca.active & ca.warmup),
+            ("standby", "warmup", ca.standby & ca.warmup),
+        ):
+            if overlap:
+                found.append(f"V2: client {pid!r} holds {sorted(map(str, overlap))[:_MAX_SHOWN]} as {a} and {b}")
+        replicas = (ca.standby | ca.warmup) & group.stateless_tasks
+        if replicas:
+            found.append(f"V3: client {pid!r} holds stateless tasks as replicas: {sorted(map(str, replicas))}")
+    for task in sorted(every_task):
+        if active_count[task] != 1:
+            found.append(f"V1: task {task} is active on {active_count[task]} clients, expected exactly 1")
+    expected_standbys = min(len(group.clients) - 1, configs.num_standby_replicas)
+    standby_count: Counter[object] = Counter(t for ca in assignment.clients.values() for t in ca.standby)
+    for task in sorted(group.stateful_tasks):
+        if standby_count[task] != expected_standbys:
+            found.append(f"V4: task {task} has {standby_count[task]} standbys, expected {expected_standbys}")
+    warmups = sum(len(ca.warmup) for ca in assignment.clients.values())
+    if warmups > configs.max_warmup_replicas:
+        found.append(f"V4: {warmups} warmups exceed max_warmup_replicas={configs.max_warmup_replicas}")
+    lags = LagIndex.of(group, configs)
+    for pid, ca in assignment.clients.items():
+        for task in sorted(ca.warmup & group.stateful_tasks):
+            if lags.caught_up(pid, task):
+                found.append(f"V4: warmup of {task} on client {pid!r}, which is already caught up")
+    return found
+
+
+def h1_violations(assignment: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[str]:
+    """H1: each stateful active is on a caught-up client if one exists, else on a least-lagging one."""
+    found: list[str] = []
+    lags = LagIndex.of(group, configs)
+    for task, pid in sorted(assignment.active_owners().items()):
+        if task not in group.stateful_tasks:
+            continue
+        best = lags.best_rank(task)
+        # Any caught-up client will do; without one, only a least-lagging client will.
+        if (best[0] == 0 and not lags.caught_up(pid, task)) or (best[0] == 1 and lags.rank(pid, task) > best):
+            found.append(
+                f"H1: task {task} is active on {pid!r} with lag {lags.lag(pid, task)}, "
+                f"but a more caught-up client exists (best rank {lags.best_rank(task)})"
+            )
+    return found
+
+
+def _spread_violation(name: str, what: str, loads: dict[str, Fraction]) -> list[str]:
+    if len(loads) < 2:
+        return []
+    high = max(loads, key=lambda p: (loads[p], p))
+    low = min(loads, key=lambda p: (loads[p], p))
+    if loads[high] - loads[low] > 1:
+        return [f"{name}: {what} per capacity is {loads[high]} on {high!r} but {loads[low]} on {low!r}"]
+    return []
+
+
+def balance_violations(assignment: GroupAssignment, group: GroupState, *, replicas: bool = True) -> list[str]:
+    """B1 and B2 (meant for assignments that need no probing rebalance)."""
+    capacity = {c.process_id: c.capacity for c in group.clients}
+    found = _spread_violation(
+        "B1",
+        "active tasks",
+        {pid: Fraction(len(ca.active), capacity[pid]) for pid, ca in assignment.clients.items()},
+    )
+    if replicas:
+        stateful = group.stateful_tasks
+        found += _spread_violation(
+            "B1",
+            "stateful actives and standbys",
+            {
+                pid: Fraction(len(ca.active & stateful) + len(ca.standby), capacity[pid])
+                for pid, ca in assignment.clients.items()
+            },
+        )
+    subtopologies = sorted({t.subtopology for t in group.all_tasks})
+    per_subtopology: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    for pid, ca in assignment.clients.items():
+        for sub in subtopologies:
+            per_subtopology[(sub, capacity[pid])][pid] = 0
+        for task in ca.active:
+            per_subtopology[(task.subtopology, capacity[pid])][pid] += 1
+    for (sub, cap), counts in sorted(per_subtopology.items()):
+        if counts and max(counts.values()) - min(counts.values()) > 1:
+            found.append(f"B2: subtopology {sub} active counts differ by more than 1 among capacity-{cap} clients")
+    return found

@@ -1,0 +1,100 @@
+"""Movements: keep actives and standbys on caught-up clients and warm up the chosen ones (KIP-441)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from assignor.lags import LagIndex
+from assignor.placement import Placement
+from assignor.task import TaskId
+
+
+@dataclass
+class WarmupBudget:
+    """Warmup replicas still allowed in this assignment (max.warmup.replicas, shared by all movements)."""
+
+    remaining: int
+
+    def take(self) -> bool:
+        """Use one warmup if any is left."""
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
+
+
+def needs_movement(lags: LagIndex, pid: str, task: TaskId) -> bool:
+    """The client is not caught up on the task and another client is more caught up."""
+    return not lags.caught_up(pid, task) and lags.best_rank(task) < lags.rank(pid, task)
+
+
+def _by_fewest_caught_up(lags: LagIndex, moves: list[tuple[TaskId, str]]) -> list[tuple[TaskId, str]]:
+    # Tasks with the fewest caught-up clients go first: they have the fewest places to go.
+    return sorted(moves, key=lambda move: (len(lags.caught_up_clients(move[0])), move[0], move[1]))
+
+
+def _swap_standby_and_active(placement: Placement, task: TaskId, standby_holder: str, chosen: str) -> None:
+    placement.standby[standby_holder].discard(task)
+    placement.assign_active(standby_holder, task)
+    placement.unassign_active(chosen, task)
+    placement.standby[chosen].add(task)
+
+
+def _move_active_and_warm_up(
+    placement: Placement, task: TaskId, source: str, chosen: str, budget: WarmupBudget
+) -> None:
+    placement.unassign_active(chosen, task)
+    placement.assign_active(source, task)
+    if budget.take():
+        placement.warmup[chosen].add(task)
+
+
+def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[TaskId], budget: WarmupBudget) -> int:
+    """Keep each active on a caught-up client when its chosen one is not; return how many moves were needed."""
+    moves = [
+        (task, placement.owner[task]) for task in stateful_tasks if needs_movement(lags, placement.owner[task], task)
+    ]
+    for task, chosen in _by_fewest_caught_up(lags, moves):
+        caught_up = lags.caught_up_clients(task)
+        swap_with = placement.least_loaded(p for p in caught_up if task in placement.standby[p])
+        if swap_with is not None:
+            _swap_standby_and_active(placement, task, swap_with, chosen)
+            continue
+        source = placement.least_loaded(p for p in caught_up if p != chosen)
+        if source is None:
+            source = lags.most_caught_up(task, lambda p, chosen=chosen: p != chosen)
+        if source is None:  # pragma: no cover - needs_movement guarantees a better client exists
+            raise AssertionError(f"no client is more caught up on {task} than {chosen!r}")
+        if task in placement.standby[source]:
+            _swap_standby_and_active(placement, task, source, chosen)
+        else:
+            _move_active_and_warm_up(placement, task, source, chosen, budget)
+    return len(moves)
+
+
+def move_standbys(placement: Placement, lags: LagIndex, budget: WarmupBudget) -> int:
+    """Put standbys on caught-up clients, warming up the chosen ones while budget lasts; return the moves."""
+    moves = [
+        (task, pid)
+        for pid in placement.process_ids
+        for task in sorted(placement.standby[pid])
+        if needs_movement(lags, pid, task)
+    ]
+    needed = 0
+    for task, chosen in _by_fewest_caught_up(lags, moves):
+        chosen_rank = lags.rank(chosen, task)
+        source = placement.least_loaded(p for p in lags.caught_up_clients(task) if not placement.holds(p, task))
+        if source is None:
+            source = lags.most_caught_up(
+                task,
+                lambda p, task=task, rank=chosen_rank: not placement.holds(p, task) and lags.rank(p, task) < rank,
+            )
+        if source is None:
+            continue  # every more caught-up client already holds a copy: nowhere better to put it
+        placement.standby[chosen].discard(task)
+        placement.standby[source].add(task)
+        if budget.take():
+            placement.warmup[chosen].add(task)
+        needed += 1
+    return needed

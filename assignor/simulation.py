@@ -1,0 +1,208 @@
+"""Replay rebalances until an assignor stops asking for probing rebalances, modelling how replicas catch up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from assignor.assignment import GroupAssignment, Role
+from assignor.configs import AssignmentConfigs
+from assignor.high_availability import assign_high_availability
+from assignor.state import ClientState, GroupState
+from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
+
+Assignor = Callable[[GroupState, AssignmentConfigs], GroupAssignment]
+EventKind = Literal["add", "remove", "restart"]
+
+
+@dataclass(frozen=True)
+class MembershipEvent:
+    """A change of membership applied just before the rebalance of round ``at_round``."""
+
+    at_round: int
+    kind: EventKind
+    process_id: str
+    capacity: int = 1
+    client_tags: Mapping[str, str] = field(default_factory=dict)
+    wipe_state: bool = False  # restart only: the instance comes back with an empty state directory
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("add", "remove", "restart"):
+            raise ValueError(f"MembershipEvent.kind must be add, remove or restart, got {self.kind!r}")
+        if self.at_round < 0:
+            raise ValueError(f"MembershipEvent.at_round must be >= 0, got {self.at_round}")
+
+
+@dataclass(frozen=True)
+class FullCatchUp:
+    """Between two rebalances every replica a client holds catches up completely."""
+
+
+@dataclass(frozen=True)
+class RestoreRate:
+    """Between two rebalances each instance restores at most this many offsets per second."""
+
+    offsets_per_second: float
+
+    def __post_init__(self) -> None:
+        if self.offsets_per_second <= 0:
+            raise ValueError(f"RestoreRate.offsets_per_second must be > 0, got {self.offsets_per_second}")
+
+
+CatchUpModel = FullCatchUp | RestoreRate
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A starting group, settings, membership events and a catch-up model."""
+
+    name: str
+    group: GroupState
+    configs: AssignmentConfigs
+    events: tuple[MembershipEvent, ...] = ()
+    catch_up: CatchUpModel = FullCatchUp()
+    changelog_growth_per_round: int = 0
+    max_rounds: int = 100
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Round:
+    """One rebalance: its input, its output and what it cost."""
+
+    index: int
+    group: GroupState
+    assignment: GroupAssignment
+    moves: int  # actives whose owner changed since the previous assignment
+    warmups: int
+    restored_offsets: int  # offsets replayed between this rebalance and the next
+    events: tuple[MembershipEvent, ...]
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Every round of a simulation and whether it ended with no probing rebalance pending."""
+
+    scenario: str
+    rounds: tuple[Round, ...]
+    converged: bool
+    probing_interval_ms: int
+
+    @property
+    def total_moves(self) -> int:
+        return sum(r.moves for r in self.rounds)
+
+    @property
+    def total_warmups(self) -> int:
+        return sum(r.warmups for r in self.rounds)
+
+    @property
+    def total_restored_offsets(self) -> int:
+        return sum(r.restored_offsets for r in self.rounds)
+
+    def rounds_after(self, at_round: int) -> int:
+        """How many rebalances happened from round ``at_round`` on (to measure convergence after an event)."""
+        return sum(1 for r in self.rounds if r.index >= at_round)
+
+
+def _apply_event(clients: dict[str, ClientState], event: MembershipEvent) -> None:
+    pid = event.process_id
+    if event.kind == "add":
+        if pid in clients:
+            raise ValueError(f"event add: process {pid!r} is already in the group")
+        clients[pid] = ClientState(pid, capacity=event.capacity, client_tags=event.client_tags)
+        return
+    if pid not in clients:
+        raise ValueError(f"event {event.kind}: process {pid!r} is not in the group")
+    if event.kind == "remove":
+        del clients[pid]
+        return
+    old = clients[pid]
+    # After a restart nothing runs yet: state on disk reports checkpointed offsets, not LATEST_OFFSET.
+    sums = {} if event.wipe_state else {t: s for t, s in old.task_offset_sums.items() if s != LATEST_OFFSET}
+    clients[pid] = ClientState(pid, capacity=old.capacity, client_tags=old.client_tags, task_offset_sums=sums)
+
+
+def _restore(
+    client: ClientState,
+    held: Sequence[tuple[TaskId, Role]],
+    stopped_at: Mapping[TaskId, int],
+    ends: Mapping[TaskId, int],
+    stateful: frozenset[TaskId],
+    budget: float | None,
+) -> tuple[dict[TaskId, int], int]:
+    """New offset sums of one client after a probing interval, and the offsets it replayed."""
+    sums = dict(client.task_offset_sums)
+    for task, offset_sum in client.task_offset_sums.items():
+        if offset_sum == LATEST_OFFSET:
+            sums[task] = stopped_at.get(task, 0)  # was running: checkpointed at the end of its log
+    restored = 0
+    remaining = budget
+    # Restoring actives first: they block processing; then warmups, then standbys.
+    for task, role in held:
+        if task not in stateful:
+            continue
+        end = ends.get(task, 0)
+        position = sums.get(task, 0)
+        if position == UNKNOWN_OFFSET_SUM or position > end or position < 0:
+            position = 0
+        step = end - position if remaining is None else min(end - position, int(remaining))
+        position += step
+        restored += step
+        if remaining is not None:
+            remaining -= step
+        sums[task] = LATEST_OFFSET if role is Role.ACTIVE and position >= end else position
+    return sums, restored
+
+
+def simulate(scenario: Scenario, assignor: Assignor = assign_high_availability) -> SimulationResult:
+    """Run rebalances until no probing rebalance is needed and no event is pending (or max_rounds)."""
+    group = scenario.group
+    configs = scenario.configs
+    clients = {c.process_id: c for c in group.clients}
+    ends = dict(group.changelog_end_offset_sums)
+    events = sorted(scenario.events, key=lambda e: (e.at_round, e.process_id))
+    interval_s = configs.probing_rebalance_interval_ms / 1000
+    rounds: list[Round] = []
+    index = 0
+    converged = False
+    while len(rounds) < scenario.max_rounds:
+        due = tuple(e for e in events if e.at_round == index)
+        for event in due:
+            _apply_event(clients, event)
+        current = replace(group, clients=tuple(clients[p] for p in sorted(clients)), changelog_end_offset_sums=ends)
+        assignment = assignor(current, configs)
+        before = {t: c.process_id for c in current.clients for t in c.previous_active}
+        moves = sum(1 for t, p in assignment.active_owners().items() if t in before and before[t] != p)
+        stopped_at = ends
+        ends = {t: e + scenario.changelog_growth_per_round for t, e in ends.items()}
+        budget = None if isinstance(scenario.catch_up, FullCatchUp) else scenario.catch_up.offsets_per_second
+        restored_total = 0
+        for pid, ca in assignment.clients.items():
+            held = [(t, role) for role in (Role.ACTIVE, Role.WARMUP, Role.STANDBY) for t in sorted(ca.tasks(role))]
+            sums, restored = _restore(
+                clients[pid],
+                held,
+                stopped_at,
+                ends,
+                current.stateful_tasks,
+                None if budget is None else budget * interval_s,
+            )
+            restored_total += restored
+            clients[pid] = replace(
+                clients[pid],
+                previous_active=ca.active,
+                previous_standby=ca.standby | ca.warmup,
+                task_offset_sums=sums,
+            )
+        rounds.append(Round(index, current, assignment, moves, assignment.count(Role.WARMUP), restored_total, due))
+        if not assignment.probing_rebalance_needed:
+            pending = [e.at_round for e in events if e.at_round > index]
+            if not pending:
+                converged = True
+                break
+            index = min(pending)
+        else:
+            index += 1
+    return SimulationResult(scenario.name, tuple(rounds), converged, configs.probing_rebalance_interval_ms)

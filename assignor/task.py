@@ -1,0 +1,32 @@
+"""Task identity and the offset-sum sentinels Kafka Streams reports."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+LATEST_OFFSET = -2
+"""Offset-sum sentinel: the task runs as an active here, caught up by definition."""
+
+UNKNOWN_OFFSET_SUM = -3
+"""Offset-sum sentinel: the client has state for the task but cannot tell how much."""
+
+_TASK_ID = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)")
+
+
+class TaskId(NamedTuple):
+    """A task: one partition of one subtopology; ordered by (subtopology, partition)."""
+
+    subtopology: int
+    partition: int
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Parse ``"<subtopology>_<partition>"``; raise ValueError on anything else."""
+        match = _TASK_ID.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"task id must look like '<subtopology>_<partition>' (e.g. '0_3'), got {text!r}")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.subtopology}_{self.partition}"

@@ -1,0 +1,1 @@
+"""The rebalance-planner pipeline stages and command line."""

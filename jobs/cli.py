@@ -1,0 +1,105 @@
+"""The ``rebalance-planner`` command line; each pipeline stage arrives here as a subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+
+from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
+from assignor.simulation import RestoreRate, simulate
+from jobs.simulate_report import print_simulation
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rebalance-planner",
+        description="Plan, approve and carry out task movements for Kafka Streams-style consumer groups.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command", parser_class=_Parser)
+    sim = commands.add_parser(
+        "simulate",
+        help="replay rebalances of a scenario until the group stops probing; print a per-round table",
+        description="Replay KIP-441 rebalances of a built-in or file scenario and print a per-round table.",
+    )
+    source = sim.add_mutually_exclusive_group()
+    source.add_argument(
+        "scenario",
+        nargs="?",
+        default="kip441-scaling-out",
+        help=f"built-in scenario name (default kip441-scaling-out); one of: {', '.join(sorted(BUILTIN_SCENARIOS))}",
+    )
+    source.add_argument("--file", type=Path, help="scenario JSON file (schemas/scenario.schema.json)")
+    sim.add_argument("--restore-rate", type=float, help="restore offsets/second/instance instead of full catch-up")
+    sim.add_argument("--max-rounds", type=int, help="stop after this many rebalances")
+    sim.add_argument("--assignments", action="store_true", help="also print every round's assignment")
+    sim.add_argument("--json", action="store_true", help="print one JSON line per round instead of tables")
+    sim.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
+    return parser
+
+
+def _cmd_simulate(args: argparse.Namespace, console: Console) -> int:
+    if args.list:
+        for name in sorted(BUILTIN_SCENARIOS):
+            console.print(f"[bold]{name}[/bold]: {BUILTIN_SCENARIOS[name]['description']}")
+        return EXIT_OK
+    if args.file is not None:
+        try:
+            data = json.loads(args.file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise ScenarioError(f"cannot read scenario file {str(args.file)!r}: {err}") from None
+        scenario = scenario_from_dict(data)
+    else:
+        scenario = builtin_scenario(args.scenario)
+    if args.restore_rate is not None:
+        scenario = replace(scenario, catch_up=RestoreRate(args.restore_rate))
+    if args.max_rounds is not None:
+        scenario = replace(scenario, max_rounds=args.max_rounds)
+    result = simulate(scenario)
+    if args.json:
+        for r in result.rounds:
+            row = {
+                "scenario": result.scenario,
+                "round": r.index,
+                "moves": r.moves,
+                "warmups": r.warmups,
+                "restored_offsets": r.restored_offsets,
+                "probing_rebalance_needed": r.assignment.probing_rebalance_needed,
+            }
+            print(json.dumps(row))
+    else:
+        if scenario.description:
+            console.print(scenario.description)
+        print_simulation(result, console, show_assignments=args.assignments)
+    return EXIT_OK if result.converged else EXIT_FAILURE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = _build_parser().parse_args(argv)
+    console = Console()
+    try:
+        if args.command == "simulate":
+            return _cmd_simulate(args, console)
+    except ValueError as err:  # ScenarioError, InvalidGroupState and config errors: bad input
+        print(f"rebalance-planner: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
