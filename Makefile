@@ -31,7 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/assignor_bench.py
 
 demo: $(STAMP)
-	$(BIN)/rebalance-planner demo
+	$(BIN)/rebalance-planner simulate kip441-scaling-out --assignments
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from assignor.configs import AssignmentConfigs
@@ -49,23 +49,39 @@ class LagIndex:
     ends: Mapping[TaskId, int]
     reported: Mapping[TaskId, Mapping[str, int]]
     acceptable_recovery_lag: int
+    caught_up_reporters: Mapping[TaskId, Sequence[str]]  # sorted by process id
+    best_reported_rank: Mapping[TaskId, tuple[int, int]]
 
     @classmethod
     def of(cls, group: GroupState, configs: AssignmentConfigs) -> LagIndex:
-        """Index the reported offset sums of the group's stateful tasks."""
-        ends = group.changelog_end_offset_sums
+        """Index the reported offset sums of the group's stateful tasks in one pass."""
+        acceptable = configs.acceptable_recovery_lag
+        ends = dict(group.changelog_end_offset_sums)
         stateful = group.stateful_tasks
         reported: dict[TaskId, dict[str, int]] = {}
+        caught_up: dict[TaskId, list[str]] = {}
+        best: dict[TaskId, tuple[int, int]] = {}
         for client in group.clients:
             pid = client.process_id
             for task, offset_sum in client.task_offset_sums.items():
-                if task in stateful:
-                    reported.setdefault(task, {})[pid] = task_lag(offset_sum, ends.get(task, 0))
+                if task not in stateful:
+                    continue
+                lag = task_lag(offset_sum, ends.get(task, 0))
+                reported.setdefault(task, {})[pid] = lag
+                rank = lag_rank(lag, acceptable)
+                if rank[0] == 0:
+                    caught_up.setdefault(task, []).append(pid)
+                if task not in best or rank < best[task]:
+                    best[task] = rank
+        for pids in caught_up.values():
+            pids.sort()
         return cls(
             process_ids=tuple(sorted(c.process_id for c in group.clients)),
             ends=ends,
             reported=reported,
-            acceptable_recovery_lag=configs.acceptable_recovery_lag,
+            acceptable_recovery_lag=acceptable,
+            caught_up_reporters=caught_up,
+            best_reported_rank=best,
         )
 
     def lag(self, process_id: str, task: TaskId) -> int:
@@ -80,13 +96,13 @@ class LagIndex:
     def _empty_clients_caught_up(self, task: TaskId) -> bool:
         return self.ends.get(task, 0) <= self.acceptable_recovery_lag
 
-    def caught_up_clients(self, task: TaskId) -> list[str]:
+    def caught_up_clients(self, task: TaskId) -> Sequence[str]:
         """Every caught-up client of the task, in process-id order."""
-        reported = self.reported.get(task, {})
-        acceptable = self.acceptable_recovery_lag
         if self._empty_clients_caught_up(task):
+            reported = self.reported.get(task, {})
+            acceptable = self.acceptable_recovery_lag
             return [p for p in self.process_ids if p not in reported or lag_is_caught_up(reported[p], acceptable)]
-        return sorted(p for p, lag in reported.items() if lag_is_caught_up(lag, acceptable))
+        return self.caught_up_reporters.get(task, ())
 
     def rank(self, process_id: str, task: TaskId) -> tuple[int, int]:
         """How caught up the client is on the task; smaller is better."""
@@ -94,26 +110,26 @@ class LagIndex:
 
     def best_rank(self, task: TaskId) -> tuple[int, int]:
         """The rank of the most caught-up client of the task."""
-        ranks = [lag_rank(lag, self.acceptable_recovery_lag) for lag in self.reported.get(task, {}).values()]
-        if len(ranks) < len(self.process_ids):
-            ranks.append(lag_rank(self.ends.get(task, 0), self.acceptable_recovery_lag))
-        return min(ranks)
+        best = self.best_reported_rank.get(task)
+        if best is not None and len(self.reported[task]) == len(self.process_ids):
+            return best
+        empty = lag_rank(self.ends.get(task, 0), self.acceptable_recovery_lag)
+        return empty if best is None else min(best, empty)
 
-    def most_caught_up(self, task: TaskId, eligible: Callable[[str], bool]) -> str | None:
-        """The eligible client with the best rank (ties by process id), or None."""
-        reported = self.reported.get(task, {})
-        best: tuple[tuple[int, int], str] | None = None
-        for pid, lag in reported.items():
-            if eligible(pid):
-                key = (lag_rank(lag, self.acceptable_recovery_lag), pid)
-                if best is None or key < best:
-                    best = key
-        if len(reported) < len(self.process_ids):
-            empty_rank = lag_rank(self.ends.get(task, 0), self.acceptable_recovery_lag)
-            if best is None or empty_rank <= best[0]:
-                for pid in self.process_ids:
-                    if pid not in reported and eligible(pid):
-                        if best is None or (empty_rank, pid) < best:
-                            best = (empty_rank, pid)
-                        break
-        return None if best is None else best[1]
+    def needs_movement(self, process_id: str, task: TaskId) -> bool:
+        """The client is not caught up on the task and another client is more caught up (hot path, inlined)."""
+        task_lags = self.reported.get(task)
+        end = self.ends.get(task, 0)
+        lag = end if task_lags is None else task_lags.get(process_id, end)
+        acceptable = self.acceptable_recovery_lag
+        if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+            return False
+        best = self.best_reported_rank.get(task)
+        if task_lags is None or len(task_lags) < len(self.process_ids):
+            empty = (0 if end <= acceptable else 1, end)
+            best = empty if best is None or empty < best else best
+        return best is not None and best < (1, lag)
+
+    def most_caught_up(self, task: TaskId, candidates: Sequence[str]) -> str | None:
+        """The candidate with the best rank on the task (ties by process id), or None."""
+        return min(candidates, key=lambda p: (self.rank(p, task), p), default=None)

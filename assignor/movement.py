@@ -24,14 +24,16 @@ class WarmupBudget:
         return True
 
 
-def needs_movement(lags: LagIndex, pid: str, task: TaskId) -> bool:
-    """The client is not caught up on the task and another client is more caught up."""
-    return not lags.caught_up(pid, task) and lags.best_rank(task) < lags.rank(pid, task)
-
-
-def _by_fewest_caught_up(lags: LagIndex, moves: list[tuple[TaskId, str]]) -> list[tuple[TaskId, str]]:
-    # Tasks with the fewest caught-up clients go first: they have the fewest places to go.
-    return sorted(moves, key=lambda move: (len(lags.caught_up_clients(move[0])), move[0], move[1]))
+def _by_fewest_caught_up(
+    lags: LagIndex, moves: list[tuple[TaskId, str]]
+) -> list[tuple[int, TaskId, str, Sequence[str]]]:
+    """Moves with their caught-up clients; tasks with the fewest places to go first."""
+    with_clients = []
+    for task, chosen in moves:
+        caught_up = lags.caught_up_clients(task)
+        with_clients.append((len(caught_up), task, chosen, caught_up))
+    with_clients.sort()
+    return with_clients
 
 
 def _swap_standby_and_active(placement: Placement, task: TaskId, standby_holder: str, chosen: str) -> None:
@@ -52,18 +54,16 @@ def _move_active_and_warm_up(
 
 def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[TaskId], budget: WarmupBudget) -> int:
     """Keep each active on a caught-up client when its chosen one is not; return how many moves were needed."""
-    moves = [
-        (task, placement.owner[task]) for task in stateful_tasks if needs_movement(lags, placement.owner[task], task)
-    ]
-    for task, chosen in _by_fewest_caught_up(lags, moves):
-        caught_up = lags.caught_up_clients(task)
-        swap_with = placement.least_loaded(p for p in caught_up if task in placement.standby[p])
+    owner = placement.owner
+    moves = [(task, owner[task]) for task in stateful_tasks if lags.needs_movement(owner[task], task)]
+    for _, task, chosen, caught_up in _by_fewest_caught_up(lags, moves):
+        swap_with = placement.least_loaded([p for p in caught_up if task in placement.standby[p]])
         if swap_with is not None:
             _swap_standby_and_active(placement, task, swap_with, chosen)
             continue
-        source = placement.least_loaded(p for p in caught_up if p != chosen)
+        source = placement.least_loaded([p for p in caught_up if p != chosen])
         if source is None:
-            source = lags.most_caught_up(task, lambda p, chosen=chosen: p != chosen)
+            source = lags.most_caught_up(task, [p for p in placement.process_ids if p != chosen])
         if source is None:  # pragma: no cover - needs_movement guarantees a better client exists
             raise AssertionError(f"no client is more caught up on {task} than {chosen!r}")
         if task in placement.standby[source]:
@@ -79,17 +79,15 @@ def move_standbys(placement: Placement, lags: LagIndex, budget: WarmupBudget) ->
         (task, pid)
         for pid in placement.process_ids
         for task in sorted(placement.standby[pid])
-        if needs_movement(lags, pid, task)
+        if lags.needs_movement(pid, task)
     ]
     needed = 0
-    for task, chosen in _by_fewest_caught_up(lags, moves):
+    for _, task, chosen, caught_up in _by_fewest_caught_up(lags, moves):
         chosen_rank = lags.rank(chosen, task)
-        source = placement.least_loaded(p for p in lags.caught_up_clients(task) if not placement.holds(p, task))
+        source = placement.least_loaded([p for p in caught_up if not placement.holds(p, task)])
         if source is None:
-            source = lags.most_caught_up(
-                task,
-                lambda p, task=task, rank=chosen_rank: not placement.holds(p, task) and lags.rank(p, task) < rank,
-            )
+            free = [p for p in placement.process_ids if not placement.holds(p, task)]
+            source = lags.most_caught_up(task, [p for p in free if lags.rank(p, task) < chosen_rank])
         if source is None:
             continue  # every more caught-up client already holds a copy: nowhere better to put it
         placement.standby[chosen].discard(task)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.state import GroupState
@@ -43,9 +43,11 @@ class Placement:
         if self.owner.get(task) == pid:
             del self.owner[task]
 
-    def least_loaded(self, candidates: Iterable[str]) -> str | None:
+    def least_loaded(self, candidates: Sequence[str]) -> str | None:
         """The candidate with the smallest assigned load, ties by process id."""
-        return min(candidates, key=lambda p: (self.assigned_load(p), p), default=None)
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        return min(candidates, key=lambda p: (self.assigned_load(p), p))
 
     def freeze(self, probing_rebalance_needed: bool) -> GroupAssignment:
         """The immutable assignment this placement describes."""
