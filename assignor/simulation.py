@@ -88,6 +88,7 @@ class SimulationResult:
     rounds: tuple[Round, ...]
     converged: bool
     probing_interval_ms: int
+    final_group: GroupState  # what the next rebalance would see: the last assignment, caught up per the model
 
     @property
     def total_moves(self) -> int:
@@ -205,4 +206,5 @@ def simulate(scenario: Scenario, assignor: Assignor = assign_high_availability) 
             index = min(pending)
         else:
             index += 1
-    return SimulationResult(scenario.name, tuple(rounds), converged, configs.probing_rebalance_interval_ms)
+    final = replace(group, clients=tuple(clients[p] for p in sorted(clients)), changelog_end_offset_sums=ends)
+    return SimulationResult(scenario.name, tuple(rounds), converged, configs.probing_rebalance_interval_ms, final)

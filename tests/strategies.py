@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 from hypothesis import strategies as st
@@ -154,3 +155,11 @@ def caught_up_feedback(group: GroupState, assignment: GroupAssignment) -> GroupS
             )
         )
     return GroupState(clients, group.stateful_tasks, group.stateless_tasks, ends)
+
+
+def replica_balance_feasible(group: GroupState, configs: AssignmentConfigs) -> bool:
+    """Whether B1 over actives+standbys can hold: no client's capacity share exceeds one copy of every task."""
+    n = len(group.clients)
+    replicas = len(group.stateful_tasks) * (1 + min(n - 1, configs.num_standby_replicas))
+    total = sum(c.capacity for c in group.clients)
+    return all(math.ceil(replicas * c.capacity / total) <= len(group.stateful_tasks) for c in group.clients)

@@ -9,7 +9,7 @@ from hypothesis import given
 
 from assignor import AssignmentConfigs, ClientState, GroupAssignment, GroupState, assign_high_availability
 from assignor.invariants import balance_violations, h1_violations, validity_violations
-from tests.strategies import Case, cases, caught_up_feedback
+from tests.strategies import Case, cases, caught_up_feedback, replica_balance_feasible
 
 
 def converge(group: GroupState, configs: AssignmentConfigs, limit: int) -> tuple[GroupState, GroupAssignment, int]:
@@ -53,7 +53,7 @@ def test_converged_assignment_is_stable_when_fed_back(case: Case) -> None:
 @given(cases(tags=False))
 def test_converged_assignment_is_balanced(case: Case) -> None:
     group, final, _ = converge(case.group, case.configs, limit=bound(case.group, case.configs) + 50)
-    assert balance_violations(final, group, replicas=_replica_balance_feasible(group, case.configs)) == []
+    assert balance_violations(final, group, replicas=replica_balance_feasible(group, case.configs)) == []
 
 
 @given(cases(equal_capacity=True, tags=False))
@@ -101,11 +101,3 @@ def test_same_output_whatever_the_input_order(case: Case) -> None:
         dict(reversed(list(case.group.changelog_end_offset_sums.items()))),
     )
     assert assign_high_availability(shuffled, case.configs) == expected
-
-
-def _replica_balance_feasible(group: GroupState, configs: AssignmentConfigs) -> bool:
-    """Whether B1 over actives+standbys can hold: no client's capacity share exceeds one copy of every task."""
-    n = len(group.clients)
-    replicas = len(group.stateful_tasks) * (1 + min(n - 1, configs.num_standby_replicas))
-    total = sum(c.capacity for c in group.clients)
-    return all(math.ceil(replicas * c.capacity / total) <= len(group.stateful_tasks) for c in group.clients)
