@@ -107,7 +107,7 @@ class SimulationResult:
         return sum(1 for r in self.rounds if r.index >= at_round)
 
 
-def _apply_event(clients: dict[str, ClientState], event: MembershipEvent) -> None:
+def _apply_event(clients: dict[str, ClientState], event: MembershipEvent, ends: Mapping[TaskId, int]) -> None:
     pid = event.process_id
     if event.kind == "add":
         if pid in clients:
@@ -121,8 +121,13 @@ def _apply_event(clients: dict[str, ClientState], event: MembershipEvent) -> Non
         return
     old = clients[pid]
     # After a restart nothing runs yet: state on disk reports checkpointed offsets, not LATEST_OFFSET.
-    sums = {} if event.wipe_state else {t: s for t, s in old.task_offset_sums.items() if s != LATEST_OFFSET}
+    sums = {} if event.wipe_state else {t: _checkpoint(s, ends.get(t, 0)) for t, s in old.task_offset_sums.items()}
     clients[pid] = ClientState(pid, capacity=old.capacity, client_tags=old.client_tags, task_offset_sums=sums)
+
+
+def _checkpoint(offset_sum: int, end: int) -> int:
+    """What a replica's state directory reports once it no longer runs: a running active is at the log end."""
+    return end if offset_sum == LATEST_OFFSET else offset_sum
 
 
 def _restore(
@@ -134,10 +139,7 @@ def _restore(
     budget: float | None,
 ) -> tuple[dict[TaskId, int], int]:
     """New offset sums of one client after a probing interval, and the offsets it replayed."""
-    sums = dict(client.task_offset_sums)
-    for task, offset_sum in client.task_offset_sums.items():
-        if offset_sum == LATEST_OFFSET:
-            sums[task] = stopped_at.get(task, 0)  # was running: checkpointed at the end of its log
+    sums = {t: _checkpoint(s, stopped_at.get(t, 0)) for t, s in client.task_offset_sums.items()}
     restored = 0
     remaining = budget
     # Restoring actives first: they block processing; then warmups, then standbys.
@@ -171,7 +173,7 @@ def simulate(scenario: Scenario, assignor: Assignor = assign_high_availability) 
     while len(rounds) < scenario.max_rounds:
         due = tuple(e for e in events if e.at_round == index)
         for event in due:
-            _apply_event(clients, event)
+            _apply_event(clients, event, ends)
         current = replace(group, clients=tuple(clients[p] for p in sorted(clients)), changelog_end_offset_sums=ends)
         assignment = assignor(current, configs)
         before = {t: c.process_id for c in current.clients for t in c.previous_active}

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 from rich.console import Console
 
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
@@ -16,6 +17,7 @@ from assignor.simulation import RestoreRate, simulate
 from jobs.simulate_report import print_simulation
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,17 +54,27 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_scenario_file(path: Path) -> object:
+    """Parse and schema-check a scenario file; ScenarioError names the file and the offending field."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ScenarioError(f"cannot read scenario file {str(path)!r}: {err}") from None
+    schema = json.loads((SCHEMAS / "scenario.schema.json").read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ScenarioError(f"scenario file {str(path)!r} at {where}: {error.message}")
+    return data
+
+
 def _cmd_simulate(args: argparse.Namespace, console: Console) -> int:
     if args.list:
         for name in sorted(BUILTIN_SCENARIOS):
             console.print(f"[bold]{name}[/bold]: {BUILTIN_SCENARIOS[name]['description']}")
         return EXIT_OK
     if args.file is not None:
-        try:
-            data = json.loads(args.file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise ScenarioError(f"cannot read scenario file {str(args.file)!r}: {err}") from None
-        scenario = scenario_from_dict(data)
+        scenario = scenario_from_dict(_read_scenario_file(args.file))
     else:
         scenario = builtin_scenario(args.scenario)
     if args.restore_rate is not None:
