@@ -3,27 +3,52 @@
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Sequence
 
 from assignor.placement import Placement
 from assignor.task import TaskId
 
 
-def used_tag_values(placement: Placement, task: TaskId, tag_keys: Sequence[str], but: str) -> list[set[str]]:
-    """Per tag key, the values held by the task's active and standbys on clients other than ``but``."""
-    used: list[set[str]] = [set() for _ in tag_keys]
-    for other in placement.process_ids:
-        if other != but and (task in placement.active[other] or task in placement.standby[other]):
-            for values, key in zip(used, tag_keys, strict=True):
-                value = placement.tags[other].get(key)
-                if value is not None:
-                    values.add(value)
-    return used
+class TagSpread:
+    """Per task and tag key, how many of its replicas (active and standbys) sit on each tag value (KIP-708)."""
 
+    def __init__(self, placement: Placement, tag_keys: Sequence[str]) -> None:
+        self.placement = placement
+        self.tag_keys = tuple(tag_keys)
+        self.counts: dict[TaskId, list[Counter[str]]] = {}
+        for pid in placement.process_ids:
+            for task in sorted(placement.active[pid] | placement.standby[pid]):
+                self.add(pid, task)
 
-def tag_conflicts(placement: Placement, pid: str, used: list[set[str]], tag_keys: Sequence[str]) -> int:
-    """How many tag keys of the client repeat a value a replica already uses (KIP-708 wants none)."""
-    return sum(1 for values, key in zip(used, tag_keys, strict=True) if placement.tags[pid].get(key) in values)
+    def add(self, pid: str, task: TaskId) -> None:
+        counters = self.counts.setdefault(task, [Counter() for _ in self.tag_keys])
+        for counter, key in zip(counters, self.tag_keys, strict=True):
+            value = self.placement.tags[pid].get(key)
+            if value is not None:
+                counter[value] += 1
+
+    def remove(self, pid: str, task: TaskId) -> None:
+        for counter, key in zip(self.counts[task], self.tag_keys, strict=True):
+            value = self.placement.tags[pid].get(key)
+            if value is not None:
+                counter[value] -= 1
+
+    def conflicts(self, pid: str, task: TaskId, ignoring: str | None = None) -> int:
+        """Tag keys on which the client repeats a value another replica of the task uses (except ``ignoring``'s)."""
+        counters = self.counts.get(task)
+        if counters is None:
+            return 0
+        found = 0
+        for counter, key in zip(counters, self.tag_keys, strict=True):
+            value = self.placement.tags[pid].get(key)
+            if value is None:
+                continue
+            used = counter[value]
+            if pid == ignoring or (ignoring is not None and self.placement.tags[ignoring].get(key) == value):
+                used -= 1
+            found += used > 0
+        return found
 
 
 def place_standbys(placement: Placement, tasks: Sequence[TaskId], replicas: int, tag_keys: Sequence[str]) -> None:
@@ -31,18 +56,19 @@ def place_standbys(placement: Placement, tasks: Sequence[TaskId], replicas: int,
     replicas = min(replicas, len(placement.process_ids) - 1)
     if replicas <= 0:
         return
-    if tag_keys:
+    spread = TagSpread(placement, tag_keys) if tag_keys else None
+    if spread is not None:
         for task in tasks:
             for _ in range(replicas):
-                used = used_tag_values(placement, task, tag_keys, but="")
                 pid = min(
                     (p for p in placement.process_ids if not placement.holds(p, task)),
-                    key=lambda p: (tag_conflicts(placement, p, used, tag_keys), placement.assigned_load(p), p),
+                    key=lambda p: (spread.conflicts(p, task), placement.assigned_load(p), p),
                 )
                 placement.standby[pid].add(task)
+                spread.add(pid, task)
     else:
         _place_least_loaded(placement, tasks, replicas)
-    _balance_standbys(placement, tag_keys)
+    _balance_standbys(placement, spread)
 
 
 def _place_least_loaded(placement: Placement, tasks: Sequence[TaskId], replicas: int) -> None:
@@ -60,7 +86,7 @@ def _place_least_loaded(placement: Placement, tasks: Sequence[TaskId], replicas:
             heapq.heappush(heap, entry)
 
 
-def _balance_standbys(placement: Placement, tag_keys: Sequence[str]) -> None:
+def _balance_standbys(placement: Placement, spread: TagSpread | None) -> None:
     """Shift standbys from the most to the least loaded clients while two differ by more than one per capacity.
 
     A shift may be a chain (A gives a standby to B, B gives another to C) when no direct move fits. Each
@@ -69,55 +95,62 @@ def _balance_standbys(placement: Placement, tag_keys: Sequence[str]) -> None:
     """
     while True:
         by_load = sorted(placement.process_ids, key=lambda p: (placement.assigned_load(p), p))
-        if not _shift_one_standby(placement, by_load, tag_keys):
+        if not _shift_one_standby(placement, by_load, spread):
             return
 
 
-def _movable(placement: Placement, src: str, dst: str, tag_keys: Sequence[str]) -> TaskId | None:
+def _movable(placement: Placement, src: str, dst: str, spread: TagSpread | None) -> TaskId | None:
     """A standby of ``src`` that ``dst`` could take over, or None."""
     for task in sorted(placement.standby[src]):
         if placement.holds(dst, task):
             continue
-        if tag_keys:
-            used = used_tag_values(placement, task, tag_keys, but=src)
-            if tag_conflicts(placement, dst, used, tag_keys) > tag_conflicts(placement, src, used, tag_keys):
-                continue
+        if spread is not None and spread.conflicts(dst, task, ignoring=src) > spread.conflicts(src, task, src):
+            continue
         return task
     return None
 
 
-def _shift_one_standby(placement: Placement, by_load: list[str], tag_keys: Sequence[str]) -> bool:
+def _shift_one_standby(placement: Placement, by_load: list[str], spread: TagSpread | None) -> bool:
     for src in reversed(by_load):
         targets = [d for d in by_load if placement.assigned_load(src) - placement.assigned_load(d) > 1]
         if not targets:
             continue
-        path = _shift_path(placement, src, set(targets), tag_keys)
+        path = _shift_path(placement, src, targets, spread)
         if path:
             for giver, taker, task in path:
                 placement.standby[giver].discard(task)
                 placement.standby[taker].add(task)
+                if spread is not None:
+                    spread.remove(giver, task)
+                    spread.add(taker, task)
             return True
     return False
 
 
 def _shift_path(
-    placement: Placement, src: str, targets: set[str], tag_keys: Sequence[str]
+    placement: Placement, src: str, targets: list[str], spread: TagSpread | None
 ) -> list[tuple[str, str, TaskId]]:
-    """Breadth-first: the shortest chain of standby moves from ``src`` to the least loaded reachable target."""
+    """The shortest chain of standby moves from ``src`` to the least loaded reachable target (direct with tags)."""
+    if spread is not None:
+        for taker in targets:  # least loaded first
+            task = _movable(placement, src, taker, spread)
+            if task is not None:
+                return [(src, taker, task)]
+        return []
+    wanted = set(targets)
     came_from: dict[str, tuple[str, TaskId]] = {}
     frontier = [src]
-    max_hops = 1 if tag_keys else len(placement.process_ids)
-    for _ in range(max_hops):
+    while frontier:
         reached: list[str] = []
         for giver in frontier:
             for taker in placement.process_ids:
                 if taker == src or taker in came_from:
                     continue
-                task = _movable(placement, giver, taker, tag_keys)
+                task = _movable(placement, giver, taker, None)
                 if task is not None:
                     came_from[taker] = (giver, task)
                     reached.append(taker)
-        hit = [t for t in reached if t in targets]
+        hit = [t for t in reached if t in wanted]
         if hit:
             node = min(hit, key=lambda p: (placement.assigned_load(p), p))
             path: list[tuple[str, str, TaskId]] = []
@@ -126,7 +159,5 @@ def _shift_path(
                 path.append((giver, node, task))
                 node = giver
             return path[::-1]
-        if not reached:
-            break
         frontier = reached
     return []
