@@ -66,12 +66,21 @@ class LagIndex:
             for task, offset_sum in client.task_offset_sums.items():
                 if task not in stateful:
                     continue
-                lag = task_lag(offset_sum, ends.get(task, 0))
-                reported.setdefault(task, {})[pid] = lag
-                rank = lag_rank(lag, acceptable)
+                # task_lag and lag_rank, inlined: this loop sees every reported offset sum.
+                end = ends.get(task, 0)
+                if offset_sum in (LATEST_OFFSET, UNKNOWN_OFFSET_SUM):
+                    lag = offset_sum
+                else:
+                    lag = end if offset_sum > end else end - offset_sum
+                task_lags = reported.get(task)
+                if task_lags is None:
+                    task_lags = reported[task] = {}
+                task_lags[pid] = lag
+                rank = (0 if lag == LATEST_OFFSET or 0 <= lag <= acceptable else 1, lag)
                 if rank[0] == 0:
                     caught_up.setdefault(task, []).append(pid)
-                if task not in best or rank < best[task]:
+                previous = best.get(task)
+                if previous is None or rank < previous:
                     best[task] = rank
         for pids in caught_up.values():
             pids.sort()
@@ -93,12 +102,11 @@ class LagIndex:
         """Whether the client may run the task as an active without a restore pause."""
         return lag_is_caught_up(self.lag(process_id, task), self.acceptable_recovery_lag)
 
-    def _empty_clients_caught_up(self, task: TaskId) -> bool:
-        return self.ends.get(task, 0) <= self.acceptable_recovery_lag
-
     def caught_up_clients(self, task: TaskId) -> Sequence[str]:
         """Every caught-up client of the task, in process-id order."""
-        if self._empty_clients_caught_up(task):
+        if task in self.caught_up_reporters and self.ends.get(task, 0) > self.acceptable_recovery_lag:
+            return self.caught_up_reporters[task]
+        if self.ends.get(task, 0) <= self.acceptable_recovery_lag:  # then clients without state are caught up
             reported = self.reported.get(task, {})
             acceptable = self.acceptable_recovery_lag
             return [p for p in self.process_ids if p not in reported or lag_is_caught_up(reported[p], acceptable)]

@@ -29,8 +29,9 @@ def _by_fewest_caught_up(
 ) -> list[tuple[int, TaskId, str, Sequence[str]]]:
     """Moves with their caught-up clients; tasks with the fewest places to go first."""
     with_clients = []
+    caught_up_clients = lags.caught_up_clients
     for task, chosen in moves:
-        caught_up = lags.caught_up_clients(task)
+        caught_up = caught_up_clients(task)
         with_clients.append((len(caught_up), task, chosen, caught_up))
     with_clients.sort()
     return with_clients
