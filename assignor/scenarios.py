@@ -136,6 +136,13 @@ def _kip441(name: str, description: str, clients: list[dict[str, Any]], tasks: i
     }
 
 
+# KIP-441's "Scaling In" starting state: T1..T4 are tasks 0_0..0_3.
+_SCALING_IN_CLIENTS = [
+    {"process_id": "I1", "active": ["0_0", "0_3"], "standby": ["0_2"]},
+    {"process_id": "I2", "active": ["0_1"], "standby": ["0_0", "0_3"]},
+    {"process_id": "I3", "active": ["0_2"], "standby": ["0_1"]},
+]
+
 BUILTIN_SCENARIOS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         "kip441-scaling-out": _kip441(
@@ -152,11 +159,7 @@ BUILTIN_SCENARIOS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
         "kip441-scaling-in-standbys-in-sync": _kip441(
             "kip441-scaling-in-standbys-in-sync",
             "KIP-441 'Scaling In (Pt. 1)': I1 leaves; in-sync standbys take over at once, no probing.",
-            [
-                {"process_id": "I1", "active": ["0_0", "0_3"], "standby": ["0_2"]},
-                {"process_id": "I2", "active": ["0_1"], "standby": ["0_0", "0_3"]},
-                {"process_id": "I3", "active": ["0_2"], "standby": ["0_1"]},
-            ],
+            _SCALING_IN_CLIENTS,
             4,
             [{"at_round": 0, "kind": "remove", "process_id": "I1"}],
             0,
@@ -164,11 +167,7 @@ BUILTIN_SCENARIOS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
         "kip441-scaling-in-lagging-standbys": _kip441(
             "kip441-scaling-in-lagging-standbys",
             "KIP-441 'Scaling In (Pt. 2)': I1 leaves; standbys lag, so the most caught-up instance restores first.",
-            [
-                {"process_id": "I1", "active": ["0_0", "0_3"], "standby": ["0_2"]},
-                {"process_id": "I2", "active": ["0_1"], "standby": ["0_0", "0_3"]},
-                {"process_id": "I3", "active": ["0_2"], "standby": ["0_1"]},
-            ],
+            _SCALING_IN_CLIENTS,
             4,
             [{"at_round": 0, "kind": "remove", "process_id": "I1"}],
             50_000,
