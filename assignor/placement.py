@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.state import GroupState
@@ -20,6 +20,19 @@ class Placement:
         self.standby: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.warmup: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.owner: dict[TaskId, str] = {}
+        self._previous_owners: dict[TaskId, set[str]] = {}
+        for client in group.clients:
+            for task in client.previous_active:
+                self._previous_owners.setdefault(task, set()).add(client.process_id)
+
+    def previous_owner_of(self, task: TaskId) -> set[str]:
+        """The clients that ran the task as an active before this rebalance (normally one)."""
+        return self._previous_owners.get(task, set())
+
+    def standby_of(self, task: TaskId, pids: Iterable[str]) -> None:
+        """Make each of ``pids`` a standby of the task."""
+        for pid in pids:
+            self.standby[pid].add(task)
 
     def holds(self, pid: str, task: TaskId) -> bool:
         """Whether the client has the task in any role."""

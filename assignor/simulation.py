@@ -159,6 +159,21 @@ def _restore(
     return sums, restored
 
 
+def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState:
+    """The next rebalance's input if every replica held in ``assignment`` caught up (actives report -2)."""
+    ends = group.changelog_end_offset_sums
+    clients = []
+    for client in group.clients:
+        ca = assignment.clients[client.process_id]
+        sums = {t: _checkpoint(s, ends.get(t, 0)) for t, s in client.task_offset_sums.items()}
+        sums.update({t: ends.get(t, 0) for t in (ca.standby | ca.warmup) & group.stateful_tasks})
+        sums.update(dict.fromkeys(ca.active & group.stateful_tasks, LATEST_OFFSET))
+        clients.append(
+            replace(client, previous_active=ca.active, previous_standby=ca.standby | ca.warmup, task_offset_sums=sums)
+        )
+    return replace(group, clients=tuple(clients))
+
+
 def simulate(scenario: Scenario, assignor: Assignor = assign_high_availability) -> SimulationResult:
     """Run rebalances until no probing rebalance is needed and no event is pending (or max_rounds)."""
     group = scenario.group

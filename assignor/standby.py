@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from assignor.placement import Placement
 from assignor.task import TaskId
@@ -51,32 +51,84 @@ class TagSpread:
         return found
 
 
-def place_standbys(placement: Placement, tasks: Sequence[TaskId], replicas: int, tag_keys: Sequence[str]) -> None:
-    """Give every task ``replicas`` standbys on clients that do not hold it, then even out the loads."""
+Preference = Callable[[str, TaskId], tuple[int, ...]]
+
+
+def place_standbys(
+    placement: Placement,
+    tasks: Sequence[TaskId],
+    replicas: int,
+    tag_keys: Sequence[str],
+    preference: Preference | None = None,
+    keep: Mapping[TaskId, Sequence[str]] | None = None,
+) -> None:
+    """Give every task ``replicas`` standbys on clients that do not hold it, then even out the loads.
+
+    ``keep`` lists, per task, clients whose existing copy should stay a standby where balance and tag spread
+    allow (best first). Other candidates rank by tag spread, then ``preference(pid, task)``, then load.
+    """
     replicas = min(replicas, len(placement.process_ids) - 1)
     if replicas <= 0:
         return
     spread = TagSpread(placement, tag_keys) if tag_keys else None
-    if spread is not None:
+    if keep:
+        _keep_standbys(placement, tasks, replicas, keep, spread)
+    have = Counter(t for p in placement.process_ids for t in placement.standby[p])
+    missing = {task: replicas - have[task] for task in tasks}
+    if spread is not None or preference is not None:
         for task in tasks:
-            for _ in range(replicas):
+            for _ in range(missing[task]):
                 pid = min(
                     (p for p in placement.process_ids if not placement.holds(p, task)),
-                    key=lambda p: (spread.conflicts(p, task), placement.assigned_load(p), p),
+                    key=lambda p: (
+                        spread.conflicts(p, task) if spread is not None else 0,
+                        preference(p, task) if preference is not None else (),
+                        placement.assigned_load(p),
+                        p,
+                    ),
                 )
                 placement.standby[pid].add(task)
-                spread.add(pid, task)
+                if spread is not None:
+                    spread.add(pid, task)
     else:
-        _place_least_loaded(placement, tasks, replicas)
+        _place_least_loaded(placement, tasks, missing)
     _balance_standbys(placement, spread)
 
 
-def _place_least_loaded(placement: Placement, tasks: Sequence[TaskId], replicas: int) -> None:
+def _keep_standbys(
+    placement: Placement,
+    tasks: Sequence[TaskId],
+    replicas: int,
+    keep: Mapping[TaskId, Sequence[str]],
+    spread: TagSpread | None,
+) -> None:
+    """Keep existing copies as standbys while each client stays within its capacity share of all replicas."""
+    total_capacity = sum(placement.capacity.values())
+    copies = len(tasks) * (1 + replicas)
+    share = {p: -(-copies * c // total_capacity) for p, c in placement.capacity.items()}  # ceiling
+    for task in tasks:
+        kept = 0
+        for pid in keep.get(task, ()):
+            if kept == replicas:
+                break
+            if placement.holds(pid, task) or len(placement.active[pid]) + len(placement.standby[pid]) >= share[pid]:
+                continue
+            if spread is not None:
+                others = [p for p in placement.process_ids if not placement.holds(p, task)]
+                if spread.conflicts(pid, task) > min(spread.conflicts(p, task) for p in others):
+                    continue  # a copy elsewhere would spread the task over more racks
+            placement.standby[pid].add(task)
+            if spread is not None:
+                spread.add(pid, task)
+            kept += 1
+
+
+def _place_least_loaded(placement: Placement, tasks: Sequence[TaskId], missing: Mapping[TaskId, int]) -> None:
     heap = [(placement.assigned_load(p), p) for p in placement.process_ids]
     heapq.heapify(heap)
     for task in tasks:
         skipped: list[tuple[float, str]] = []
-        for _ in range(replicas):
+        for _ in range(missing[task]):
             while placement.holds(heap[0][1], task):
                 skipped.append(heapq.heappop(heap))
             pid = heap[0][1]

@@ -12,10 +12,10 @@ from assignor import (
     UNKNOWN_OFFSET_SUM,
     AssignmentConfigs,
     ClientState,
-    GroupAssignment,
     GroupState,
     TaskId,
 )
+from assignor.simulation import catch_up_fully
 
 ZONES = ("eu-1a", "eu-1b", "eu-1c")
 RACKS = ("r1", "r2")
@@ -133,28 +133,7 @@ def cases(
     return Case(group, configs, params)
 
 
-def caught_up_feedback(group: GroupState, assignment: GroupAssignment) -> GroupState:
-    """The next group state if every replica held in ``assignment`` caught up fully (actives report -2)."""
-    ends = group.changelog_end_offset_sums
-    clients = []
-    for client in group.clients:
-        ca = assignment.clients[client.process_id]
-        sums = {t: (ends.get(t, 0) if s == LATEST_OFFSET else s) for t, s in client.task_offset_sums.items()}
-        for task in (ca.standby | ca.warmup) & group.stateful_tasks:
-            sums[task] = ends.get(task, 0)
-        for task in ca.active & group.stateful_tasks:
-            sums[task] = LATEST_OFFSET
-        clients.append(
-            ClientState(
-                process_id=client.process_id,
-                capacity=client.capacity,
-                previous_active=ca.active,
-                previous_standby=ca.standby | ca.warmup,
-                task_offset_sums=sums,
-                client_tags=client.client_tags,
-            )
-        )
-    return GroupState(clients, group.stateful_tasks, group.stateless_tasks, ends)
+caught_up_feedback = catch_up_fully
 
 
 def replica_balance_feasible(group: GroupState, configs: AssignmentConfigs) -> bool:

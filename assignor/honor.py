@@ -1,0 +1,85 @@
+"""What a group leader does with an approved target at each rebalance: move only what is caught up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assignor.assignment import GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.lags import LagIndex
+from assignor.movement import WarmupBudget
+from assignor.placement import Placement
+from assignor.state import GroupState
+from assignor.task import TaskId
+
+
+def target_fits(target: GroupAssignment, group: GroupState) -> bool:
+    """Whether the target names exactly the live clients and tasks."""
+    planned_tasks = {t for ca in target.clients.values() for t in ca.active}
+    return set(target.clients) == {c.process_id for c in group.clients} and planned_tasks == group.all_tasks
+
+
+def move_order(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[TaskId]:
+    """Stateful tasks whose target owner must still restore, cheapest restore first."""
+    lags = LagIndex.of(group, configs)
+    pending = [
+        (lags.lag(pid, task) if lags.lag(pid, task) >= 0 else lags.ends.get(task, 0), task)
+        for pid, ca in target.clients.items()
+        for task in ca.active & group.stateful_tasks
+        if not lags.caught_up(pid, task)
+    ]
+    return [task for _, task in sorted(pending)]
+
+
+def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str]) -> str:
+    """Where a task stays active while its target owner restores: H1-safe, least disruptive."""
+    caught_up = lags.caught_up_clients(task)
+    if caught_up:
+        current = [p for p in caught_up if p in placement.previous_owner_of(task)]
+        if current:
+            return current[0]
+        in_target_standbys = [p for p in caught_up if p in standbys]
+        return placement.least_loaded(in_target_standbys or list(caught_up)) or caught_up[0]
+    best = lags.best_rank(task)
+    tied = [p for p in placement.process_ids if lags.rank(p, task) == best]
+    current = [p for p in tied if p in placement.previous_owner_of(task)]
+    return current[0] if current else tied[0]
+
+
+def honor_target(
+    target: GroupAssignment,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    order: Sequence[TaskId] | None = None,
+) -> GroupAssignment:
+    """The assignment for this rebalance when ``target`` fits the live group (see honor_plan)."""
+    lags = LagIndex.of(group, configs)
+    placement = Placement(group)
+    budget = WarmupBudget(configs.max_warmup_replicas)
+    owners = target.active_owners()
+    standby_holders: dict[TaskId, frozenset[str]] = {}
+    for pid, ca in target.clients.items():
+        for task in ca.standby:
+            standby_holders[task] = standby_holders.get(task, frozenset()) | {pid}
+    pending = list(order) if order is not None else move_order(target, group, configs)
+    pending += [t for t in sorted(group.stateful_tasks) if t not in set(pending)]
+    for task in pending:
+        owner = owners[task]
+        standbys = standby_holders.get(task, frozenset())
+        if lags.caught_up(owner, task) or lags.rank(owner, task) == lags.best_rank(task):
+            placement.assign_active(owner, task)
+            placement.standby_of(task, standbys)
+            continue
+        keeper = _keeper(placement, lags, task, owner, standbys)
+        placement.assign_active(keeper, task)
+        if keeper in standbys:
+            # The keeper holds a target standby: the target owner restores in that standby slot, for free.
+            placement.standby_of(task, (standbys - {keeper}) | {owner})
+            continue
+        placement.standby_of(task, standbys)
+        if budget.take():
+            placement.warmup[owner].add(task)
+    for task in sorted(group.stateless_tasks):
+        placement.assign_active(owners[task], task)
+    live = placement.freeze(probing_rebalance_needed=False)
+    return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != target.clients)

@@ -1,0 +1,257 @@
+"""The planner: an exactly balanced, minimal-restore, minimal-move target and a safe multi-step schedule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+
+from assignor.assignment import ClientAssignment, GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.honor import honor_target, move_order, target_fits
+from assignor.lags import LagIndex
+from assignor.placement import Placement
+from assignor.simulation import catch_up_fully
+from assignor.standby import place_standbys
+from assignor.state import ClientState, GroupState
+from assignor.target import ActiveCosts, solve_active_target
+from assignor.task import TaskId
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """A balanced target, the steps that reach it safely, and what it costs."""
+
+    target: GroupAssignment
+    steps: Sequence[GroupAssignment]
+    metrics: Mapping[str, float | int] = field(default_factory=dict)
+    move_order: Sequence[TaskId] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+        object.__setattr__(self, "move_order", tuple(self.move_order))
+
+
+def _previous_owners(group: GroupState) -> dict[TaskId, frozenset[str]]:
+    owners: dict[TaskId, set[str]] = {}
+    for client in group.clients:
+        for task in client.previous_active:
+            owners.setdefault(task, set()).add(client.process_id)
+    return {t: frozenset(p) for t, p in owners.items()}
+
+
+def plan_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+    """The balanced end state (no warmups) that restores and moves as little as possible."""
+    lags = LagIndex.of(group, configs)
+    costs = ActiveCosts(
+        tasks=sorted(group.all_tasks),
+        stateful=group.stateful_tasks,
+        process_ids=lags.process_ids,
+        capacity={c.process_id: c.capacity for c in group.clients},
+        previous_owners=_previous_owners(group),
+        lags=lags,
+    )
+    replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
+    owners = solve_active_target(costs, balance_stateful_alone=replicas == 0)
+    candidates = [_new_standbys(group, configs, costs, owners, replicas)]
+    kept = _previous_standbys(group, owners, replicas)
+    if kept is not None:
+        candidates.insert(0, kept)  # first: wins ties, so a settled group keeps its standbys
+    standbys = min(candidates, key=lambda c: _standby_score(c, owners, group, costs, configs))
+    return GroupAssignment(
+        {
+            c.process_id: ClientAssignment(
+                active=frozenset(t for t, p in owners.items() if p == c.process_id),
+                standby=standbys[c.process_id],
+            )
+            for c in group.clients
+        }
+    )
+
+
+def _new_standbys(
+    group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int
+) -> dict[str, frozenset[TaskId]]:
+    """Standbys on the next-most-caught-up clients, spread over tags, balanced with the stateful actives."""
+    placement = Placement(group)
+    for task, pid in sorted(owners.items()):
+        if task in group.stateful_tasks:
+            placement.assign_active(pid, task)
+    held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
+
+    def preference(pid: str, task: TaskId) -> tuple[int, ...]:
+        # Next-most-caught-up first; among equals keep the copies clients already have.
+        return (costs.restore(task, pid), 0 if task in held_before[pid] else 1)
+
+    keep: dict[TaskId, list[str]] = {}
+    for client in group.clients:
+        for task in client.previous_standby & group.stateful_tasks:
+            keep.setdefault(task, []).append(client.process_id)
+    for task, pids in keep.items():
+        pids.sort(key=lambda p, t=task: (costs.restore(t, p), p))
+    stateful = sorted(group.stateful_tasks)
+    place_standbys(placement, stateful, replicas, configs.rack_aware_assignment_tags, preference, keep)
+    return {pid: frozenset(tasks) for pid, tasks in placement.standby.items()}
+
+
+def _previous_standbys(
+    group: GroupState, owners: Mapping[TaskId, str], replicas: int
+) -> dict[str, frozenset[TaskId]] | None:
+    """The standbys the clients hold now, if they still form a complete set beside the new actives."""
+    standbys = {c.process_id: c.previous_standby & group.stateful_tasks for c in group.clients}
+    count: dict[TaskId, int] = {}
+    for pid, tasks in standbys.items():
+        for task in tasks:
+            if owners.get(task) == pid:
+                return None
+            count[task] = count.get(task, 0) + 1
+    if any(count.get(task, 0) != replicas for task in group.stateful_tasks):
+        return None
+    return standbys
+
+
+def _standby_score(
+    standbys: Mapping[str, frozenset[TaskId]],
+    owners: Mapping[TaskId, str],
+    group: GroupState,
+    costs: ActiveCosts,
+    configs: AssignmentConfigs,
+) -> tuple[Fraction, int, int, int]:
+    """(replica imbalance beyond B1, repeated rack tag values, offsets to restore, new copies): lower is better."""
+    capacity = costs.capacity
+    load = {pid: len(tasks) for pid, tasks in standbys.items()}
+    for task, pid in owners.items():
+        if task in group.stateful_tasks:
+            load[pid] += 1
+    ratios = [Fraction(load[p], capacity[p]) for p in load]
+    imbalance = max(Fraction(0), max(ratios) - min(ratios) - 1)
+    holders: dict[TaskId, list[str]] = {t: [owners[t]] for t in group.stateful_tasks}
+    for pid, tasks in standbys.items():
+        for task in tasks:
+            holders[task].append(pid)
+    tags = {c.process_id: c.client_tags for c in group.clients}
+    repeated = 0
+    for pids in holders.values():
+        for key in configs.rack_aware_assignment_tags:
+            values = [tags[p][key] for p in pids if key in tags[p]]
+            repeated += len(values) - len(set(values))
+    restore = sum(costs.restore(t, pid) for pid, tasks in standbys.items() for t in tasks)
+    before = {c.process_id: c.previous_standby for c in group.clients}
+    new_copies = sum(len(tasks - before[pid]) for pid, tasks in standbys.items())
+    return imbalance, repeated, restore, new_copies
+
+
+def adapt_target(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+    """The target for the live group: unchanged when it fits, else re-balanced with as few changes as possible.
+
+    Departed instances, new instances, added or removed tasks: the planner places them, with the plan's own
+    owners as the previous assignment and no lags, so the result depends only on (target, membership, tasks)
+    and stays put while moves proceed.
+    """
+    if target_fits(target, group):
+        return target
+    planned = {pid: ca for pid, ca in target.clients.items()}
+    clients = []
+    for client in group.clients:
+        ca = planned.get(client.process_id)
+        clients.append(
+            ClientState(
+                process_id=client.process_id,
+                capacity=client.capacity,
+                previous_active=(ca.active & group.all_tasks) if ca else frozenset(),
+                previous_standby=(ca.standby & group.stateful_tasks) if ca else frozenset(),
+                client_tags=client.client_tags,
+            )
+        )
+    synthetic = GroupState(clients, group.stateful_tasks, group.stateless_tasks, {})
+    return plan_target(synthetic, configs)
+
+
+def honor_plan(
+    target: GroupAssignment,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    *,
+    order: Sequence[TaskId] | None = None,
+) -> GroupAssignment:
+    """The assignment for this rebalance: planned moves whose target owner is caught up happen now; the others
+    stay active on a caught-up client while the target owner warms up (at most max_warmup_replicas, in
+    ``order``, by default cheapest restore first). Parts the target does not know are re-planned."""
+    return honor_target(adapt_target(target, group, configs), group, configs, order)
+
+
+def _skew(loads: Mapping[str, int], capacity: Mapping[str, int]) -> float:
+    ratios = [Fraction(loads.get(p, 0), c) for p, c in capacity.items()]
+    return float(max(ratios) - min(ratios)) if ratios else 0.0
+
+
+def _restore_offsets(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> int:
+    lags = LagIndex.of(group, configs)
+    total = 0
+    for pid, ca in target.clients.items():
+        for task in (ca.active | ca.standby) & group.stateful_tasks:
+            if not lags.caught_up(pid, task):
+                lag = lags.lag(pid, task)
+                total += lags.ends.get(task, 0) if lag < 0 else lag
+    return total
+
+
+def _estimated_seconds(
+    steps: Sequence[GroupAssignment], states: Sequence[GroupState], configs: AssignmentConfigs, rate: float
+) -> float:
+    """Each step lasts at least one probing interval, longer while its slowest instance restores."""
+    interval = configs.probing_rebalance_interval_ms / 1000
+    seconds = 0.0
+    for step, state in zip(steps, states, strict=True):
+        lags = LagIndex.of(state, configs)
+        slowest = 0
+        for pid, ca in step.clients.items():
+            owed = 0
+            for task in (ca.active | ca.standby | ca.warmup) & state.stateful_tasks:
+                lag = lags.lag(pid, task)
+                owed += 0 if lag == -2 else (lags.ends.get(task, 0) if lag < 0 else lag)
+            slowest = max(slowest, owed)
+        restore = slowest / rate
+        seconds += max(interval, restore) if step.probing_rebalance_needed else restore
+    return seconds
+
+
+def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
+    """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1)."""
+    if restore_rate is not None and restore_rate <= 0:
+        raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
+    target = plan_target(group, configs)
+    order = move_order(target, group, configs)
+    limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
+    steps: list[GroupAssignment] = []
+    states: list[GroupState] = []
+    state = group
+    while True:
+        step = honor_target(target, state, configs, order)
+        steps.append(step)
+        states.append(state)
+        if not step.probing_rebalance_needed:
+            break
+        if len(steps) > limit:  # pragma: no cover - every step warms up or completes at least one move
+            raise RuntimeError(f"schedule did not reach the target within {limit} steps")
+        state = catch_up_fully(state, step)
+    capacity = {c.process_id: c.capacity for c in group.clients}
+    before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
+    after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
+    owners_before = _previous_owners(group)
+    metrics: dict[str, float | int] = {
+        "moves": sum(
+            1 for t, pid in target.active_owners().items() if owners_before.get(t) and pid not in owners_before[t]
+        ),
+        "warmups": sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
+        "rounds": len(steps),
+        "restore_offsets": _restore_offsets(target, group, configs),
+        "max_load_skew_before": _skew(before_loads, capacity),
+        "max_load_skew_after": _skew(after_loads, capacity),
+    }
+    if restore_rate is not None:
+        metrics["estimated_seconds"] = _estimated_seconds(steps, states, configs, restore_rate)
+    return GroupPlan(target=target, steps=steps, metrics=metrics, move_order=order)
