@@ -91,7 +91,8 @@ def _new_standbys(
         for task in client.previous_standby & group.stateful_tasks:
             keep.setdefault(task, []).append(client.process_id)
     for task, pids in keep.items():
-        pids.sort(key=lambda p, t=task: (costs.restore(t, p), p))
+        restore = {p: costs.restore(task, p) for p in pids}
+        pids.sort(key=lambda p: (restore[p], p))
     stateful = sorted(group.stateful_tasks)
     place_standbys(placement, stateful, replicas, configs.rack_aware_assignment_tags, preference, keep)
     return {pid: frozenset(tasks) for pid, tasks in placement.standby.items()}
