@@ -82,7 +82,7 @@ class _Model:
         self.row_lower.append(lower)
         self.row_upper.append(upper)
 
-    def solve(self, objective: np.ndarray) -> np.ndarray:
+    def solve(self, objective: np.ndarray, node_limit: int | None = None) -> np.ndarray:
         n = len(self.lower)
         matrix = coo_array((self.vals, (self.rows, self.cols)), shape=(len(self.row_lower), n)).tocsr()
         result = milp(
@@ -90,9 +90,9 @@ class _Model:
             constraints=LinearConstraint(matrix, self.row_lower, self.row_upper),
             integrality=np.array(self.integer),
             bounds=Bounds(np.array(self.lower), np.array(self.upper)),
-            options={"mip_rel_gap": 0.0, "presolve": True},
+            options={"mip_rel_gap": 0.0, "presolve": True, **({"node_limit": node_limit} if node_limit else {})},
         )
-        if result.x is None:  # pragma: no cover - the model is always feasible thanks to its slacks
+        if result.x is None:  # pragma: no cover - balanced targets always exist
             raise RuntimeError(f"balanced target model failed: {result.message}")
         return np.asarray(result.x)
 
@@ -103,16 +103,34 @@ def _share(total: int, capacity: int, all_capacity: int) -> tuple[int, int]:
     return low, low + (1 if rest else 0)
 
 
+EXACT_MODEL_MAX_TASKS = 250
+EXACT_MODEL_NODE_LIMIT = 2_000
+
+
 def solve_active_target(costs: ActiveCosts, *, balance_stateful_alone: bool) -> dict[TaskId, str]:
     """Task -> client of a balanced target minimizing restore offsets, then moves.
 
-    Balanced: every client's count of actives, of stateful actives (with ``balance_stateful_alone``) and of
-    each subtopology's actives is the floor or ceiling of its capacity-proportional share. That implies B1
-    and B2, equals them when capacities are equal, and is always feasible. The model is a flow network
-    (task -> client/subtopology -> client/kind -> client), so HiGHS solves it at the root.
+    First with proportional bounds: every client's count of actives, of stateful actives (with
+    ``balance_stateful_alone``) and of each subtopology's actives is the floor or ceiling of its
+    capacity-proportional share. That implies B1 and B2, equals them when every capacity is 1, is always
+    feasible, and is a flow network (task -> client/subtopology -> client/kind -> client) that HiGHS solves
+    at the root. With larger capacities the contract allows more (B1: any window [L, L+1] of actives per
+    capacity; B2: only equal-capacity clients within one), so groups up to EXACT_MODEL_MAX_TASKS tasks are
+    solved again with those exact windows as free levels, and the better target wins.
     """
     if not costs.tasks:
         return {}
+    owners, score = _solve(costs, balance_stateful_alone, exact=False)
+    if max(costs.capacity.values()) > 1 and len(costs.tasks) <= EXACT_MODEL_MAX_TASKS:
+        exact_owners, exact_score = _solve(costs, balance_stateful_alone, exact=True)
+        if exact_score < score:
+            return exact_owners
+    return owners
+
+
+def _solve(
+    costs: ActiveCosts, balance_stateful_alone: bool, *, exact: bool
+) -> tuple[dict[TaskId, str], tuple[int, int]]:
     model = _Model()
     pids = list(costs.process_ids)
     capacity = costs.capacity
@@ -127,15 +145,24 @@ def solve_active_target(costs: ActiveCosts, *, balance_stateful_alone: bool) -> 
         is_stateful = task in costs.stateful
         kind_of_sub[task.subtopology].add(is_stateful)
         choice: list[tuple[int, float]] = []
-        for pid in costs.direct_candidates(task):
+        candidates = costs.direct_candidates(task)
+        # The pool prices a client without state; it is exact only if no client costs more than that
+        # (one reporting -3 on a changelog within the acceptable lag does): then list every client.
+        pool_restore = costs.restore(task, None)
+        if any(costs.restore(task, pid) > pool_restore for pid in candidates):
+            candidates = pids
+        for pid in candidates:
             col = model.var(upper=1)
             restore_cost[col] = costs.restore(task, pid)
             move_cost[col] = costs.move(task, pid)
             direct.append((col, task, pid))
             into[(pid, task.subtopology)].append((col, 1))
             choice.append((col, 1))
+        if candidates is pids:
+            model.row(choice, 1, 1)
+            continue
         pool_col = model.var(upper=1)
-        restore_cost[pool_col] = costs.restore(task, None)
+        restore_cost[pool_col] = pool_restore
         move_cost[pool_col] = costs.move(task, None)
         pooled[(task.subtopology, is_stateful)].append((pool_col, task))
         choice.append((pool_col, 1))
@@ -149,31 +176,51 @@ def solve_active_target(costs: ActiveCosts, *, balance_stateful_alone: bool) -> 
             into[(pid, sub)].append((col, 1))
     # A subtopology mixing stateful and stateless tasks breaks the nesting; then only totals are windowed.
     by_kind = balance_stateful_alone and all(len(kinds) == 1 for kinds in kind_of_sub.values())
-    sub_size = {sub: sum(len(m) for (s, _), m in pooled.items() if s == sub) for sub in kind_of_sub}
+    sub_size = {sub: sum(1 for t in costs.tasks if t.subtopology == sub) for sub in kind_of_sub}
     stateful_count = len([t for t in costs.tasks if t in costs.stateful])
+    # Exact mode: free levels; (level, scale, width) windows are scale*level <= count <= scale*level + width.
+    total_level = model.var(lower=-np.inf, integer=False)
+    stateful_level = model.var(lower=-np.inf, integer=False)
+    class_level = {(sub, cap): model.var() for sub in kind_of_sub for cap in {capacity[p] for p in pids}}
+    n_tasks = len(costs.tasks)
+
+    def bounded(terms: list[tuple[int, float]], share: tuple[int, int], window: tuple[int, float, float]) -> int:
+        if exact:
+            out = model.var(upper=n_tasks)
+            level, scale, width = window
+            model.row([(out, 1), (level, -scale)], 0, np.inf)
+            model.row([(out, 1), (level, -scale)], -np.inf, width)
+        else:
+            out = model.var(lower=share[0], upper=share[1])
+        model.row([*terms, (out, -1)], 0, 0)
+        return out
+
     for pid in pids:
+        cap = capacity[pid]
         kind_terms: dict[bool, list[tuple[int, float]]] = defaultdict(list)
         for sub in sorted(kind_of_sub):
-            low, high = _share(sub_size[sub], capacity[pid], all_capacity)
-            out = model.var(lower=low, upper=high)
-            model.row([*into.get((pid, sub), []), (out, -1)], 0, 0)
+            out = bounded(
+                into.get((pid, sub), []), _share(sub_size[sub], cap, all_capacity), (class_level[(sub, cap)], 1, 1)
+            )
             kind_terms[by_kind and True in kind_of_sub[sub]].append((out, 1))
         client_terms: list[tuple[int, float]] = []
         for is_stateful, terms in sorted(kind_terms.items()):
-            low, high = _share(stateful_count, capacity[pid], all_capacity) if is_stateful else (0, len(costs.tasks))
-            out = model.var(lower=low, upper=high)
-            model.row([*terms, (out, -1)], 0, 0)
+            if is_stateful:
+                out = bounded(terms, _share(stateful_count, cap, all_capacity), (stateful_level, cap, cap))
+            else:
+                out = model.var(upper=n_tasks)
+                model.row([*terms, (out, -1)], 0, 0)
             client_terms.append((out, 1))
-        low, high = _share(len(costs.tasks), capacity[pid], all_capacity)
-        model.row(client_terms, low, high)
+        bounded(client_terms, _share(n_tasks, cap, all_capacity), (total_level, cap, cap))
 
     n = len(model.lower)
     solution = np.zeros(n)
+    node_limit = EXACT_MODEL_NODE_LIMIT if exact else None
     for stage, weights in enumerate((restore_cost, move_cost)):
         objective = np.zeros(n)
         for col, weight in weights.items():
             objective[col] = weight
-        solution = model.solve(objective)
+        solution = model.solve(objective, node_limit)
         if stage == 0:
             # Lock the restore optimum in before minimizing moves (restore offsets are integral).
             best = float(objective @ solution)
@@ -188,4 +235,5 @@ def solve_active_target(costs: ActiveCosts, *, balance_stateful_alone: bool) -> 
         slots = [pid for pid, col in spread[key].items() for _ in range(round(solution[col]))]
         for task, pid in zip(waiting, slots, strict=True):
             owner[task] = pid
-    return owner
+    restore = sum(costs.restore(t, p) for t, p in owner.items())
+    return owner, (restore, sum(costs.move(t, p) for t, p in owner.items()))
