@@ -9,14 +9,14 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from assignor.assignment import ClientAssignment, GroupAssignment
+from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
 from assignor.honor import honor_target, move_order, target_fits
 from assignor.lags import LagIndex
 from assignor.placement import Placement
-from assignor.simulation import catch_up_fully
 from assignor.standby import place_standbys
 from assignor.state import ClientState, GroupState
-from assignor.target import ActiveCosts, solve_active_target
+from assignor.target import ActiveCosts, solve_active_target, solve_standby_target
 from assignor.task import TaskId
 
 
@@ -57,6 +57,11 @@ def plan_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignmen
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
     owners = solve_active_target(costs, balance_stateful_alone=replicas == 0)
     candidates = [_new_standbys(group, configs, costs, owners, replicas)]
+    if not configs.rack_aware_assignment_tags:
+        held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
+        exact = solve_standby_target(costs, owners, replicas, held_before)
+        if exact is not None:
+            candidates.append(exact)
     kept = _previous_standbys(group, owners, replicas)
     if kept is not None:
         candidates.insert(0, kept)  # first: wins ties, so a settled group keeps its standbys

@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from assignor.assignment import GroupAssignment, Role
+from assignor.catch_up import (
+    CatchUpModel,
+    FullCatchUp,
+    RestoreRate,
+    catch_up_fully,
+    checkpoint,
+    restore_replicas,
+)
 from assignor.configs import AssignmentConfigs
 from assignor.high_availability import assign_high_availability
 from assignor.state import ClientState, GroupState
-from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
+from assignor.task import TaskId
+
+__all__ = [
+    "Assignor",
+    "CatchUpModel",
+    "FullCatchUp",
+    "MembershipEvent",
+    "RestoreRate",
+    "Round",
+    "Scenario",
+    "SimulationResult",
+    "catch_up_fully",
+    "simulate",
+]
 
 Assignor = Callable[[GroupState, AssignmentConfigs], GroupAssignment]
 EventKind = Literal["add", "remove", "restart"]
@@ -35,25 +56,6 @@ class MembershipEvent:
 
 
 @dataclass(frozen=True)
-class FullCatchUp:
-    """Between two rebalances every replica a client holds catches up completely."""
-
-
-@dataclass(frozen=True)
-class RestoreRate:
-    """Between two rebalances each instance restores at most this many offsets per second."""
-
-    offsets_per_second: float
-
-    def __post_init__(self) -> None:
-        if self.offsets_per_second <= 0:
-            raise ValueError(f"RestoreRate.offsets_per_second must be > 0, got {self.offsets_per_second}")
-
-
-CatchUpModel = FullCatchUp | RestoreRate
-
-
-@dataclass(frozen=True)
 class Scenario:
     """A starting group, settings, membership events and a catch-up model."""
 
@@ -61,7 +63,7 @@ class Scenario:
     group: GroupState
     configs: AssignmentConfigs
     events: tuple[MembershipEvent, ...] = ()
-    catch_up: CatchUpModel = FullCatchUp()
+    catch_up: CatchUpModel = field(default_factory=FullCatchUp)
     changelog_growth_per_round: int = 0
     max_rounds: int = 100
     description: str = ""
@@ -121,57 +123,8 @@ def _apply_event(clients: dict[str, ClientState], event: MembershipEvent, ends: 
         return
     old = clients[pid]
     # After a restart nothing runs yet: state on disk reports checkpointed offsets, not LATEST_OFFSET.
-    sums = {} if event.wipe_state else {t: _checkpoint(s, ends.get(t, 0)) for t, s in old.task_offset_sums.items()}
+    sums = {} if event.wipe_state else {t: checkpoint(s, ends.get(t, 0)) for t, s in old.task_offset_sums.items()}
     clients[pid] = ClientState(pid, capacity=old.capacity, client_tags=old.client_tags, task_offset_sums=sums)
-
-
-def _checkpoint(offset_sum: int, end: int) -> int:
-    """What a replica's state directory reports once it no longer runs: a running active is at the log end."""
-    return end if offset_sum == LATEST_OFFSET else offset_sum
-
-
-def _restore(
-    client: ClientState,
-    held: Sequence[tuple[TaskId, Role]],
-    stopped_at: Mapping[TaskId, int],
-    ends: Mapping[TaskId, int],
-    stateful: frozenset[TaskId],
-    budget: float | None,
-) -> tuple[dict[TaskId, int], int]:
-    """New offset sums of one client after a probing interval, and the offsets it replayed."""
-    sums = {t: _checkpoint(s, stopped_at.get(t, 0)) for t, s in client.task_offset_sums.items()}
-    restored = 0
-    remaining = budget
-    # Restoring actives first: they block processing; then warmups, then standbys.
-    for task, role in held:
-        if task not in stateful:
-            continue
-        end = ends.get(task, 0)
-        position = sums.get(task, 0)
-        if position == UNKNOWN_OFFSET_SUM or position > end or position < 0:
-            position = 0
-        step = end - position if remaining is None else min(end - position, int(remaining))
-        position += step
-        restored += step
-        if remaining is not None:
-            remaining -= step
-        sums[task] = LATEST_OFFSET if role is Role.ACTIVE and position >= end else position
-    return sums, restored
-
-
-def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState:
-    """The next rebalance's input if every replica held in ``assignment`` caught up (actives report -2)."""
-    ends = group.changelog_end_offset_sums
-    clients = []
-    for client in group.clients:
-        ca = assignment.clients[client.process_id]
-        sums = {t: _checkpoint(s, ends.get(t, 0)) for t, s in client.task_offset_sums.items()}
-        sums.update({t: ends.get(t, 0) for t in (ca.standby | ca.warmup) & group.stateful_tasks})
-        sums.update(dict.fromkeys(ca.active & group.stateful_tasks, LATEST_OFFSET))
-        clients.append(
-            replace(client, previous_active=ca.active, previous_standby=ca.standby | ca.warmup, task_offset_sums=sums)
-        )
-    return replace(group, clients=tuple(clients))
 
 
 def simulate(scenario: Scenario, assignor: Assignor = assign_high_availability) -> SimulationResult:
@@ -199,7 +152,7 @@ def simulate(scenario: Scenario, assignor: Assignor = assign_high_availability) 
         restored_total = 0
         for pid, ca in assignment.clients.items():
             held = [(t, role) for role in (Role.ACTIVE, Role.WARMUP, Role.STANDBY) for t in sorted(ca.tasks(role))]
-            sums, restored = _restore(
+            sums, restored = restore_replicas(
                 clients[pid],
                 held,
                 stopped_at,

@@ -92,7 +92,7 @@ def place_standbys(
                     spread.add(pid, task)
     else:
         _place_least_loaded(placement, tasks, missing)
-    _balance_standbys(placement, spread)
+    _balance_standbys(placement, spread, preference)
 
 
 def _keep_standbys(
@@ -138,7 +138,7 @@ def _place_least_loaded(placement: Placement, tasks: Sequence[TaskId], missing: 
             heapq.heappush(heap, entry)
 
 
-def _balance_standbys(placement: Placement, spread: TagSpread | None) -> None:
+def _balance_standbys(placement: Placement, spread: TagSpread | None, preference: Preference | None = None) -> None:
     """Shift standbys from the most to the least loaded clients while two differ by more than one per capacity.
 
     A shift may be a chain (A gives a standby to B, B gives another to C) when no direct move fits. Each
@@ -147,27 +147,36 @@ def _balance_standbys(placement: Placement, spread: TagSpread | None) -> None:
     """
     while True:
         by_load = sorted(placement.process_ids, key=lambda p: (placement.assigned_load(p), p))
-        if not _shift_one_standby(placement, by_load, spread):
+        if not _shift_one_standby(placement, by_load, spread, preference):
             return
 
 
-def _movable(placement: Placement, src: str, dst: str, spread: TagSpread | None) -> TaskId | None:
-    """A standby of ``src`` that ``dst`` could take over, or None."""
+def _movable(
+    placement: Placement, src: str, dst: str, spread: TagSpread | None, preference: Preference | None
+) -> TaskId | None:
+    """A standby of ``src`` that ``dst`` could take over (the one ``dst`` prefers most), or None."""
+    best: tuple[tuple[int, ...], TaskId] | None = None
     for task in sorted(placement.standby[src]):
         if placement.holds(dst, task):
             continue
         if spread is not None and spread.conflicts(dst, task, ignoring=src) > spread.conflicts(src, task, src):
             continue
-        return task
-    return None
+        if preference is None:
+            return task
+        key = (preference(dst, task), task)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[1]
 
 
-def _shift_one_standby(placement: Placement, by_load: list[str], spread: TagSpread | None) -> bool:
+def _shift_one_standby(
+    placement: Placement, by_load: list[str], spread: TagSpread | None, preference: Preference | None
+) -> bool:
     for src in reversed(by_load):
         targets = [d for d in by_load if placement.assigned_load(src) - placement.assigned_load(d) > 1]
         if not targets:
             continue
-        path = _shift_path(placement, src, targets, spread)
+        path = _shift_path(placement, src, targets, spread, preference)
         if path:
             for giver, taker, task in path:
                 placement.standby[giver].discard(task)
@@ -180,12 +189,12 @@ def _shift_one_standby(placement: Placement, by_load: list[str], spread: TagSpre
 
 
 def _shift_path(
-    placement: Placement, src: str, targets: list[str], spread: TagSpread | None
+    placement: Placement, src: str, targets: list[str], spread: TagSpread | None, preference: Preference | None
 ) -> list[tuple[str, str, TaskId]]:
     """The shortest chain of standby moves from ``src`` to the least loaded reachable target (direct with tags)."""
     if spread is not None:
         for taker in targets:  # least loaded first
-            task = _movable(placement, src, taker, spread)
+            task = _movable(placement, src, taker, spread, preference)
             if task is not None:
                 return [(src, taker, task)]
         return []
@@ -198,7 +207,7 @@ def _shift_path(
             for taker in placement.process_ids:
                 if taker == src or taker in came_from:
                     continue
-                task = _movable(placement, giver, taker, None)
+                task = _movable(placement, giver, taker, None, preference)
                 if task is not None:
                     came_from[taker] = (giver, task)
                     reached.append(taker)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -82,7 +83,17 @@ class _Model:
         self.row_lower.append(lower)
         self.row_upper.append(upper)
 
-    def solve(self, objective: np.ndarray, node_limit: int | None = None) -> np.ndarray:
+    @overload
+    def solve(self, objective: np.ndarray, node_limit: int | None = None) -> np.ndarray: ...
+
+    @overload
+    def solve(
+        self, objective: np.ndarray, node_limit: int | None = None, *, allow_infeasible: bool
+    ) -> np.ndarray | None: ...
+
+    def solve(
+        self, objective: np.ndarray, node_limit: int | None = None, *, allow_infeasible: bool = False
+    ) -> np.ndarray | None:
         n = len(self.lower)
         matrix = coo_array((self.vals, (self.rows, self.cols)), shape=(len(self.row_lower), n)).tocsr()
         result = milp(
@@ -92,6 +103,8 @@ class _Model:
             bounds=Bounds(np.array(self.lower), np.array(self.upper)),
             options={"mip_rel_gap": 0.0, "presolve": True, **({"node_limit": node_limit} if node_limit else {})},
         )
+        if result.x is None and allow_infeasible:
+            return None
         if result.x is None:  # pragma: no cover - balanced targets always exist
             raise RuntimeError(f"balanced target model failed: {result.message}")
         return np.asarray(result.x)
@@ -237,3 +250,52 @@ def _solve(
             owner[task] = pid
     restore = sum(costs.restore(t, p) for t, p in owner.items())
     return owner, (restore, sum(costs.move(t, p) for t, p in owner.items()))
+
+
+EXACT_STANDBY_MAX_EDGES = 60_000
+
+
+def solve_standby_target(
+    costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int, held_before: Mapping[str, frozenset[TaskId]]
+) -> dict[str, frozenset[TaskId]] | None:
+    """Standbys minimizing restore offsets, then new copies, with every client's stateful replicas
+    (actives + standbys) within the floor/ceiling of its capacity share; None when the model is too big.
+
+    A transportation problem (task -> client, never its active's client): HiGHS solves it at the root.
+    """
+    stateful = [t for t in costs.tasks if t in costs.stateful]
+    pids = list(costs.process_ids)
+    if replicas <= 0 or not stateful or len(stateful) * len(pids) > EXACT_STANDBY_MAX_EDGES:
+        return None
+    model = _Model()
+    weight = len(stateful) * replicas + 1  # new copies never outweigh one restored offset
+    objective: list[float] = []
+    edges: list[tuple[int, TaskId, str]] = []
+    per_client: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for task in stateful:
+        choice = []
+        for pid in pids:
+            if owners[task] == pid:
+                continue
+            col = model.var(upper=1)
+            objective.append(costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1))
+            edges.append((col, task, pid))
+            per_client[pid].append((col, 1))
+            choice.append((col, 1.0))
+        model.row(choice, replicas, replicas)
+    copies = len(stateful) * (1 + replicas)
+    all_capacity = sum(costs.capacity[p] for p in pids)
+    active_count = defaultdict(int, {p: 0 for p in pids})
+    for task in stateful:
+        active_count[owners[task]] += 1
+    for pid in pids:
+        low, high = _share(copies, costs.capacity[pid], all_capacity)
+        model.row(per_client[pid], low - active_count[pid], high - active_count[pid])
+    solution = model.solve(np.array(objective + [0.0] * (len(model.lower) - len(objective))), allow_infeasible=True)
+    if solution is None:
+        return None  # the proportional window is infeasible for these actives; the greedy placement decides
+    chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
+    for col, task, pid in edges:
+        if solution[col] > 0.5:
+            chosen[pid].add(task)
+    return {p: frozenset(t) for p, t in chosen.items()}

@@ -1,0 +1,309 @@
+"""Planner vs the KIP-441 baseline over seeded scenario families: JSON lines, a table and an HTML report.
+
+For every group the baseline is replayed with the simulator (full catch-up) until it stops probing; the
+planner's figures are its plan's metrics. Also times one plan_group for 1,000 tasks x 100 clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
+from assignor.simulation import Scenario, catch_up_fully, simulate
+
+sys.path.insert(0, str(Path(__file__).parent))
+from assignor_bench import Case, build
+
+METRICS = ("moves", "warmups", "rounds", "restore_offsets")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    family: str
+    seed: int
+    baseline: dict[str, int]
+    planner: dict[str, int]
+    lower_bound: int
+    seconds: float
+
+
+def _tasks(rng: random.Random, subs: int, per_sub: tuple[int, int]) -> list[TaskId]:
+    return [TaskId(s, p) for s in range(subs) for p in range(rng.randint(*per_sub))]
+
+
+def _settled(
+    rng: random.Random, n: int, configs: AssignmentConfigs, *, capacities: tuple[int, ...] = (1,), zones: int = 0
+) -> GroupState:
+    """A group that has run for a while under the planner: everything caught up, nothing pending."""
+    tasks = _tasks(rng, rng.randint(1, 3), (4, 24))
+    ends = {t: rng.randint(50_000, 5_000_000) for t in tasks}
+    clients = [
+        ClientState(
+            f"i{i:02d}",
+            capacity=rng.choice(capacities),
+            client_tags={"zone": f"z{i % zones}"} if zones else {},
+        )
+        for i in range(n)
+    ]
+    empty = GroupState(clients, frozenset(tasks), frozenset(), ends)
+    return catch_up_fully(empty, plan_group(empty, configs).target)
+
+
+def scale_out(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    configs = AssignmentConfigs(num_standby_replicas=rng.choice((0, 1)))
+    group = _settled(rng, rng.randint(2, 9), configs)
+    return replace(group, clients=(*group.clients, ClientState("new"))), configs
+
+
+def scale_out_uniform(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    """Scale out where every changelog is the same size: restore cost is proportional to moves."""
+    group, configs = scale_out(rng)
+    configs = AssignmentConfigs()
+    settled = _settled(rng, len(group.clients) - 1, configs)
+    ends = dict.fromkeys(settled.changelog_end_offset_sums, 1_000_000)
+    clients = tuple(
+        replace(c, task_offset_sums={t: s if s == LATEST_OFFSET else 1_000_000 for t, s in c.task_offset_sums.items()})
+        for c in settled.clients
+    )
+    return replace(settled, clients=(*clients, ClientState("new")), changelog_end_offset_sums=ends), configs
+
+
+def scale_in(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    configs = AssignmentConfigs(num_standby_replicas=rng.choice((0, 1)))
+    group = _settled(rng, rng.randint(3, 10), configs)
+    gone = rng.randrange(len(group.clients))
+    return replace(group, clients=tuple(c for i, c in enumerate(group.clients) if i != gone)), configs
+
+
+def rolling_restart(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    """One instance restarted; standbys lag far behind, so its tasks failed over to lagging copies."""
+    configs = AssignmentConfigs(num_standby_replicas=1)
+    group = _settled(rng, rng.randint(3, 8), configs)
+    ends = group.changelog_end_offset_sums
+    restarted = rng.randrange(len(group.clients))
+    clients = []
+    for i, client in enumerate(group.clients):
+        sums = {
+            t: (s if s == LATEST_OFFSET else max(0, ends[t] - rng.randint(20_000, 400_000)))
+            for t, s in client.task_offset_sums.items()
+        }
+        if i == restarted:
+            sums = {t: ends[t] - rng.randint(0, 5_000) for t in client.task_offset_sums}
+            client = replace(client, previous_active=frozenset(), previous_standby=frozenset())  # noqa: PLW2901
+        clients.append(replace(client, task_offset_sums=sums))
+    return replace(group, clients=tuple(clients)), configs
+
+
+def skewed_capacities(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    configs = AssignmentConfigs(num_standby_replicas=rng.choice((0, 1)))
+    group = _settled(rng, rng.randint(2, 6), configs, capacities=(1, 1, 2, 4))
+    return replace(group, clients=(*group.clients, ClientState("new", capacity=rng.choice((1, 2, 4))))), configs
+
+
+def tagged_racks(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    configs = AssignmentConfigs(num_standby_replicas=rng.choice((1, 2)), rack_aware_assignment_tags=("zone",))
+    group = _settled(rng, rng.randint(3, 9), configs, zones=3)
+    newcomer = ClientState("new", client_tags={"zone": f"z{rng.randrange(3)}"})
+    return replace(group, clients=(*group.clients, newcomer)), configs
+
+
+def random_groups(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
+    """Arbitrary history: owners, standbys and lags at random (incl. -3 and state ahead of the log)."""
+    tasks = _tasks(rng, rng.randint(1, 3), (2, 20))
+    ends = {t: rng.choice((0, 5_000, 20_000, rng.randint(0, 2_000_000))) for t in tasks}
+    pids = [f"i{i:02d}" for i in range(rng.randint(1, 10))]
+    clients = []
+    owner = {t: rng.choice(pids) for t in tasks}
+    for pid in pids:
+        active = frozenset(t for t in tasks if owner[t] == pid)
+        sums = {t: LATEST_OFFSET for t in active}
+        for t in tasks:
+            if t not in active and rng.random() < 0.3:
+                sums[t] = rng.choice((-3, ends[t] + 10, max(0, ends[t] - rng.randint(0, 50_000))))
+        clients.append(ClientState(pid, rng.randint(1, 3), active, frozenset(), sums))
+    configs = AssignmentConfigs(num_standby_replicas=rng.choice((0, 1, 2)), max_warmup_replicas=rng.randint(1, 4))
+    return GroupState(clients, frozenset(tasks), frozenset(), ends), configs
+
+
+FAMILIES: dict[str, Callable[[random.Random], tuple[GroupState, AssignmentConfigs]]] = {
+    "scale out by one": scale_out,
+    "scale out, uniform changelogs": scale_out_uniform,
+    "scale in by one": scale_in,
+    "rolling restart, lagging standbys": rolling_restart,
+    "skewed capacities": skewed_capacities,
+    "tagged racks": tagged_racks,
+    "random": random_groups,
+}
+
+
+def _forced(counts: dict[str, int], total: int, capacity: dict[str, int], orphans: int) -> int:
+    """Moves no balanced split of ``total`` tasks can avoid: the excess over ceiling shares, or the shortfall
+    under floor shares that orphaned tasks (whose owner left) cannot fill."""
+    whole = sum(capacity.values())
+    excess = sum(max(0, counts[p] - -(-total * c // whole)) for p, c in capacity.items())
+    shortfall = sum(max(0, total * c // whole - counts[p]) for p, c in capacity.items())
+    return max(excess, shortfall - orphans)
+
+
+def lower_bound(group: GroupState) -> int:
+    """A lower bound on moves: sum(max(0, load - quota)) per client, per subtopology too (B2), both ways."""
+    capacity = {c.process_id: c.capacity for c in group.clients}
+
+    def forced(tasks: frozenset[TaskId]) -> int:
+        owned = {c.process_id: len(c.previous_active & tasks) for c in group.clients}
+        return _forced(owned, len(tasks), capacity, len(tasks) - sum(owned.values()))
+
+    subs = sorted({t.subtopology for t in group.all_tasks})
+    per_sub = sum(forced(frozenset(t for t in group.all_tasks if t.subtopology == s)) for s in subs)
+    return max(forced(group.all_tasks), per_sub)
+
+
+def measure(family: str, seed: int) -> Outcome:
+    group, configs = FAMILIES[family](random.Random(seed))
+    start = time.perf_counter()
+    plan = plan_group(group, configs)
+    seconds = time.perf_counter() - start
+    base = simulate(Scenario(family, group, configs, max_rounds=1_000))
+    baseline = {
+        "moves": base.total_moves,
+        "warmups": base.total_warmups,
+        "rounds": len(base.rounds),
+        "restore_offsets": base.total_restored_offsets,
+    }
+    planner = {m: int(plan.metrics[m]) for m in METRICS}
+    return Outcome(family, seed, baseline, planner, lower_bound(group), seconds)
+
+
+def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
+    row: dict[str, Any] = {"family": outcomes[0].family, "groups": len(outcomes)}
+    for m in METRICS:
+        for side in ("baseline", "planner"):
+            values = [getattr(o, side)[m] for o in outcomes]
+            row[f"{side}_{m}_median"] = statistics.median(values)
+            row[f"{side}_{m}_worst"] = max(values)
+    row["lower_bound_median"] = statistics.median(o.lower_bound for o in outcomes)
+    row["at_lower_bound"] = sum(1 for o in outcomes if o.planner["moves"] == o.lower_bound)
+    row["never_worse"] = sum(1 for o in outcomes if all(o.planner[m] <= o.baseline[m] for m in METRICS))
+    row["plan_seconds_median"] = round(statistics.median(o.seconds for o in outcomes), 4)
+    row["plan_seconds_max"] = round(max(o.seconds for o in outcomes), 4)
+    return row
+
+
+def _chart(rows: list[dict[str, Any]], metric: str) -> str:
+    """Grouped horizontal bars (baseline vs planner medians) as inline SVG."""
+    width, bar, gap = 520, 12, 10
+    top = max(max(float(r[f"baseline_{metric}_median"]), float(r[f"planner_{metric}_median"])) for r in rows) or 1
+    parts = []
+    y = 20
+    for r in rows:
+        parts.append(f'<text x="0" y="{y + 10}" font-size="11">{html.escape(str(r["family"]))}</text>')
+        for side, color in (("baseline", "#c0504d"), ("planner", "#4f81bd")):
+            value = float(r[f"{side}_{metric}_median"])
+            length = 300 * value / top
+            parts.append(f'<rect x="200" y="{y}" width="{length:.1f}" height="{bar}" fill="{color}"/>')
+            parts.append(f'<text x="{205 + length:.1f}" y="{y + 10}" font-size="10">{value:g}</text>')
+            y += bar + 2
+        y += gap
+    legend = (
+        '<rect x="200" y="2" width="10" height="10" fill="#c0504d"/><text x="214" y="11" font-size="10">baseline'
+        '</text><rect x="280" y="2" width="10" height="10" fill="#4f81bd"/><text x="294" y="11" font-size="10">'
+        "planner</text>"
+    )
+    return f'<h3>median {metric}</h3><svg width="{width}" height="{y}">{legend}{"".join(parts)}</svg>'
+
+
+def write_html(rows: list[dict[str, Any]], big: dict[str, Any], path: Path) -> None:
+    header = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
+    charts = "".join(_chart(rows, m) for m in METRICS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "<!doctype html><meta charset='utf-8'><title>planner vs KIP-441 baseline</title>"
+        "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style>"
+        f"<h1>Planner vs KIP-441 baseline</h1><p>plan_group, 1,000 tasks x 100 clients, 1 standby: "
+        f"{big['median_s']} s median</p>{charts}<table><tr>{header}</tr>{body}</table>",
+        encoding="utf-8",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--groups", type=int, default=100, help="seeded groups per family")
+    parser.add_argument("--html", type=Path, default=Path("bench/results/planner_bench.html"))
+    args = parser.parse_args()
+    console = Console(stderr=True)
+    rows = []
+    for family in FAMILIES:
+        outcomes = [measure(family, seed) for seed in track(range(args.groups), description=family, console=console)]
+        for o in outcomes:
+            if not all(o.planner[m] <= o.baseline[m] for m in METRICS):
+                console.print(f"[red]planner worse than baseline[/red]: {family} seed {o.seed}: {o}")
+        row = _summary(outcomes)
+        rows.append(row)
+        print(json.dumps({"bench": "planner_family", **row}))
+    group, configs = build(Case("1k tasks x 100 clients, 1 standby", 1_000, 100, 1))
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        plan_group(group, configs)
+        times.append(time.perf_counter() - start)
+    big = {
+        "bench": "plan_group",
+        "case": "1k tasks x 100 clients, 1 standby",
+        "median_s": round(statistics.median(times), 4),
+    }
+    print(json.dumps(big))
+    table = Table(title=f"planner vs KIP-441 baseline ({args.groups} seeded groups per family): median / worst")
+    for column in (
+        "family",
+        "moves b/p",
+        "LB",
+        "at LB",
+        "warmups b/p",
+        "rounds b/p",
+        "restore b/p (median)",
+        "never worse",
+        "plan s med/max",
+    ):
+        table.add_column(column, justify="left" if column == "family" else "right")
+    for r in rows:
+
+        def pair(m: str, r: dict[str, Any] = r) -> str:
+            return (
+                f"{r[f'baseline_{m}_median']:g}/{r[f'planner_{m}_median']:g} "
+                f"({r[f'baseline_{m}_worst']}/{r[f'planner_{m}_worst']})"
+            )
+
+        table.add_row(
+            str(r["family"]),
+            pair("moves"),
+            f"{r['lower_bound_median']:g}",
+            f"{r['at_lower_bound']}/{r['groups']}",
+            pair("warmups"),
+            pair("rounds"),
+            f"{float(r['baseline_restore_offsets_median']):,.0f}/{float(r['planner_restore_offsets_median']):,.0f}",
+            f"{r['never_worse']}/{r['groups']}",
+            f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",
+        )
+    Console().print(table)
+    Console().print(f"plan_group, 1,000 tasks x 100 clients, 1 standby: {big['median_s']} s median (goal < 1 s)")
+    write_html(rows, big, args.html)
+    Console().print(f"HTML report: {args.html}")
+
+
+if __name__ == "__main__":
+    main()
