@@ -29,9 +29,12 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python bench/assignor_bench.py
+	$(BIN)/python bench/planner_bench.py
 
 demo: $(STAMP)
 	$(BIN)/rebalance-planner simulate kip441-scaling-out --assignments
+	$(BIN)/rebalance-planner simulate scale-out-3-to-4
+	$(BIN)/rebalance-planner simulate scale-out-3-to-4 --assignor planner --assignments
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

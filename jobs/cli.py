@@ -12,8 +12,16 @@ from pathlib import Path
 import jsonschema
 from rich.console import Console
 
+from assignor import (
+    AssignmentConfigs,
+    GroupAssignment,
+    GroupState,
+    assign_high_availability,
+    honor_plan,
+    plan_group,
+)
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
-from assignor.simulation import RestoreRate, simulate
+from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.simulate_report import print_simulation
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -48,10 +56,30 @@ def _build_parser() -> argparse.ArgumentParser:
     source.add_argument("--file", type=Path, help="scenario JSON file (schemas/scenario.schema.json)")
     sim.add_argument("--restore-rate", type=float, help="restore offsets/second/instance instead of full catch-up")
     sim.add_argument("--max-rounds", type=int, help="stop after this many rebalances")
+    sim.add_argument(
+        "--assignor",
+        choices=("kip441", "planner"),
+        default="kip441",
+        help="kip441: Kafka's high-availability assignor at every rebalance (default); planner: plan once at the "
+        "first rebalance, then honor that plan at every rebalance",
+    )
     sim.add_argument("--assignments", action="store_true", help="also print every round's assignment")
     sim.add_argument("--json", action="store_true", help="print one JSON line per round instead of tables")
     sim.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
     return parser
+
+
+def planning_leader() -> Assignor:
+    """A leader that plans at its first rebalance and honors that plan afterwards (as an approved plan would be)."""
+    target: GroupAssignment | None = None
+
+    def leader(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+        nonlocal target
+        if target is None:
+            target = plan_group(group, configs).target
+        return honor_plan(target, group, configs)
+
+    return leader
 
 
 def _read_scenario_file(path: Path) -> object:
@@ -81,7 +109,7 @@ def _cmd_simulate(args: argparse.Namespace, console: Console) -> int:
         scenario = replace(scenario, catch_up=RestoreRate(args.restore_rate))
     if args.max_rounds is not None:
         scenario = replace(scenario, max_rounds=args.max_rounds)
-    result = simulate(scenario)
+    result = simulate(scenario, planning_leader() if args.assignor == "planner" else assign_high_availability)
     if args.json:
         for r in result.rounds:
             row = {
@@ -95,7 +123,7 @@ def _cmd_simulate(args: argparse.Namespace, console: Console) -> int:
             print(json.dumps(row))
     else:
         if scenario.description:
-            console.print(scenario.description)
+            console.print(f"{scenario.description} [assignor: {args.assignor}]")
         print_simulation(result, console, show_assignments=args.assignments)
     return EXIT_OK if result.converged else EXIT_FAILURE
 

@@ -89,3 +89,13 @@ def test_bad_usage_exits_2() -> None:
     assert run("simulate", "--restore-rate", "fast").returncode == 2
     assert run("frobnicate").returncode == 2
     assert run("simulate", "no-such-scenario").returncode == 2
+
+
+def test_simulate_with_the_planner_needs_fewer_moves_and_rounds_than_kip441() -> None:
+    rows = {}
+    for assignor in ("kip441", "planner"):
+        result = run("simulate", "scale-out-3-to-4", "--assignor", assignor, "--json")
+        assert result.returncode == 0, result.stderr
+        rows[assignor] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sum(r["moves"] for r in rows["planner"]) == 3 < sum(r["moves"] for r in rows["kip441"])
+    assert len(rows["planner"]) == 3 < len(rows["kip441"])
