@@ -61,8 +61,10 @@ def honor_target(
     for pid, ca in target.clients.items():
         for task in ca.standby:
             standby_holders[task] = standby_holders.get(task, frozenset()) | {pid}
-    pending = list(order) if order is not None else move_order(target, group, configs)
-    pending += [t for t in sorted(group.stateful_tasks) if t not in set(pending)]
+    first = order if order is not None else move_order(target, group, configs)
+    ordered = [t for t in dict.fromkeys(first) if t in group.stateful_tasks]
+    seen = set(ordered)
+    pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]
     for task in pending:
         owner = owners[task]
         standbys = standby_holders.get(task, frozenset())

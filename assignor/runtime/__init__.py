@@ -1,0 +1,1 @@
+"""What a live application runs: the versioned group protocol, signed plans and the Kafka binding."""
