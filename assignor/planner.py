@@ -55,7 +55,7 @@ def plan_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignmen
         lags=lags,
     )
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
-    owners = solve_active_target(costs, balance_stateful_alone=replicas == 0)
+    owners = solve_active_target(costs)
     candidates = [_new_standbys(group, configs, costs, owners, replicas)]
     if not configs.rack_aware_assignment_tags:
         held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}

@@ -120,11 +120,11 @@ EXACT_MODEL_MAX_TASKS = 250
 EXACT_MODEL_NODE_LIMIT = 2_000
 
 
-def solve_active_target(costs: ActiveCosts, *, balance_stateful_alone: bool) -> dict[TaskId, str]:
+def solve_active_target(costs: ActiveCosts) -> dict[TaskId, str]:
     """Task -> client of a balanced target minimizing restore offsets, then moves.
 
-    First with proportional bounds: every client's count of actives, of stateful actives (with
-    ``balance_stateful_alone``) and of each subtopology's actives is the floor or ceiling of its
+    First with proportional bounds: every client's count of actives, of stateful actives (so that standbys
+    can always even out the stateful load) and of each subtopology's actives is the floor or ceiling of its
     capacity-proportional share. That implies B1 and B2, equals them when every capacity is 1, is always
     feasible, and is a flow network (task -> client/subtopology -> client/kind -> client) that HiGHS solves
     at the root. With larger capacities the contract allows more (B1: any window [L, L+1] of actives per
@@ -133,17 +133,15 @@ def solve_active_target(costs: ActiveCosts, *, balance_stateful_alone: bool) -> 
     """
     if not costs.tasks:
         return {}
-    owners, score = _solve(costs, balance_stateful_alone, exact=False)
+    owners, score = _solve(costs, exact=False)
     if max(costs.capacity.values()) > 1 and len(costs.tasks) <= EXACT_MODEL_MAX_TASKS:
-        exact_owners, exact_score = _solve(costs, balance_stateful_alone, exact=True)
+        exact_owners, exact_score = _solve(costs, exact=True)
         if exact_score < score:
             return exact_owners
     return owners
 
 
-def _solve(
-    costs: ActiveCosts, balance_stateful_alone: bool, *, exact: bool
-) -> tuple[dict[TaskId, str], tuple[int, int]]:
+def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple[int, int]]:
     model = _Model()
     pids = list(costs.process_ids)
     capacity = costs.capacity
@@ -188,7 +186,7 @@ def _solve(
         for pid, col in columns.items():
             into[(pid, sub)].append((col, 1))
     # A subtopology mixing stateful and stateless tasks breaks the nesting; then only totals are windowed.
-    by_kind = balance_stateful_alone and all(len(kinds) == 1 for kinds in kind_of_sub.values())
+    by_kind = all(len(kinds) == 1 for kinds in kind_of_sub.values())
     sub_size = {sub: sum(1 for t in costs.tasks if t.subtopology == sub) for sub in kind_of_sub}
     stateful_count = len([t for t in costs.tasks if t in costs.stateful])
     # Exact mode: free levels; (level, scale, width) windows are scale*level <= count <= scale*level + width.

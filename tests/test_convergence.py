@@ -59,7 +59,7 @@ def test_adding_an_instance_converges_balanced_within_the_bound(
 ) -> None:
     group, configs = stable
     event = MembershipEvent(0, "add", "zz-new", capacity=capacity)
-    result = simulate(Scenario("add", group, configs, events=(event,)))
+    result = simulate(Scenario("add", group, configs, events=(event,), max_rounds=bound(group, configs) + 5))
     check(result, configs, 0)
     assert "zz-new" in result.rounds[-1].assignment.clients
 
@@ -70,7 +70,8 @@ def test_removing_an_instance_converges_balanced_within_the_bound(
 ) -> None:
     group, configs = stable
     victim = group.clients[pick % len(group.clients)].process_id
-    result = simulate(Scenario("remove", group, configs, events=(MembershipEvent(0, "remove", victim),)))
+    events = (MembershipEvent(0, "remove", victim),)
+    result = simulate(Scenario("remove", group, configs, events=events, max_rounds=bound(group, configs) + 5))
     check(result, configs, 0)
     assert victim not in result.rounds[-1].assignment.clients
 
@@ -104,7 +105,8 @@ def test_random_event_sequences_end_balanced_with_every_round_valid(
                 events.append(MembershipEvent(at_round, "restart", pid, wipe_state=wipe))
     # Several events may hit one process in the same round; keep the first of each (process, round).
     unique = {(e.process_id, e.at_round): e for e in reversed(events)}
-    result = simulate(Scenario("random", group, configs, events=tuple(unique.values()), max_rounds=500))
+    limit = 10 + bound(group, configs) * (1 + len(unique))
+    result = simulate(Scenario("random", group, configs, events=tuple(unique.values()), max_rounds=limit))
     check(result, configs, max((e.at_round for e in unique.values()), default=0))
 
 
