@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +24,7 @@ from assignor import (
 )
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
+from jobs.broker import EmbeddedBroker
 from jobs.simulate_report import print_simulation
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -66,7 +69,26 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--assignments", action="store_true", help="also print every round's assignment")
     sim.add_argument("--json", action="store_true", help="print one JSON line per round instead of tables")
     sim.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
+    broker = commands.add_parser(
+        "broker",
+        help="run the embedded Kafka-protocol broker (Tansu, in memory) until interrupted",
+        description="Run the embedded Kafka-protocol broker (Tansu, memory storage) on loopback until Ctrl-C.",
+    )
+    broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
     return parser
+
+
+def _cmd_broker(args: argparse.Namespace, console: Console) -> int:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with EmbeddedBroker(port=args.port) as broker:
+        console.print(f"embedded broker listening on [bold]{broker.bootstrap}[/bold] (memory only; Ctrl-C stops it)")
+        while not stop.wait(0.5):
+            if not broker.running:
+                console.print("[red]embedded broker exited[/red]")
+                return EXIT_FAILURE
+    return EXIT_OK
 
 
 def planning_leader() -> Assignor:
@@ -135,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _cmd_simulate(args, console)
+        if args.command == "broker":
+            return _cmd_broker(args, console)
     except ValueError as err:  # ScenarioError, InvalidGroupState and config errors: bad input
         print(f"rebalance-planner: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
