@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
+from assignor.invariants import validity_violations
 from assignor.lags import LagIndex
 from assignor.movement import WarmupBudget
 from assignor.placement import Placement
@@ -13,10 +14,12 @@ from assignor.state import GroupState
 from assignor.task import TaskId
 
 
-def target_fits(target: GroupAssignment, group: GroupState) -> bool:
-    """Whether the target names exactly the live clients and tasks."""
-    planned_tasks = {t for ca in target.clients.values() for t in ca.active}
-    return set(target.clients) == {c.process_id for c in group.clients} and planned_tasks == group.all_tasks
+def target_fits(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> bool:
+    """Whether the target is a valid end state for exactly this live group: same clients and tasks, standbys
+    as configured, no warmups (V1-V4)."""
+    if any(ca.warmup for ca in target.clients.values()):
+        return False
+    return not validity_violations(target, group, configs)
 
 
 def move_order(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[TaskId]:

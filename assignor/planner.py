@@ -11,12 +11,14 @@ from types import MappingProxyType
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
+from assignor.high_availability import assign_high_availability
 from assignor.honor import honor_target, move_order, target_fits
+from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.placement import Placement
 from assignor.standby import place_standbys
 from assignor.state import ClientState, GroupState
-from assignor.target import ActiveCosts, solve_active_target, solve_standby_target
+from assignor.target import EXACT_MODEL_MAX_TASKS, ActiveCosts, solve_active_target, solve_standby_target
 from assignor.task import TaskId
 
 
@@ -56,16 +58,20 @@ def plan_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignmen
     )
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
     owners = solve_active_target(costs)
+    held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
     candidates = [_new_standbys(group, configs, costs, owners, replicas)]
-    if not configs.rack_aware_assignment_tags:
-        held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
-        exact = solve_standby_target(costs, owners, replicas, held_before)
-        if exact is not None:
-            candidates.append(exact)
+    exact = solve_standby_target(costs, owners, replicas, held_before)
+    if exact is not None:
+        candidates.append(exact)
+    scores = [_standby_score(c, owners, group, costs, configs) for c in candidates]
+    standbys = candidates[scores.index(min(scores))]
     kept = _previous_standbys(group, owners, replicas)
     if kept is not None:
-        candidates.insert(0, kept)  # first: wins ties, so a settled group keeps its standbys
-    standbys = min(candidates, key=lambda c: _standby_score(c, owners, group, costs, configs))
+        kept_score = _standby_score(kept, owners, group, costs, configs)
+        # A settled group keeps its standbys: nothing to restore and as balanced as any alternative.
+        settled = kept_score[1] == 0 and kept_score[0] <= min(score[0] for score in scores)
+        if settled or kept_score <= min(scores):
+            standbys = kept
     return GroupAssignment(
         {
             c.process_id: ClientAssignment(
@@ -126,7 +132,10 @@ def _standby_score(
     costs: ActiveCosts,
     configs: AssignmentConfigs,
 ) -> tuple[Fraction, int, int, int]:
-    """(replica imbalance beyond B1, repeated rack tag values, offsets to restore, new copies): lower is better."""
+    """(replica imbalance beyond B1, offsets to restore, repeated rack tag values, new copies): lower is better.
+
+    The contract's order for targets is balance, then restore; rack spread is preferred after that.
+    """
     capacity = costs.capacity
     load = {pid: len(tasks) for pid, tasks in standbys.items()}
     for task, pid in owners.items():
@@ -147,7 +156,7 @@ def _standby_score(
     restore = sum(costs.restore(t, pid) for pid, tasks in standbys.items() for t in tasks)
     before = {c.process_id: c.previous_standby for c in group.clients}
     new_copies = sum(len(tasks - before[pid]) for pid, tasks in standbys.items())
-    return imbalance, repeated, restore, new_copies
+    return imbalance, restore, repeated, new_copies
 
 
 def adapt_target(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
@@ -157,7 +166,7 @@ def adapt_target(target: GroupAssignment, group: GroupState, configs: Assignment
     owners as the previous assignment and no lags, so the result depends only on (target, membership, tasks)
     and stays put while moves proceed.
     """
-    if target_fits(target, group):
+    if target_fits(target, group, configs):
         return target
     planned = {pid: ca for pid, ca in target.clients.items()}
     clients = []
@@ -225,11 +234,40 @@ def _estimated_seconds(
     return seconds
 
 
+def _cost(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> tuple[int, int]:
+    owners_before = _previous_owners(group)
+    moves = sum(1 for t, p in target.active_owners().items() if owners_before.get(t) and p not in owners_before[t])
+    return _restore_offsets(target, group, configs), moves
+
+
+def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment | None:
+    """Where the KIP-441 assignor would settle (replayed with full catch-up), if it is a balanced end state.
+
+    The planner's two-stage model (actives, then standbys) can miss a joint optimum; comparing against
+    the baseline's own end state guarantees it never plans worse than KIP-441 would do.
+    """
+    limit = math.ceil(len(group.stateful_tasks) * (1 + configs.num_standby_replicas) / configs.max_warmup_replicas) + 3
+    state = group
+    for _ in range(limit):
+        step = assign_high_availability(state, configs)
+        if not step.probing_rebalance_needed:
+            end_state = GroupAssignment(step.clients)
+            if validity_violations(end_state, group, configs) or balance_violations(end_state, group, replicas=False):
+                return None
+            return end_state
+        state = catch_up_fully(state, step)
+    return None
+
+
 def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
     """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1)."""
     if restore_rate is not None and restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     target = plan_target(group, configs)
+    if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
+        baseline = _baseline_target(group, configs)
+        if baseline is not None and _cost(baseline, group, configs) < _cost(target, group, configs):
+            target = baseline
     order = move_order(target, group, configs)
     limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
     steps: list[GroupAssignment] = []

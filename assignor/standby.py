@@ -142,8 +142,8 @@ def _balance_standbys(placement: Placement, spread: TagSpread | None, preference
     """Shift standbys from the most to the least loaded clients while two differ by more than one per capacity.
 
     A shift may be a chain (A gives a standby to B, B gives another to C) when no direct move fits. Each
-    shift lowers sum(load^2 / capacity), so the loop ends. With rack tags only direct moves that keep the
-    task's tag spread are made.
+    shift lowers sum(load^2 / capacity), so the loop ends. With rack tags, moves that keep the spread are
+    preferred, but balance comes first.
     """
     while True:
         by_load = sorted(placement.process_ids, key=lambda p: (placement.assigned_load(p), p))
@@ -152,14 +152,27 @@ def _balance_standbys(placement: Placement, spread: TagSpread | None, preference
 
 
 def _movable(
-    placement: Placement, src: str, dst: str, spread: TagSpread | None, preference: Preference | None
+    placement: Placement,
+    src: str,
+    dst: str,
+    spread: TagSpread | None,
+    preference: Preference | None,
+    *,
+    keep_spread: bool = True,
 ) -> TaskId | None:
-    """A standby of ``src`` that ``dst`` could take over (the one ``dst`` prefers most), or None."""
+    """A standby of ``src`` that ``dst`` could take over (the one ``dst`` prefers most), or None.
+
+    With ``keep_spread`` a move may not put the task on more repeated rack tag values than before.
+    """
     best: tuple[tuple[int, ...], TaskId] | None = None
     for task in sorted(placement.standby[src]):
         if placement.holds(dst, task):
             continue
-        if spread is not None and spread.conflicts(dst, task, ignoring=src) > spread.conflicts(src, task, src):
+        if (
+            keep_spread
+            and spread is not None
+            and spread.conflicts(dst, task, ignoring=src) > spread.conflicts(src, task, src)
+        ):
             continue
         if preference is None:
             return task
@@ -191,13 +204,16 @@ def _shift_one_standby(
 def _shift_path(
     placement: Placement, src: str, targets: list[str], spread: TagSpread | None, preference: Preference | None
 ) -> list[tuple[str, str, TaskId]]:
-    """The shortest chain of standby moves from ``src`` to the least loaded reachable target (direct with tags)."""
+    """The shortest chain of standby moves from ``src`` to the least loaded reachable target.
+
+    A direct move that keeps the rack spread comes first; balance (B1) still wins over the spread, so
+    failing that any chain will do.
+    """
     if spread is not None:
         for taker in targets:  # least loaded first
             task = _movable(placement, src, taker, spread, preference)
             if task is not None:
                 return [(src, taker, task)]
-        return []
     wanted = set(targets)
     came_from: dict[str, tuple[str, TaskId]] = {}
     frontier = [src]
@@ -207,7 +223,7 @@ def _shift_path(
             for taker in placement.process_ids:
                 if taker == src or taker in came_from:
                     continue
-                task = _movable(placement, giver, taker, None, preference)
+                task = _movable(placement, giver, taker, spread, preference, keep_spread=False)
                 if task is not None:
                     came_from[taker] = (giver, task)
                     reached.append(taker)

@@ -40,7 +40,8 @@ class ActiveCosts:
         lag = end if pid is None else self.lags.lag(pid, task)
         if lag_is_caught_up(lag, self.lags.acceptable_recovery_lag):
             return 0
-        return end if lag < 0 else lag
+        # Not caught up costs a warmup round even when nothing is left to replay (-3 on an empty log).
+        return max(1, end if lag < 0 else lag)
 
     def move(self, task: TaskId, pid: str | None) -> int:
         """1 when the task had an owner and ``pid`` (None: someone new) is not it."""
@@ -135,7 +136,10 @@ def solve_active_target(costs: ActiveCosts) -> dict[TaskId, str]:
         return {}
     owners, score = _solve(costs, exact=False)
     if max(costs.capacity.values()) > 1 and len(costs.tasks) <= EXACT_MODEL_MAX_TASKS:
-        exact_owners, exact_score = _solve(costs, exact=True)
+        try:
+            exact_owners, exact_score = _solve(costs, exact=True)
+        except RuntimeError:  # HiGHS can misreport the locked model; the flow solution stands
+            return owners
         if exact_score < score:
             return exact_owners
     return owners
@@ -231,7 +235,12 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
         objective = np.zeros(n)
         for col, weight in weights.items():
             objective[col] = weight
-        solution = model.solve(objective, node_limit)
+        if stage == 0:
+            solution = model.solve(objective, node_limit)
+        else:
+            # Presolve has been seen to call the restore-locked model infeasible; then keep stage 0's answer.
+            locked = model.solve(objective, node_limit, allow_infeasible=True)
+            solution = solution if locked is None else locked
         if stage == 0:
             # Lock the restore optimum in before minimizing moves (restore offsets are integral).
             best = float(objective @ solution)

@@ -7,21 +7,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from jobs.broker import EmbeddedBroker, free_port
-
-
-@pytest.fixture
-def broker() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker() as running:
-        yield running
 
 
 def test_compacted_topic_round_trip_and_exact_end_offsets(broker: EmbeddedBroker) -> None:

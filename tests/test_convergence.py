@@ -27,7 +27,7 @@ def check(
         assert validity_violations(r.assignment, r.group, configs) == [], f"round {r.index}"
         assert h1_violations(r.assignment, r.group, configs) == [], f"round {r.index}"
     last = result.rounds[-1]
-    replicas = not configs.rack_aware_assignment_tags and replica_balance_feasible(last.group, configs)
+    replicas = replica_balance_feasible(last.group, configs)
     assert balance_violations(last.assignment, last.group, replicas=replicas) == []
     if full_catch_up:  # the contract's bound assumes every replica catches up between two rebalances
         assert result.rounds_after(last_event_round) <= bound(last.group, configs)

@@ -64,7 +64,7 @@ def test_a_departed_instance_is_replanned_and_the_group_converges_balanced(case:
     live = replace(settled, clients=tuple(c for c in settled.clients if c.process_id != gone))
     rounds, final_group = run_until_done(target, live, case.configs, limit=200)
     assert gone not in rounds[-1].clients
-    replicas = not case.configs.rack_aware_assignment_tags and replica_balance_feasible(live, case.configs)
+    replicas = replica_balance_feasible(live, case.configs)
     assert balance_violations(rounds[-1], final_group, replicas=replicas) == []
 
 
@@ -73,7 +73,7 @@ def test_a_new_instance_gets_its_share_and_the_group_converges_balanced(case: Ca
     target, settled = _settled(case)
     live = replace(settled, clients=(*settled.clients, ClientState("zz-new", capacity=capacity)))
     rounds, final_group = run_until_done(target, live, case.configs, limit=200)
-    replicas = not case.configs.rack_aware_assignment_tags and replica_balance_feasible(live, case.configs)
+    replicas = replica_balance_feasible(live, case.configs)
     assert balance_violations(rounds[-1], final_group, replicas=replicas) == []
     if len(live.all_tasks) >= sum(c.capacity for c in live.clients):
         assert rounds[-1].clients["zz-new"].active  # at least one task per unit of capacity to share

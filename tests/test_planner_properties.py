@@ -33,7 +33,7 @@ def test_the_target_is_valid_and_balanced(case: Case) -> None:
     plan = plan_group(case.group, case.configs)
     assert validity_violations(plan.target, case.group, case.configs) == []
     assert not any(ca.warmup for ca in plan.target.clients.values())
-    replicas = not case.configs.rack_aware_assignment_tags and replica_balance_feasible(case.group, case.configs)
+    replicas = replica_balance_feasible(case.group, case.configs)
     assert balance_violations(plan.target, case.group, replicas=replicas) == []
     assert plan.metrics["max_load_skew_after"] <= 1
 

@@ -86,6 +86,9 @@ class Subscription:
     client_tags: Mapping[str, str] = field(default_factory=dict)  # version 2 and later
     version: int = LATEST_VERSION
     latest_supported_version: int = LATEST_VERSION
+    # Bumped on every deliberate rejoin: brokers answer a JoinGroup whose metadata did not change with the
+    # current generation instead of a rebalance, so a probing rebalance must change the metadata.
+    rejoin_epoch: int = 0
 
     def encode(self) -> bytes:
         body: dict[str, Any] = {
@@ -97,6 +100,7 @@ class Subscription:
             "previous_standby": sorted(str(t) for t in self.previous_standby),
             "task_offset_sums": {str(t): s for t, s in sorted(self.task_offset_sums.items())},
             "endpoint": self.endpoint,
+            "rejoin_epoch": self.rejoin_epoch,
         }
         if self.version >= 2:
             body["client_tags"] = dict(sorted(self.client_tags.items()))
@@ -119,6 +123,9 @@ class Subscription:
             tags = _field(body, "client_tags", dict, what)
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
                 raise ProtocolError(f"{what}.client_tags must map strings to strings, got {tags!r}")
+        epoch = body.get("rejoin_epoch", 0)
+        if not isinstance(epoch, int) or isinstance(epoch, bool):
+            raise ProtocolError(f"{what}.rejoin_epoch must be an integer, got {epoch!r}")
         capacity = _field(body, "capacity", int, what)
         if capacity < 1:
             raise ProtocolError(f"{what}.capacity must be >= 1, got {capacity}")
@@ -132,6 +139,7 @@ class Subscription:
             client_tags=tags,
             version=body["version"],
             latest_supported_version=body["latest_supported_version"],
+            rejoin_epoch=epoch,
         )
 
 

@@ -1,0 +1,342 @@
+"""A kafka-python partition assignor that carries KIP-441 user data and honors approved plans.
+
+Members subscribe with versioned user data (protocol.Subscription); the leader decodes every member,
+negotiates the group's version (KIP-268), builds the GroupState, lets runtime.leader.decide choose between
+the approved plan and the KIP-441 assignor, and hands each member its source partitions plus user data
+naming its active, standby and warmup tasks. Under COOPERATIVE (KIP-429) a partition still owned by
+another member is withheld for one rebalance; kafka-python's coordinator then rejoins to finish the move.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kafka.structs import TopicPartition
+
+from assignor.assignment import GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.runtime.leader import LeaderDecision, decide
+from assignor.runtime.protocol import (
+    LATEST_VERSION,
+    AssignmentInfo,
+    ErrorCode,
+    NewerVersionError,
+    Partition,
+    ProtocolError,
+    Subscription,
+    negotiate_version,
+    next_version,
+)
+from assignor.state import ClientState, GroupState
+from assignor.task import TaskId
+
+log = logging.getLogger(__name__)
+
+_OWNED_PARTITIONS_VERSION = 1  # consumer protocol subscription v1 carries owned partitions (KIP-429)
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    """One subtopology: the topics its tasks read, and the changelogs its state is rebuilt from."""
+
+    id: int
+    source_topics: tuple[str, ...]
+    changelog_topics: tuple[str, ...] = ()
+
+    @property
+    def stateful(self) -> bool:
+        return bool(self.changelog_topics)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The application's subtopologies; task (s, p) reads partition p of each source topic of s."""
+
+    subtopologies: tuple[Subtopology, ...]
+
+    @property
+    def source_topics(self) -> list[str]:
+        return sorted({t for s in self.subtopologies for t in s.source_topics})
+
+    def tasks(self, partitions_of: Callable[[str], Iterable[int] | None]) -> dict[TaskId, Subtopology]:
+        """Every task the cluster's partition counts define (a subtopology with unknown topics has none)."""
+        tasks: dict[TaskId, Subtopology] = {}
+        for sub in self.subtopologies:
+            counts = [len(set(partitions_of(t) or ())) for t in sub.source_topics]
+            for partition in range(max(counts, default=0)):
+                tasks[TaskId(sub.id, partition)] = sub
+        return tasks
+
+    def source_partitions(self, task: TaskId) -> tuple[Partition, ...]:
+        sub = self._sub(task)
+        return tuple((topic, task.partition) for topic in sub.source_topics)
+
+    def changelog_partitions(self, task: TaskId) -> tuple[Partition, ...]:
+        sub = self._sub(task)
+        return tuple((topic, task.partition) for topic in sub.changelog_topics)
+
+    def _sub(self, task: TaskId) -> Subtopology:
+        for sub in self.subtopologies:
+            if sub.id == task.subtopology:
+                return sub
+        raise KeyError(f"task {task} belongs to no subtopology of the topology")
+
+
+@dataclass(frozen=True)
+class LeaderInputs:
+    """What only the leader needs, injected so the assignor itself does no I/O of its own choosing."""
+
+    group_id: str
+    configs: AssignmentConfigs
+    signing_key: bytes
+    changelog_end_offsets: Callable[[Sequence[Partition]], Mapping[Partition, int]]
+    latest_plan: Callable[[str], bytes | None]
+    now_ms: Callable[[], int]
+
+
+@dataclass
+class MemberView:
+    """This member's side of the protocol: who it is, what it reports, what it was last told."""
+
+    process_id: str
+    capacity: int = 1
+    client_tags: Mapping[str, str] = field(default_factory=dict)
+    endpoint: str = ""
+    version: int = LATEST_VERSION
+    latest_supported_version: int = LATEST_VERSION
+    offset_sums: Callable[[], Mapping[TaskId, int]] = dict
+    info: AssignmentInfo | None = None
+    rejoin_requested: bool = False
+    rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
+    decisions: list[LeaderDecision] = field(default_factory=list)  # decisions taken while leader (newest last)
+
+    def rejoin_due(self, now_ms: int) -> bool:
+        """Whether this member must rejoin now: asked to (version change, error), or its probing time came."""
+        due = self.rejoin_requested
+        probing_at = self.info.next_probing_rebalance_ms if self.info else None
+        if probing_at is not None and now_ms >= probing_at and self.info is not None:
+            self.info = replace(self.info, next_probing_rebalance_ms=None)  # once per schedule
+            due = True
+        self.rejoin_requested = False
+        if due:
+            self.rejoin_epoch += 1
+        return due
+
+
+class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
+    """Partition assignor for Kafka Streams-style groups that follows approved plans."""
+
+    name = "rebalance-planner"
+
+    def __init__(
+        self,
+        topology: Topology,
+        member: MemberView,
+        leader: LeaderInputs,
+        protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE,
+    ) -> None:
+        self.topology = topology
+        self.member = member
+        self.leader = leader
+        self.protocol = protocol
+
+    def supported_protocols(self) -> list[RebalanceProtocol]:
+        return [self.protocol]
+
+    # -- member side ---------------------------------------------------------------------------------
+
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
+        info = self.member.info
+        previous_active = frozenset(info.active_tasks) if info else frozenset()
+        previous_standby = frozenset(info.standby_tasks) | frozenset(info.warmup_tasks) if info else frozenset()
+        subscription = Subscription(
+            process_id=self.member.process_id,
+            capacity=self.member.capacity,
+            previous_active=previous_active,
+            previous_standby=previous_standby,
+            task_offset_sums=dict(self.member.offset_sums()),
+            endpoint=self.member.endpoint,
+            client_tags=self.member.client_tags,
+            version=self.member.version,
+            latest_supported_version=self.member.latest_supported_version,
+            rejoin_epoch=self.member.rejoin_epoch,
+        )
+        owned = []
+        if info is not None and self.protocol == RebalanceProtocol.COOPERATIVE:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for parts in info.active_tasks.values():
+                for topic, partition in parts:
+                    by_topic[topic].append(partition)
+            owned = [
+                ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=sorted(ps))
+                for t, ps in sorted(by_topic.items())
+            ]
+        return ConsumerProtocolSubscription(
+            version=_OWNED_PARTITIONS_VERSION,
+            topics=sorted(topics),
+            user_data=subscription.encode(),
+            owned_partitions=owned,
+        )
+
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
+        try:
+            info = AssignmentInfo.decode(bytes(assignment.user_data or b""))
+        except ProtocolError as err:
+            log.error("unreadable assignment user data in generation %s: %s", generation, err)
+            self.member.rejoin_requested = True
+            return
+        version, rejoin = next_version(self.member.version, info, self.member.latest_supported_version)
+        if version != self.member.version:
+            log.info("protocol version %d -> %d (generation %s)", self.member.version, version, generation)
+        self.member.version = version
+        self.member.rejoin_requested = rejoin  # version changes only: a malformed member retrying would churn
+        if info.error_code is ErrorCode.NONE:
+            self.member.info = info
+
+    # -- leader side ---------------------------------------------------------------------------------
+
+    def assign(self, cluster: Any, members: Sequence[Any]) -> dict[str, ConsumerProtocolAssignment]:
+        readable: dict[str, Subscription] = {}
+        versions: dict[str, tuple[int, int]] = {}
+        malformed: dict[str, str] = {}
+        owned: dict[str, set[TopicPartition]] = {}
+        for member in members:
+            metadata = member.metadata
+            owned[member.member_id] = {
+                TopicPartition(tp.topic, p)
+                for tp in (getattr(metadata, "owned_partitions", None) or ())
+                for p in tp.partitions
+            }
+            try:
+                sub = Subscription.decode(bytes(metadata.user_data or b""))
+            except NewerVersionError as newer:
+                versions[member.member_id] = (newer.version, newer.latest_supported_version)
+                continue
+            except ProtocolError as err:
+                malformed[member.member_id] = str(err)
+                log.warning("member %s sent malformed user data: %s", member.member_id, err)
+                continue
+            readable[member.member_id] = sub
+            versions[member.member_id] = (sub.version, sub.latest_supported_version)
+        decision = negotiate_version(versions, self.member.latest_supported_version)
+        result: dict[str, ConsumerProtocolAssignment] = {}
+        for member_id in decision.probing_members:
+            probe = AssignmentInfo(
+                error_code=ErrorCode.VERSION_PROBING,
+                version=self.member.latest_supported_version,
+                latest_supported_version=self.member.latest_supported_version,
+            )
+            result[member_id] = _empty(probe)
+        for member_id in malformed:
+            result[member_id] = _empty(AssignmentInfo(error_code=ErrorCode.MALFORMED_SUBSCRIPTION))
+        working = {m: s for m, s in readable.items() if m not in decision.probing_members}
+        if working:
+            result.update(self._assign_working(cluster, working, owned, decision.group_version))
+        return result
+
+    def _assign_working(
+        self,
+        cluster: Any,
+        subscriptions: Mapping[str, Subscription],
+        owned: Mapping[str, set[TopicPartition]],
+        version: int,
+    ) -> dict[str, ConsumerProtocolAssignment]:
+        tasks = self.topology.tasks(cluster.partitions_for_topic)
+        stateful = frozenset(t for t, sub in tasks.items() if sub.stateful)
+        changelogs = [p for t in sorted(stateful) for p in self.topology.changelog_partitions(t)]
+        ends = self.leader.changelog_end_offsets(changelogs) if changelogs else {}
+        end_sums = {t: sum(ends.get(p, 0) for p in self.topology.changelog_partitions(t)) for t in stateful}
+        member_of: dict[str, str] = {}
+        clients = []
+        for member_id, sub in sorted(subscriptions.items()):
+            if sub.process_id in member_of:
+                log.warning(
+                    "process %s joined twice (members %s, %s)", sub.process_id, member_of[sub.process_id], member_id
+                )
+                continue
+            member_of[sub.process_id] = member_id
+            known = set(tasks)
+            clients.append(
+                ClientState(
+                    process_id=sub.process_id,
+                    capacity=sub.capacity,
+                    previous_active=sub.previous_active & known,
+                    previous_standby=sub.previous_standby & stateful,
+                    task_offset_sums={t: s for t, s in sub.task_offset_sums.items() if t in stateful},
+                    client_tags=sub.client_tags,
+                )
+            )
+        group = GroupState(clients, stateful, frozenset(tasks) - stateful, end_sums)
+        log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
+        now = self.leader.now_ms()
+        choice = decide(
+            self.leader.group_id,
+            group,
+            self.leader.configs,
+            self.leader.latest_plan(self.leader.group_id),
+            self.leader.signing_key,
+            now,
+        )
+        self.member.decisions.append(choice)
+        log.info(
+            "leader decision for %s: plan=%s fallback=%s probing=%s",
+            self.leader.group_id,
+            choice.plan_id,
+            choice.fallback_reason,
+            choice.assignment.probing_rebalance_needed,
+        )
+        return self._encode(choice, member_of, owned, version, now)
+
+    def _encode(
+        self,
+        choice: LeaderDecision,
+        member_of: Mapping[str, str],
+        owned: Mapping[str, set[TopicPartition]],
+        version: int,
+        now: int,
+    ) -> dict[str, ConsumerProtocolAssignment]:
+        assignment: GroupAssignment = choice.assignment
+        owner_now = {tp: m for m, tps in owned.items() for tp in tps}
+        probing_at = now + self.leader.configs.probing_rebalance_interval_ms
+        schedule_holder = min(member_of) if assignment.probing_rebalance_needed and member_of else None
+        result = {}
+        for pid, member_id in sorted(member_of.items()):
+            ca = assignment.clients[pid]
+            active = {t: self.topology.source_partitions(t) for t in sorted(ca.active)}
+            partitions: list[TopicPartition] = []
+            for parts in active.values():
+                for topic, p in parts:
+                    tp = TopicPartition(topic, p)
+                    holder = owner_now.get(tp)
+                    if self.protocol == RebalanceProtocol.COOPERATIVE and holder not in (None, member_id):
+                        continue  # still owned elsewhere: the owner revokes it first, a follow-up rebalance lands it
+                    partitions.append(tp)
+            info = AssignmentInfo(
+                active_tasks=active,
+                standby_tasks={t: self.topology.changelog_partitions(t) for t in sorted(ca.standby)},
+                warmup_tasks={t: self.topology.changelog_partitions(t) for t in sorted(ca.warmup)},
+                plan_id=choice.plan_id,
+                fallback_reason=choice.fallback_reason,
+                next_probing_rebalance_ms=probing_at if pid == schedule_holder else None,
+                version=version,
+                latest_supported_version=version,
+            )
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for tp in partitions:
+                by_topic[tp.topic].append(tp.partition)
+            result[member_id] = ConsumerProtocolAssignment(
+                version=0,
+                assigned_partitions=[(t, sorted(ps)) for t, ps in sorted(by_topic.items())],
+                user_data=info.encode(),
+            )
+        return result
+
+
+def _empty(info: AssignmentInfo) -> ConsumerProtocolAssignment:
+    return ConsumerProtocolAssignment(version=0, assigned_partitions=[], user_data=info.encode())
