@@ -9,7 +9,7 @@ from typing import Any, cast
 from assignor.configs import AssignmentConfigs
 from assignor.simulation import CatchUpModel, EventKind, FullCatchUp, MembershipEvent, RestoreRate, Scenario
 from assignor.state import ClientState, GroupState
-from assignor.task import LATEST_OFFSET, TaskId
+from assignor.task import LATEST_OFFSET, TaskId, parse_task_ids
 
 
 class ScenarioError(ValueError):
@@ -26,12 +26,7 @@ def _get(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where
 
 
 def _tasks(values: Any, where: str) -> frozenset[TaskId]:
-    if not isinstance(values, list):
-        raise ScenarioError(f"{where} must be a list of task ids, got {values!r}")
-    try:
-        return frozenset(TaskId.parse(v) for v in values)
-    except ValueError as err:
-        raise ScenarioError(f"{where}: {err}") from None
+    return parse_task_ids(values, where, ScenarioError)
 
 
 def _task_tasks(data: Mapping[str, Any]) -> tuple[frozenset[TaskId], frozenset[TaskId]]:

@@ -30,3 +30,13 @@ class TaskId(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.subtopology}_{self.partition}"
+
+
+def parse_task_ids(values: object, where: str, error: type[ValueError] = ValueError) -> frozenset[TaskId]:
+    """Task ids from a JSON list of ``"<subtopology>_<partition>"`` strings; ``error`` names ``where``."""
+    if not isinstance(values, list):
+        raise error(f"{where} must be a list of task ids, got {values!r}")
+    try:
+        return frozenset(TaskId.parse(v) for v in values)
+    except ValueError as err:
+        raise error(f"{where}: {err}") from None

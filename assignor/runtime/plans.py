@@ -12,7 +12,7 @@ from typing import Any
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.state import GroupState
-from assignor.task import TaskId
+from assignor.task import TaskId, parse_task_ids
 
 PLAN_SCHEMA_VERSION = 1
 _CONFIG_FIELDS = (
@@ -90,12 +90,7 @@ class ApprovedPlan:
 
 
 def _tasks(values: Any, where: str) -> frozenset[TaskId]:
-    if not isinstance(values, list):
-        raise PlanRejected(f"malformed plan: {where} must be a list of task ids")
-    try:
-        return frozenset(TaskId.parse(v) for v in values)
-    except ValueError as err:
-        raise PlanRejected(f"malformed plan: {where}: {err}") from None
+    return parse_task_ids(values, f"malformed plan: {where}", PlanRejected)
 
 
 def _ordered_tasks(values: list[Any]) -> tuple[TaskId, ...]:

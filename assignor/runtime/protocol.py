@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assignor.task import UNKNOWN_OFFSET_SUM, TaskId
+from assignor.task import UNKNOWN_OFFSET_SUM, TaskId, parse_task_ids
 
 SUPPORTED_VERSIONS = (1, 2)
 LATEST_VERSION = max(SUPPORTED_VERSIONS)
@@ -65,12 +65,7 @@ def _field(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
 
 
 def _tasks(values: Any, where: str) -> frozenset[TaskId]:
-    if not isinstance(values, list):
-        raise ProtocolError(f"{where} must be a list of task ids, got {values!r}")
-    try:
-        return frozenset(TaskId.parse(v) for v in values)
-    except ValueError as err:
-        raise ProtocolError(f"{where}: {err}") from None
+    return parse_task_ids(values, where, ProtocolError)
 
 
 @dataclass(frozen=True)
