@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from assignor.configs import AssignmentConfigs
@@ -124,19 +124,25 @@ class LagIndex:
         empty = lag_rank(self.ends.get(task, 0), self.acceptable_recovery_lag)
         return empty if best is None else min(best, empty)
 
-    def needs_movement(self, process_id: str, task: TaskId) -> bool:
-        """The client is not caught up on the task and another client is more caught up (hot path, inlined)."""
-        task_lags = self.reported.get(task)
-        end = self.ends.get(task, 0)
-        lag = end if task_lags is None else task_lags.get(process_id, end)
-        acceptable = self.acceptable_recovery_lag
-        if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
-            return False
-        best = self.best_reported_rank.get(task)
-        if task_lags is None or len(task_lags) < len(self.process_ids):
-            empty = (0 if end <= acceptable else 1, end)
-            best = empty if best is None or empty < best else best
-        return best is not None and best < (1, lag)
+    def needing_movement(self, holders: Iterable[tuple[TaskId, str]]) -> list[tuple[TaskId, str]]:
+        """The (task, client) pairs where the client is not caught up and another client is more caught up,
+        in input order."""
+        reported, ends, best_reported = self.reported, self.ends, self.best_reported_rank
+        acceptable, clients = self.acceptable_recovery_lag, len(self.process_ids)
+        found = []
+        for task, pid in holders:
+            task_lags = reported.get(task)
+            end = ends.get(task, 0)
+            lag = end if task_lags is None else task_lags.get(pid, end)
+            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+                continue
+            best = best_reported.get(task)
+            if task_lags is None or len(task_lags) < clients:
+                empty = (0 if end <= acceptable else 1, end)
+                best = empty if best is None or empty < best else best
+            if best is not None and best < (1, lag):
+                found.append((task, pid))
+        return found
 
     def most_caught_up(self, task: TaskId, candidates: Sequence[str]) -> str | None:
         """The candidate with the best rank on the task (ties by process id), or None."""

@@ -56,7 +56,7 @@ def _move_active_and_warm_up(
 def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[TaskId], budget: WarmupBudget) -> int:
     """Keep each active on a caught-up client when its chosen one is not; return how many moves were needed."""
     owner = placement.owner
-    moves = [(task, owner[task]) for task in stateful_tasks if lags.needs_movement(owner[task], task)]
+    moves = lags.needing_movement((task, owner[task]) for task in stateful_tasks)
     for _, task, chosen, caught_up in _by_fewest_caught_up(lags, moves):
         swap_with = placement.least_loaded([p for p in caught_up if task in placement.standby[p]])
         if swap_with is not None:
@@ -65,7 +65,7 @@ def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[
         source = placement.least_loaded([p for p in caught_up if p != chosen])
         if source is None:
             source = lags.most_caught_up(task, [p for p in placement.process_ids if p != chosen])
-        if source is None:  # pragma: no cover - needs_movement guarantees a better client exists
+        if source is None:  # pragma: no cover - needing_movement guarantees a better client exists
             raise AssertionError(f"no client is more caught up on {task} than {chosen!r}")
         if task in placement.standby[source]:
             _swap_standby_and_active(placement, task, source, chosen)
@@ -76,12 +76,9 @@ def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[
 
 def move_standbys(placement: Placement, lags: LagIndex, budget: WarmupBudget) -> int:
     """Put standbys on caught-up clients, warming up the chosen ones while budget lasts; return the moves."""
-    moves = [
-        (task, pid)
-        for pid in placement.process_ids
-        for task in sorted(placement.standby[pid])
-        if lags.needs_movement(pid, task)
-    ]
+    moves = lags.needing_movement(
+        (task, pid) for pid in placement.process_ids for task in sorted(placement.standby[pid])
+    )
     needed = 0
     for _, task, chosen, caught_up in _by_fewest_caught_up(lags, moves):
         chosen_rank = lags.rank(chosen, task)

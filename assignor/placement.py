@@ -20,13 +20,16 @@ class Placement:
         self.standby: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.warmup: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.owner: dict[TaskId, str] = {}
-        self._previous_owners: dict[TaskId, set[str]] = {}
-        for client in group.clients:
-            for task in client.previous_active:
-                self._previous_owners.setdefault(task, set()).add(client.process_id)
+        self._clients = group.clients
+        self._previous_owners: dict[TaskId, set[str]] | None = None  # built on first use (honoring only)
 
     def previous_owner_of(self, task: TaskId) -> set[str]:
         """The clients that ran the task as an active before this rebalance (normally one)."""
+        if self._previous_owners is None:
+            self._previous_owners = {}
+            for client in self._clients:
+                for owned in client.previous_active:
+                    self._previous_owners.setdefault(owned, set()).add(client.process_id)
         return self._previous_owners.get(task, set())
 
     def standby_of(self, task: TaskId, pids: Iterable[str]) -> None:
