@@ -29,9 +29,10 @@ def _by_fewest_caught_up(
 ) -> list[tuple[int, TaskId, str, Sequence[str]]]:
     """Moves with their caught-up clients; tasks with the fewest places to go first."""
     with_clients = []
-    caught_up_clients = lags.caught_up_clients
+    reporters, ends, acceptable = lags.caught_up_reporters, lags.ends, lags.acceptable_recovery_lag
     for task, chosen in moves:
-        caught_up = caught_up_clients(task)
+        # Beyond the acceptable lag only reporters can be caught up (LagIndex.caught_up_clients, inlined).
+        caught_up = reporters.get(task, ()) if ends.get(task, 0) > acceptable else lags.caught_up_clients(task)
         with_clients.append((len(caught_up), task, chosen, caught_up))
     with_clients.sort()
     return with_clients
@@ -57,7 +58,12 @@ def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[
     """Keep each active on a caught-up client when its chosen one is not; return how many moves were needed."""
     owner = placement.owner
     moves = lags.needing_movement((task, owner[task]) for task in stateful_tasks)
+    standby = placement.standby
     for _, task, chosen, caught_up in _by_fewest_caught_up(lags, moves):
+        if len(caught_up) == 1 and task not in standby[caught_up[0]]:
+            # The common case, short-cut: the one caught-up client (usually the owner so far) keeps the task.
+            _move_active_and_warm_up(placement, task, caught_up[0], chosen, budget)
+            continue
         swap_with = placement.least_loaded([p for p in caught_up if task in placement.standby[p]])
         if swap_with is not None:
             _swap_standby_and_active(placement, task, swap_with, chosen)
