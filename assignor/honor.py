@@ -81,6 +81,13 @@ def honor_target(
             # The keeper holds a target standby: the target owner restores in that standby slot, for free.
             placement.standby_of(task, (standbys - {keeper}) | {owner})
             continue
+        restoring = [p for p in standbys if not lags.caught_up(p, task)]
+        if restoring:
+            # A target standby that must restore anyway lends its slot to the target owner for this step:
+            # the owner restores without warmup budget, the standby restores once the move is done.
+            lender = max(restoring, key=lambda p: (lags.rank(p, task), p))
+            placement.standby_of(task, (standbys - {lender}) | {owner})
+            continue
         placement.standby_of(task, standbys)
         if budget.take():
             placement.warmup[owner].add(task)

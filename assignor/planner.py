@@ -260,14 +260,29 @@ def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssi
 
 
 def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
-    """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1)."""
+    """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1).
+
+    The target is plan_target's (least restore, then fewest moves) unless following it would take more
+    moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
+    tasks): then that end state is the target, so a plan is never worse than the baseline.
+    """
     if restore_rate is not None and restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
-    target = plan_target(group, configs)
+    plan = _schedule(plan_target(group, configs), group, configs, restore_rate)
     if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
         baseline = _baseline_target(group, configs)
-        if baseline is not None and _cost(baseline, group, configs) < _cost(target, group, configs):
-            target = baseline
+        if baseline is not None and baseline != plan.target:
+            fallback = _schedule(baseline, group, configs, restore_rate)
+            keys = ("moves", "warmups", "rounds", "restore_offsets")
+            if any(plan.metrics[k] > fallback.metrics[k] for k in keys):
+                return fallback
+    return plan
+
+
+def _schedule(
+    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, restore_rate: float | None
+) -> GroupPlan:
+    """The safe steps from the live assignment to ``target``, and the plan's metrics."""
     order = move_order(target, group, configs)
     limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
     steps: list[GroupAssignment] = []
@@ -285,14 +300,12 @@ def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: f
     capacity = {c.process_id: c.capacity for c in group.clients}
     before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
     after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
-    owners_before = _previous_owners(group)
+    restore, moves = _cost(target, group, configs)
     metrics: dict[str, float | int] = {
-        "moves": sum(
-            1 for t, pid in target.active_owners().items() if owners_before.get(t) and pid not in owners_before[t]
-        ),
+        "moves": moves,
         "warmups": sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
         "rounds": len(steps),
-        "restore_offsets": _restore_offsets(target, group, configs),
+        "restore_offsets": restore,
         "max_load_skew_before": _skew(before_loads, capacity),
         "max_load_skew_after": _skew(after_loads, capacity),
     }

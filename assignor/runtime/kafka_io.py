@@ -1,0 +1,89 @@
+"""The runtime's Kafka I/O: the latest plan per group from the compacted plans topic, and state reports."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+
+class TopicReadError(RuntimeError):
+    """A topic could not be read to its end in time."""
+
+
+def read_latest_by_key(
+    bootstrap: str, topic: str, config: Mapping[str, str] | None = None, timeout_s: float = 30.0
+) -> dict[bytes, bytes | None]:
+    """Fold a (compacted) topic from the beginning to its current end: the latest value per key, None for a
+    tombstone. Readers fold themselves because a broker may not have compacted yet."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"rbp-reader-{topic}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            **dict(config or {}),
+        }
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return {}
+        partitions = [TopicPartition(topic, p, 0) for p in sorted(metadata.partitions)]
+        ends = {}
+        for tp in partitions:
+            _, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+            ends[tp.partition] = high
+        consumer.assign([tp for tp in partitions if ends[tp.partition] > 0])
+        latest: dict[bytes, bytes | None] = {}
+        done = {p for p, end in ends.items() if end == 0}
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(partitions):
+            if time.monotonic() > deadline:
+                raise TopicReadError(f"reading {topic} to its end took longer than {timeout_s} s")
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            error, partition, offset, key = message.error(), message.partition(), message.offset(), message.key()
+            if partition is None:
+                continue
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    done.add(partition)
+                    continue
+                raise KafkaException(error)
+            if key is not None:
+                latest[key] = message.value()
+            if offset is not None and offset + 1 >= ends[partition]:
+                done.add(partition)
+        return latest
+    finally:
+        consumer.close()
+
+
+class PlanSource:
+    """The latest approved plan record of a group, read from the plans topic on demand (leader only)."""
+
+    def __init__(self, bootstrap: str, topic: str, config: Mapping[str, str] | None = None) -> None:
+        self.bootstrap, self.topic, self.config = bootstrap, topic, dict(config or {})
+
+    def __call__(self, group_id: str) -> bytes | None:
+        return read_latest_by_key(self.bootstrap, self.topic, self.config).get(group_id.encode("utf-8"))
+
+
+class ReportPublisher:
+    """Publishes state reports to the compacted reports topic, key ``<group_id>/<process_id>``."""
+
+    def __init__(self, bootstrap: str, topic: str, config: Mapping[str, str] | None = None) -> None:
+        # One record per batch: Tansu reports exact end offsets only then (shared/ENVIRONMENT.md).
+        self.topic = topic
+        self._producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, **dict(config or {})})
+
+    def publish(self, report: Mapping[str, Any], timeout_s: float = 10.0) -> None:
+        key = f"{report['group_id']}/{report['process_id']}".encode()
+        self._producer.produce(self.topic, key=key, value=json.dumps(report, sort_keys=True).encode("utf-8"))
+        if self._producer.flush(timeout_s) != 0:
+            raise TopicReadError(f"state report for {key.decode()} not delivered within {timeout_s} s")
