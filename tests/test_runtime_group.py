@@ -10,12 +10,14 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Subtopology, Topology
+from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource
 from assignor.runtime.plans import ApprovedPlan
 from assignor.runtime.protocol import ErrorCode, Partition
 from jobs.broker import EmbeddedBroker
@@ -232,3 +234,36 @@ def test_malformed_user_data_gets_an_error_code_and_the_others_keep_working(brok
         assert not bad.partitions and bad.view.info is None
         assert tasks_of(group.members["p1"]) | tasks_of(group.members["p2"]) == set(TASKS)
         assert ErrorCode.MALFORMED_SUBSCRIPTION  # the code the leader sent (the member keeps no info for it)
+
+
+def test_the_leader_reads_the_plan_and_end_offsets_from_kafka(broker: EmbeddedBroker) -> None:
+    topics(broker)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    created = admin.create_topics([NewTopic("_rebalance_plans", 1, 1, config={"cleanup.policy": "compact"})])
+    for future in created.values():
+        future.result(10)
+    planned = plan_group(
+        GroupState([ClientState("p1"), ClientState("p2")], frozenset(TASKS), frozenset(), dict.fromkeys(TASKS, 0)),
+        CONFIGS,
+    )
+    now = int(time.time() * 1000)
+    record = ApprovedPlan(
+        "plan-k", "orders", "snap", now, now + 600_000, "alice", now, CONFIGS, planned.target, tuple(planned.move_order)
+    ).to_record(KEY)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1})
+    producer.produce("_rebalance_plans", key=b"orders", value=json.dumps(record).encode())
+    assert producer.flush(10) == 0
+    ends = ChangelogEndOffsets(broker.bootstrap)
+    inputs = LeaderInputs(
+        "orders", CONFIGS, KEY, ends, PlanSource(broker.bootstrap, "_rebalance_plans"), lambda: int(time.time() * 1000)
+    )
+    try:
+        with Group(broker.bootstrap, "orders", TOPOLOGY, inputs) as group:
+            for pid in ("p1", "p2"):
+                group.add(running(MemberView(pid)))
+            wait_for(lambda: settled(group.members, 2), 60, "two members to settle")
+            assert all(m.view.info and m.view.info.plan_id == "plan-k" for m in group.members.values())
+            for pid, member in group.members.items():
+                assert tasks_of(member) == set(planned.target.clients[pid].active)
+    finally:
+        ends.close()

@@ -12,7 +12,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from assignor import TaskId
 from assignor.runtime.group_assignor import MemberView, Subtopology, Topology
-from assignor.runtime.kafka_io import PlanSource, ReportPublisher, read_latest_by_key
+from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, read_latest_by_key
 from assignor.runtime.protocol import AssignmentInfo
 from assignor.runtime.reports import state_report
 from jobs.broker import EmbeddedBroker
@@ -72,3 +72,16 @@ def test_state_reports_match_the_schema_and_fold_to_the_latest_per_instance(brok
     assert folded["generation"] == 4
     assert folded["active_tasks"] == ["0_1"] and folded["task_offset_sums"] == {"0_1": -2}
     assert folded["plan_id"] == "plan-9" and folded["topology"]["1"]["stateful"] is False
+
+
+def test_changelog_end_offsets_are_the_high_watermarks(broker: EmbeddedBroker) -> None:
+    compacted(broker, "chg-0", 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1})
+    for i in range(7):
+        producer.produce("chg-0", key=f"k{i}".encode(), value=b"v", partition=i % 2)
+    assert producer.flush(10) == 0
+    ends = ChangelogEndOffsets(broker.bootstrap)
+    try:
+        assert ends([("chg-0", 0), ("chg-0", 1)]) == {("chg-0", 0): 4, ("chg-0", 1): 3}
+    finally:
+        ends.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -62,6 +62,31 @@ def read_latest_by_key(
         return latest
     finally:
         consumer.close()
+
+
+class ChangelogEndOffsets:
+    """High watermarks of changelog partitions, for the leader's lag computation (one consumer, reused)."""
+
+    def __init__(self, bootstrap: str, config: Mapping[str, str] | None = None, timeout_s: float = 10.0) -> None:
+        self.timeout_s = timeout_s
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "rbp-end-offsets",
+                "enable.auto.commit": False,
+                **dict(config or {}),
+            }
+        )
+
+    def __call__(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        ends = {}
+        for topic, partition in partitions:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout_s)
+            ends[(topic, partition)] = int(high)
+        return ends
+
+    def close(self) -> None:
+        self._consumer.close()
 
 
 class PlanSource:
