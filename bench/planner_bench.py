@@ -71,9 +71,8 @@ def scale_out(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
 
 def scale_out_uniform(rng: random.Random) -> tuple[GroupState, AssignmentConfigs]:
     """Scale out where every changelog is the same size: restore cost is proportional to moves."""
-    group, configs = scale_out(rng)
     configs = AssignmentConfigs()
-    settled = _settled(rng, len(group.clients) - 1, configs)
+    settled = _settled(rng, rng.randint(2, 9), configs)
     ends = dict.fromkeys(settled.changelog_end_offset_sums, 1_000_000)
     clients = tuple(
         replace(c, task_offset_sums={t: s if s == LATEST_OFFSET else 1_000_000 for t, s in c.task_offset_sums.items()})

@@ -113,6 +113,7 @@ class MemberView:
     offset_sums: Callable[[], Mapping[TaskId, int]] = dict
     info: AssignmentInfo | None = None
     rejoin_requested: bool = False
+    last_error_code: ErrorCode = ErrorCode.NONE  # of the latest assignment (its info is kept only without error)
     rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
     decisions: list[LeaderDecision] = field(default_factory=list)  # decisions taken while leader (newest last)
 
@@ -195,6 +196,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         if version != self.member.version:
             log.info("protocol version %d -> %d (generation %s)", self.member.version, version, generation)
         self.member.version = version
+        self.member.last_error_code = info.error_code
         self.member.rejoin_requested = rejoin  # version changes only: a malformed member retrying would churn
         if info.error_code is ErrorCode.NONE:
             self.member.info = info
@@ -273,7 +275,8 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
                 )
             )
         group = GroupState(clients, stateful, frozenset(tasks) - stateful, end_sums)
-        log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
         now = self.leader.now_ms()
         choice = decide(
             self.leader.group_id,
