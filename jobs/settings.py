@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from assignor import AssignmentConfigs
 
 
 class Settings(BaseSettings):
@@ -19,6 +22,33 @@ class Settings(BaseSettings):
     plan_signing_key: str | None = Field(default=None, description="HMAC key for plan records")
     reports_topic: str = "_rebalance_reports"
     plans_topic: str = "_rebalance_plans"
+    # Pipeline: the KIP-441 settings plans are made and checked with (Kafka Streams' defaults).
+    acceptable_recovery_lag: int = Field(default=10_000, ge=0)
+    max_warmup_replicas: int = Field(default=2, ge=1)
+    num_standby_replicas: int = Field(default=0, ge=0)
+    probing_rebalance_interval_ms: int = Field(default=600_000, ge=1_000)
+    restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
+    stale_report_age_ms: int = Field(default=900_000, ge=0, description="older reports are kept but flagged stale")
+    plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
+    data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
+    kafka_timeout_s: float = Field(default=30.0, gt=0)
+    planner_processes: int = Field(
+        default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"
+    )
+
+    @property
+    def data_docs(self) -> Path:
+        """Where Great Expectations writes its Data Docs site: beside the lake unless set."""
+        return self.data_docs_dir or self.lake_root.parent / "data_docs"
+
+    def assignment_configs(self) -> AssignmentConfigs:
+        """The KIP-441 settings as the assignor's configs."""
+        return AssignmentConfigs(
+            acceptable_recovery_lag=self.acceptable_recovery_lag,
+            max_warmup_replicas=self.max_warmup_replicas,
+            num_standby_replicas=self.num_standby_replicas,
+            probing_rebalance_interval_ms=self.probing_rebalance_interval_ms,
+        )
 
     def kafka_properties(self, bootstrap: str) -> dict[str, str]:
         """confluent-kafka client properties: the bootstrap servers plus RBP_KAFKA_CONFIG's extras."""

@@ -1,0 +1,76 @@
+"""The datasets the validation suites run on: plan rows reshaped so each rule is one column check per row."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+
+def assignment_checks(assignments: DataFrame, reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
+    """plan_assignments rows with known_instance, known_task and active_on_caught_up flags.
+
+    An active is on a caught-up instance when the instance was caught up at the snapshot, or held the task
+    in an earlier step (the plan waits for it to catch up), or when no instance was caught up on the task.
+    """
+    key = ["snapshot_id", "group_id"]
+    instances = reports.where(~sf.col("stale")).select(*key, "process_id", sf.lit(True).alias("known_instance"))
+    known_tasks = tasks.select(*key, "task_id", sf.lit(True).alias("known_task"))
+    caught_up = lags.select(*key, "process_id", "task_id", sf.col("caught_up").alias("caught_up_now"))
+    anyone = lags.groupBy(*key, "task_id").agg(sf.max(sf.col("caught_up").cast("int")).alias("anyone_caught_up"))
+    first_held = assignments.groupBy("plan_id", "process_id", "task_id").agg(sf.min("step").alias("first_step"))
+    rows = (
+        assignments.join(instances, [*key, "process_id"], "left")
+        .join(known_tasks, [*key, "task_id"], "left")
+        .join(caught_up, [*key, "process_id", "task_id"], "left")
+        .join(anyone, [*key, "task_id"], "left")
+        .join(first_held, ["plan_id", "process_id", "task_id"], "left")
+    )
+    ok = (
+        (sf.col("role") != "ACTIVE")
+        | sf.col("anyone_caught_up").isNull()  # stateless task: no lag
+        | (sf.col("anyone_caught_up") == 0)
+        | sf.coalesce(sf.col("caught_up_now"), sf.lit(False))
+        | (sf.col("step") > sf.col("first_step"))
+    )
+    return rows.select(
+        "plan_id",
+        "group_id",
+        "step",
+        "process_id",
+        "task_id",
+        "role",
+        sf.coalesce(sf.col("known_instance"), sf.lit(False)).alias("known_instance"),
+        sf.coalesce(sf.col("known_task"), sf.lit(False)).alias("known_task"),
+        ok.alias("active_on_caught_up"),
+    )
+
+
+def step_task_checks(assignments: DataFrame, tasks: DataFrame) -> DataFrame:
+    """One row per (plan, step, task of the group) with the number of instances running it as active."""
+    steps = assignments.select("plan_id", "snapshot_id", "group_id", "step").distinct()
+    universe = steps.join(tasks.select("snapshot_id", "group_id", "task_id"), ["snapshot_id", "group_id"])
+    actives = (
+        assignments.where(sf.col("role") == "ACTIVE")
+        .groupBy("plan_id", "step", "task_id")
+        .agg(sf.count(sf.lit(1)).alias("active_count"))
+    )
+    return universe.join(actives, ["plan_id", "step", "task_id"], "left").select(
+        "plan_id",
+        "step",
+        "task_id",
+        sf.coalesce(sf.col("active_count"), sf.lit(0)).cast("bigint").alias("active_count"),
+    )
+
+
+def instance_task_checks(assignments: DataFrame) -> DataFrame:
+    """One row per (plan, step, instance, task held) with the number of roles it is held in."""
+    return assignments.groupBy("plan_id", "step", "process_id", "task_id").agg(
+        sf.count(sf.lit(1)).cast("bigint").alias("roles")
+    )
+
+
+def step_checks(assignments: DataFrame) -> DataFrame:
+    """One row per (plan, step) with its number of warmups."""
+    return assignments.groupBy("plan_id", "step").agg(
+        sf.sum(sf.when(sf.col("role") == "WARMUP", 1).otherwise(0)).cast("bigint").alias("warmups")
+    )

@@ -1,0 +1,57 @@
+"""Delta table schemas, read from schemas/tables/<name>.schema.json (the single source of truth for columns)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+TABLES_DIR = Path(__file__).resolve().parents[1] / "schemas" / "tables"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: Spark SQL type name and whether nulls are allowed."""
+
+    name: str
+    type: str
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A table's columns and the keys its MERGE matches on."""
+
+    name: str
+    keys: tuple[str, ...]
+    columns: tuple[Column, ...]
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def ddl(self) -> str:
+        """The schema as a Spark DDL string, e.g. ``"plan_id string, step int"``."""
+        return ", ".join(f"`{c.name}` {c.type}" for c in self.columns)
+
+
+class UnknownTable(KeyError):
+    """A table name with no schema file."""
+
+
+@cache
+def table_schema(name: str) -> TableSchema:
+    """The schema of a lake table; UnknownTable names the missing file."""
+    path = TABLES_DIR / f"{name}.schema.json"
+    if not path.is_file():
+        raise UnknownTable(f"no table schema {path}")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    columns = tuple(Column(c["name"], c["type"], bool(c["nullable"])) for c in doc["columns"])
+    return TableSchema(name=doc["table"], keys=tuple(doc["keys"]), columns=columns)
+
+
+def table_names() -> list[str]:
+    """Every table with a schema file."""
+    return sorted(p.name.removesuffix(".schema.json") for p in TABLES_DIR.glob("*.schema.json"))
