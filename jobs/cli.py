@@ -25,6 +25,7 @@ from assignor import (
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.broker import EmbeddedBroker
+from jobs.pipeline_cli import add_pipeline_commands, run_pipeline_command
 from jobs.simulate_report import print_simulation
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -75,6 +76,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Run the embedded Kafka-protocol broker (Tansu, memory storage) on loopback until Ctrl-C.",
     )
     broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
+    add_pipeline_commands(commands)
     return parser
 
 
@@ -159,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_simulate(args, console)
         if args.command == "broker":
             return _cmd_broker(args, console)
+        pipeline = run_pipeline_command(args, console)
+        if pipeline is not None:
+            return pipeline
     except ValueError as err:  # ScenarioError, InvalidGroupState and config errors: bad input
         print(f"rebalance-planner: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -64,7 +64,9 @@ class Lake:
 
     def read(self, name: str, snapshot_id: str | None = None, version: int | None = None) -> DataFrame:
         """The table's rows in schema column order, optionally one snapshot's, optionally as of a Delta version."""
-        schema = self.ensure(name)
+        schema = table_schema(name)
+        if not self.exists(name):  # reading creates nothing: an absent table reads as empty
+            return self.spark.createDataFrame([], schema=schema.ddl)
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
