@@ -26,6 +26,8 @@ from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenari
 from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.broker import EmbeddedBroker
 from jobs.pipeline_cli import add_pipeline_commands, run_pipeline_command
+from jobs.runtime_cli import add_runtime_commands, run_runtime_command
+from jobs.settings import Settings
 from jobs.simulate_report import print_simulation
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -77,6 +79,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
     add_pipeline_commands(commands)
+    add_runtime_commands(commands)
     return parser
 
 
@@ -164,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         pipeline = run_pipeline_command(args, console)
         if pipeline is not None:
             return pipeline
+        ran = run_runtime_command(args, console, Settings())
+        if ran is not None:
+            return ran
     except ValueError as err:  # ScenarioError, InvalidGroupState and config errors: bad input
         print(f"rebalance-planner: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,0 +1,279 @@
+"""One live instance of a stateful application: group membership, its tasks, and its state reports.
+
+The kafka-python consumer is used for membership only (its partitions stay paused); input and changelogs
+are read by the task runtime's own consumers, so tasks that keep their partitions go on processing while
+a cooperative rebalance is in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaConsumer
+from kafka.coordinator.assignors.abstract import RebalanceProtocol
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+from assignor.configs import AssignmentConfigs
+from assignor.runtime.events import EventLog
+from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
+from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher
+from assignor.runtime.protocol import LATEST_VERSION, Partition
+from assignor.runtime.reports import state_report
+from assignor.runtime.state_dir import StateDirectory
+from assignor.runtime.tasks import TaskManager
+
+log = logging.getLogger(__name__)
+EVENTS_FILE = "events.jsonl"
+
+
+@dataclass(frozen=True)
+class InstanceConfig:
+    """Everything an instance needs, decided by whoever starts it (the fleet, a test, an application)."""
+
+    group_id: str
+    bootstrap: str
+    state_dir: Path
+    topology: Topology
+    signing_key: bytes
+    configs: AssignmentConfigs = field(default_factory=AssignmentConfigs)
+    plans_topic: str = "_rebalance_plans"
+    reports_topic: str = "_rebalance_reports"
+    kafka_config: Mapping[str, str] = field(default_factory=dict)
+    capacity: int = 1
+    client_tags: Mapping[str, str] = field(default_factory=dict)
+    protocol_version: int = LATEST_VERSION  # the newest user data version this build speaks
+    rebalance_protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE
+    report_interval_s: float = 10.0
+    session_timeout_ms: int = 6_000
+    heartbeat_interval_ms: int = 300
+    corrupt_user_data: bool = False  # fault injection: send unreadable subscription user data
+
+
+class InstanceAssignor(PlanHonoringAssignor):
+    """The plan-honoring assignor, writing each protocol step to the instance's event log."""
+
+    def __init__(self, *args: Any, events: EventLog, corrupt: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.events, self.corrupt = events, corrupt
+        self.assigned = threading.Event()
+        self.joining_since: float | None = None  # monotonic time the pending join started
+
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
+        subscription = super().metadata(topics)
+        if self.joining_since is None:
+            self.joining_since = time.monotonic()
+        sums = self.member.offset_sums()
+        self.events.emit("joining", version=self.member.version, offset_sums={str(t): s for t, s in sums.items()})
+        if not self.corrupt:
+            return subscription
+        return ConsumerProtocolSubscription(
+            version=subscription.version,
+            topics=subscription.topics,
+            user_data=b"\x00not-json",
+            owned_partitions=subscription.owned_partitions,
+        )
+
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
+        super().on_assignment(assignment, generation)
+        self.joining_since = None
+        info = self.member.info
+        self.events.emit(
+            "assigned",
+            generation=generation,
+            error_code=int(self.member.last_error_code),
+            version=self.member.version,
+            active=sorted(str(t) for t in info.active_tasks) if info else [],
+            standby=sorted(str(t) for t in info.standby_tasks) if info else [],
+            warmup=sorted(str(t) for t in info.warmup_tasks) if info else [],
+            plan_id=info.plan_id if info else None,
+            fallback_reason=info.fallback_reason if info else None,
+            probing_at=info.next_probing_rebalance_ms if info else None,
+        )
+        self.assigned.set()
+
+    def assign(self, cluster: Any, members: Sequence[Any]) -> dict[str, ConsumerProtocolAssignment]:
+        result = super().assign(cluster, members)
+        decision = self.member.decisions[-1] if self.member.decisions else None
+        self.events.emit(
+            "leader",
+            members=len(members),
+            owned={m.member_id[-8:]: _owned(m.metadata) for m in members},
+            plan_id=decision.plan_id if decision else None,
+            fallback_reason=decision.fallback_reason if decision else None,
+            probing=decision.assignment.probing_rebalance_needed if decision else None,
+        )
+        del self.member.decisions[:-1]  # keep only the newest: an instance runs for days
+        return dict(result)
+
+
+class Instance:
+    """Runs until ``stop`` is set: membership, tasks, reports, probing rebalances."""
+
+    def __init__(self, config: InstanceConfig) -> None:
+        self.config = config
+        self.state = StateDirectory(config.state_dir)
+        self.process_id = self.state.process_id
+        self.events = EventLog(config.state_dir / EVENTS_FILE, f"{config.group_id}/{self.process_id[:8]}")
+        self.stop = threading.Event()
+        kafka = {"bootstrap.servers": config.bootstrap, **config.kafka_config}
+        self.tasks = TaskManager(self.state, config.topology, kafka, self.events)
+        self.view = MemberView(
+            process_id=self.process_id,
+            capacity=config.capacity,
+            client_tags=dict(config.client_tags),
+            endpoint=f"{socket.gethostname()}:0",
+            version=config.protocol_version,
+            latest_supported_version=config.protocol_version,
+            offset_sums=self.tasks.offset_sums,
+        )
+        self._end_offsets = ChangelogEndOffsets(config.bootstrap, config.kafka_config)
+        leader = LeaderInputs(
+            group_id=config.group_id,
+            configs=config.configs,
+            signing_key=config.signing_key,
+            changelog_end_offsets=self._end_offsets,
+            latest_plan=PlanSource(config.bootstrap, config.plans_topic, config.kafka_config),
+            now_ms=lambda: int(time.time() * 1000),
+        )
+        self.assignor = InstanceAssignor(
+            config.topology,
+            self.view,
+            leader,
+            config.rebalance_protocol,
+            events=self.events,
+            corrupt=config.corrupt_user_data,
+        )
+        self._reports = ReportPublisher(config.bootstrap, config.reports_topic, config.kafka_config)
+
+    def run(self) -> None:
+        """The task loop: reconcile tasks with the membership, restore and process, report."""
+        config = self.config
+        membership = _Membership(self)
+        membership.start()
+        self.events.emit("start", process_id=self.process_id, version=config.protocol_version)
+        owned: frozenset[Partition] = frozenset()
+        next_report = time.monotonic() + config.report_interval_s
+        try:
+            while not self.stop.is_set() and membership.is_alive():
+                now_owned = membership.owned
+                joining_since = self.assignor.joining_since
+                suspend_after_s = 3 * config.session_timeout_ms / 1000
+                if joining_since is not None and time.monotonic() - joining_since > suspend_after_s:
+                    # A join this slow (three sessions; a healthy one takes a round, one that missed a generation
+                    # about two sessions) means the group may have moved on without us (a broker may complete a
+                    # generation while our SyncGroup waits): stop processing until we hear our assignment.
+                    if owned:
+                        self.events.emit("suspended", waited_s=round(time.monotonic() - joining_since, 1))
+                    now_owned = frozenset()
+                if self.assignor.assigned.is_set() or now_owned != owned:
+                    changed_assignment = self.assignor.assigned.is_set()
+                    self.assignor.assigned.clear()
+                    owned = now_owned
+                    self.tasks.reconcile(self.view.info, owned)
+                    if changed_assignment:
+                        next_report = 0.0
+                if self.tasks.step() == 0:
+                    self.stop.wait(0.02)
+                if time.monotonic() >= next_report:
+                    self._report(membership)
+                    next_report = time.monotonic() + config.report_interval_s
+        finally:
+            self.events.emit("shutdown", tasks=self.tasks.summary())
+            self.tasks.close()
+            self.stop.set()
+            membership.join(30)
+            self._end_offsets.close()
+            self.events.close()
+        if membership.error is not None:
+            raise membership.error
+
+    def _report(self, membership: _Membership) -> None:
+        report = state_report(
+            self.config.group_id,
+            self.view,
+            self.config.topology,
+            member_id=membership.member_id,
+            client_id=membership.client_id,
+            host=socket.gethostname(),
+            generation=membership.generation,
+            reported_at=int(time.time() * 1000),
+        )
+        try:
+            self._reports.publish(report)
+        except Exception as err:  # a report lost is retried at the next interval; the tasks go on
+            log.warning("state report not published: %s", err)
+
+
+class _Membership(threading.Thread):
+    """Polls the group consumer without pause: kafka-python 3.0.12 drops a JoinGroup that completes
+    between two polls and sends a new one, so a loop doing other work between polls never settles."""
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(name="membership", daemon=True)
+        self.instance = instance
+        self.client_id = f"{instance.config.group_id}-{instance.process_id[:8]}"
+        self.owned: frozenset[Partition] = frozenset()
+        self.member_id = ""
+        self.generation = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        instance, config = self.instance, self.instance.config
+        try:
+            consumer = KafkaConsumer(
+                bootstrap_servers=config.bootstrap,
+                group_id=config.group_id,
+                client_id=self.client_id,
+                partition_assignment_strategy=[instance.assignor],
+                session_timeout_ms=config.session_timeout_ms,
+                heartbeat_interval_ms=config.heartbeat_interval_ms,
+                enable_auto_commit=False,
+                **_kafka_python_security(config.kafka_config),
+            )
+        except BaseException as err:
+            self.error = err
+            return
+        try:
+            consumer.subscribe(config.topology.source_topics)
+            while not instance.stop.is_set():
+                consumer.poll(timeout_ms=200)
+                assigned = frozenset(consumer.assignment())
+                if assigned - frozenset(consumer.paused()):
+                    consumer.pause(*assigned)  # membership only: the task runtime reads the input itself
+                generation = consumer._coordinator._generation
+                self.member_id = str(generation.member_id or "")
+                self.generation = max(int(generation.generation_id), 0)
+                self.owned = frozenset((tp.topic, tp.partition) for tp in assigned)
+                if instance.view.rejoin_due(int(time.time() * 1000)):
+                    instance.events.emit("rejoin", epoch=instance.view.rejoin_epoch)
+                    consumer._coordinator.request_rejoin()  # kafka-python has no public call for it
+        except BaseException as err:
+            self.error = err
+            instance.stop.set()
+        finally:
+            consumer.close()
+
+
+def _owned(metadata: Any) -> list[str]:
+    owned = getattr(metadata, "owned_partitions", None) or ()
+    return sorted(f"{tp.topic}-{p}" for tp in owned for p in tp.partitions)
+
+
+def _kafka_python_security(config: Mapping[str, str]) -> dict[str, Any]:
+    """The librdkafka-style extras that kafka-python understands too (SASL/TLS), renamed."""
+    names = {
+        "security.protocol": "security_protocol",
+        "sasl.mechanism": "sasl_mechanism",
+        "sasl.mechanisms": "sasl_mechanism",
+        "sasl.username": "sasl_plain_username",
+        "sasl.password": "sasl_plain_password",
+        "ssl.ca.location": "ssl_cafile",
+    }
+    return {names[k]: v for k, v in config.items() if k in names}

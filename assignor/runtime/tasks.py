@@ -1,0 +1,333 @@
+"""A minimal stateful task runtime: what an instance does with the tasks its assignment names.
+
+An active task restores its store to the changelog's end, then counts the records of its input partition
+per key, writing every new count to its changelog. Standby and warmup tasks consume the changelog into
+their stores. Offset sums for the subscription come from the checkpoints, -2 for a processing active.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from assignor.runtime.events import EventLog
+from assignor.runtime.group_assignor import Topology
+from assignor.runtime.protocol import AssignmentInfo, Partition
+from assignor.runtime.state_dir import StateDirectory
+from assignor.runtime.store import ChangelogRecord, TaskStore
+from assignor.task import LATEST_OFFSET, TaskId
+
+_RESTORE_BATCH = 5_000
+_PROCESS_BATCH = 500
+_PROGRESS_EVERY_S = 1.0
+
+
+@dataclass
+class _Task:
+    """A task this instance holds now."""
+
+    id: TaskId
+    role: str  # "active", "standby" or "warmup"
+    store: TaskStore
+    changelogs: tuple[Partition, ...]
+    inputs: tuple[Partition, ...]
+    processing: bool = False
+    restore_to: dict[Partition, int] | None = None  # an active restoring before it may process
+    restored: int = 0  # changelog records applied since this instance took the task
+    processed: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+
+    def lag(self, ends: Mapping[Partition, int]) -> int:
+        return sum(max(0, ends.get(p, 0) - self.store.positions.get(p, 0)) for p in self.changelogs)
+
+
+class TaskManager:
+    """Opens, restores, processes and closes an instance's tasks as assignments change."""
+
+    def __init__(
+        self,
+        state: StateDirectory,
+        topology: Topology,
+        kafka: Mapping[str, str],
+        events: EventLog,
+    ) -> None:
+        self.state, self.topology, self.events = state, topology, events
+        base = {"enable.auto.commit": False, "auto.offset.reset": "earliest", **kafka}
+        pid = state.process_id
+        self._restore = Consumer({**base, "group.id": f"rbp-restore-{pid}"})
+        self._input = Consumer({**base, "group.id": f"rbp-input-{pid}"})
+        # One record per batch: Tansu reports exact end offsets only then (shared/ENVIRONMENT.md).
+        self._producer = Producer({**kafka, "batch.num.messages": 1, "linger.ms": 0})
+        self.tasks: dict[TaskId, _Task] = {}
+        self._closed_sums: dict[TaskId, int] = {}
+        for task in state.local_tasks():
+            self._remember_closed(task)
+        self._restore_assigned: set[Partition] = set()
+        self._input_assigned: set[Partition] = set()
+        self._last_progress = time.monotonic()
+        self._lock = threading.RLock()  # the membership thread reads offset sums while this one works
+
+    # -- assignment --------------------------------------------------------------------------------
+
+    def reconcile(self, info: AssignmentInfo | None, owned_inputs: frozenset[Partition]) -> None:
+        """Bring the running tasks in line with the assignment and the input partitions owned now."""
+        with self._lock:
+            self._reconcile(info, owned_inputs)
+
+    def _reconcile(self, info: AssignmentInfo | None, owned_inputs: frozenset[Partition]) -> None:
+        wanted: dict[TaskId, str] = {}
+        if info is not None:
+            wanted.update(dict.fromkeys(info.standby_tasks, "standby"))
+            wanted.update(dict.fromkeys(info.warmup_tasks, "warmup"))
+            wanted.update(dict.fromkeys(info.active_tasks, "active"))
+        for task_id in sorted(set(self.tasks) - set(wanted)):
+            self._close(task_id)
+        for task_id, role in sorted(wanted.items()):
+            task = self.tasks.get(task_id) or self._open(task_id, role)
+            if task.role != role:
+                self.events.emit("role", task=str(task_id), old=task.role, new=role)
+                task.role = role
+            owns = role == "active" and bool(task.inputs) and set(task.inputs) <= owned_inputs
+            if owns:
+                if not task.processing and task.restore_to is None:
+                    self._activate(task)
+                continue
+            if task.processing:
+                self._stop_processing(task, "revoked" if role == "active" else f"now {role}")
+            task.restore_to = None  # restore continues as a replica; activation checks the lag again
+        self._assign_consumers()
+
+    def _open(self, task_id: TaskId, role: str) -> _Task:
+        task = _Task(
+            id=task_id,
+            role=role,
+            store=TaskStore(self.state.task_dir(task_id)),
+            changelogs=self.topology.changelog_partitions(task_id),
+            inputs=self.topology.source_partitions(task_id),
+        )
+        self._closed_sums.pop(task_id, None)
+        self.tasks[task_id] = task
+        self.events.emit("open", task=str(task_id), role=role, offset_sum=task.store.offset_sum(task.changelogs))
+        return task
+
+    def _close(self, task_id: TaskId) -> None:
+        task = self.tasks.pop(task_id)
+        if task.processing:
+            self._stop_processing(task, "unassigned")
+        task.store.close()
+        self._remember_closed(task_id)
+        self.events.emit("close", task=str(task_id), role=task.role, restored=task.restored)
+
+    def _remember_closed(self, task_id: TaskId) -> None:
+        try:
+            changelogs = self.topology.changelog_partitions(task_id)
+        except KeyError:
+            return  # state of a task this topology no longer has
+        if changelogs:
+            checkpoints = self.state.checkpoints(task_id)
+            self._closed_sums[task_id] = sum(checkpoints.get(p, 0) for p in changelogs)
+
+    def _activate(self, task: _Task) -> None:
+        """The task's input is ours: restore to the changelog's end first (the lag here is what KIP-441 bounds)."""
+        ends = self._end_offsets(task.changelogs)
+        lag = task.lag(ends)
+        self.events.emit("activate", task=str(task.id), lag=lag, offset_sum=task.store.offset_sum(task.changelogs))
+        task.restore_to = ends
+        self._maybe_start_processing(task)
+
+    def _maybe_start_processing(self, task: _Task) -> None:
+        if task.restore_to is None or task.lag(task.restore_to) > 0:
+            return
+        task.restore_to = None
+        task.processing = True
+        self.events.emit("processing", task=str(task.id), restored=task.restored)
+
+    def _stop_processing(self, task: _Task, why: str) -> None:
+        self._producer.flush(10)
+        task.processing = False
+        self.events.emit("stop", task=str(task.id), why=why, processed=task.processed)
+
+    def _assign_consumers(self) -> None:
+        restoring = {p for t in self.tasks.values() if not t.processing for p in t.changelogs}
+        if restoring != self._restore_assigned:
+            self._restore.assign([TopicPartition(tp, p, self._position(tp, p)) for tp, p in sorted(restoring)] or [])
+            self._restore_assigned = restoring
+        processing = {p for t in self.tasks.values() if t.processing for p in t.inputs}
+        if processing != self._input_assigned:
+            self._input.assign([TopicPartition(tp, p, self._input_position(tp, p)) for tp, p in sorted(processing)])
+            self._input_assigned = processing
+
+    def _owner(self, partition: Partition, changelog: bool) -> _Task | None:
+        for task in self.tasks.values():
+            if partition in (task.changelogs if changelog else task.inputs):
+                return task
+        return None
+
+    def _position(self, topic: str, partition: int) -> int:
+        task = self._owner((topic, partition), changelog=True)
+        return task.store.positions.get((topic, partition), 0) if task else 0
+
+    def _input_position(self, topic: str, partition: int) -> int:
+        task = self._owner((topic, partition), changelog=False)
+        position = task.store.input_position((topic, partition)) if task else None
+        return 0 if position is None else position
+
+    def _end_offsets(self, partitions: tuple[Partition, ...]) -> dict[Partition, int]:
+        ends = {}
+        for topic, partition in partitions:
+            _, high = self._restore.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            ends[(topic, partition)] = int(high)
+        return ends
+
+    # -- work --------------------------------------------------------------------------------------
+
+    def step(self) -> int:
+        """Restore a batch, process a batch; the number of records handled."""
+        with self._lock:
+            handled = self._restore_batch() + self._process_batch()
+        if time.monotonic() - self._last_progress >= _PROGRESS_EVERY_S:
+            self._last_progress = time.monotonic()
+            self._log_progress()
+        return handled
+
+    def _restore_batch(self) -> int:
+        if not self._restore_assigned:
+            return 0
+        messages = self._restore.consume(_RESTORE_BATCH, timeout=0.02)
+        by_task: dict[TaskId, list[ChangelogRecord]] = defaultdict(list)
+        for message in _good(messages):
+            partition = (str(message.topic()), int(message.partition() or 0))
+            task = self._owner(partition, changelog=True)
+            if task is None or task.processing:
+                continue
+            offset = int(message.offset() or 0)
+            by_task[task.id].append((partition, offset, _text(message.key()), _text(message.value())))
+        for task_id, records in by_task.items():
+            task = self.tasks[task_id]
+            task.restored += task.store.apply(records, _input_positions(records, task))
+            if task.restore_to is not None:
+                self._maybe_start_processing(task)
+        if any(t.processing and set(t.changelogs) & self._restore_assigned for t in self.tasks.values()):
+            self._assign_consumers()
+        return sum(len(r) for r in by_task.values())
+
+    def _process_batch(self) -> int:
+        if not self._input_assigned:
+            return 0
+        messages = self._input.consume(_PROCESS_BATCH, timeout=0.02)
+        pending: dict[TaskId, dict[str, int]] = defaultdict(dict)
+        inputs: dict[TaskId, dict[Partition, int]] = defaultdict(dict)
+        written: dict[TaskId, list[ChangelogRecord]] = defaultdict(list)
+        for message in _good(messages):
+            partition = (str(message.topic()), int(message.partition() or 0))
+            task = self._owner(partition, changelog=False)
+            if task is None or not task.processing or not task.changelogs:
+                continue
+            key = _text(message.key())
+            counts = pending[task.id]
+            if key not in counts:
+                stored = task.store.get(key)
+                counts[key] = json.loads(stored)["count"] if stored else 0
+            counts[key] += 1
+            offset = int(message.offset() or 0)
+            inputs[task.id][partition] = offset + 1
+            changelog = task.changelogs[0]
+
+            def delivered(err: KafkaError | None, msg: Message, task_id: TaskId = task.id) -> None:
+                if err is None:
+                    out = (str(msg.topic()), int(msg.partition() or 0))
+                    written[task_id].append((out, int(msg.offset() or 0), _text(msg.key()), _text(msg.value())))
+
+            value = json.dumps({"count": counts[key], "input_offset": offset})
+            self._producer.produce(changelog[0], key=key, value=value, partition=changelog[1], on_delivery=delivered)
+            task.processed += 1
+        if not pending:
+            return 0
+        self._producer.flush(10)
+        for task_id, records in written.items():
+            self.tasks[task_id].store.apply(records, inputs[task_id])
+        return sum(len(r) for r in written.values())
+
+    def _log_progress(self) -> None:
+        processing = {str(t.id): t.processed for t in self.tasks.values() if t.processing}
+        if processing:
+            self.events.emit("processed", tasks=processing)
+        restoring = [t for t in self.tasks.values() if not t.processing and t.changelogs]
+        if not restoring:
+            return
+        ends = self._cached_ends([p for t in restoring for p in t.changelogs])
+        self.events.emit(
+            "progress",
+            restoring={str(t.id): {"role": t.role, "restored": t.restored, "lag": t.lag(ends)} for t in restoring},
+        )
+
+    def _cached_ends(self, partitions: list[Partition]) -> dict[Partition, int]:
+        ends = {}
+        for topic, partition in partitions:
+            _, high = self._restore.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+            ends[(topic, partition)] = max(int(high), 0)
+        return ends
+
+    # -- reporting ---------------------------------------------------------------------------------
+
+    def offset_sums(self) -> dict[TaskId, int]:
+        """Per task with local state: -2 when processing as an active, else its checkpointed offset sum."""
+        with self._lock:
+            sums = dict(self._closed_sums)
+            for task in self.tasks.values():
+                if task.changelogs:
+                    sums[task.id] = LATEST_OFFSET if task.processing else task.store.offset_sum(task.changelogs)
+            return sums
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            return self._summary()
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            str(t.id): {"role": t.role, "processing": t.processing, "restored": t.restored, "processed": t.processed}
+            for t in sorted(self.tasks.values(), key=lambda t: t.id)
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            for task_id in sorted(self.tasks):
+                self._close(task_id)
+        self._producer.flush(10)
+        self._restore.close()
+        self._input.close()
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", "replace")
+
+
+def _good(messages: list[Message]) -> list[Message]:
+    good = []
+    for message in messages:
+        error = message.error()
+        if error is None:
+            good.append(message)
+        elif error.code() != KafkaError._PARTITION_EOF:
+            raise RuntimeError(f"reading {message.topic()}[{message.partition()}] failed: {error}")
+    return good
+
+
+def _input_positions(records: list[ChangelogRecord], task: _Task) -> dict[Partition, int]:
+    """The input position a restored store resumes from: the newest input offset its changelog recorded."""
+    newest = -1
+    for _, _, _, value in records:
+        try:
+            newest = max(newest, int(json.loads(value).get("input_offset", -1)))
+        except (ValueError, TypeError, AttributeError):
+            continue
+    if newest < 0 or not task.inputs:
+        return {}
+    return {task.inputs[0]: newest + 1}

@@ -1,0 +1,96 @@
+"""Reading what real instance processes did, from their event logs (the same files operators read)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from assignor.assignment import GroupAssignment
+from jobs.fleet import Fleet, InstanceProcess
+
+
+def last_event(instance: InstanceProcess, name: str) -> dict[str, Any] | None:
+    return next((e for e in reversed(instance.events()) if e["event"] == name), None)
+
+
+def processing(instance: InstanceProcess) -> set[str]:
+    """Tasks the instance is processing now (a 'processing' event not followed by a 'stop')."""
+    running: set[str] = set()
+    for e in instance.events():
+        if e["event"] == "processing":
+            running.add(e["task"])
+        elif e["event"] == "stop":
+            running.discard(e["task"])
+        elif e["event"] == "start":  # a restart after a crash: nothing survives but the stores
+            running.clear()
+    return running
+
+
+def processing_intervals(instances: Iterable[InstanceProcess]) -> dict[str, list[tuple[str, int, int]]]:
+    """Per task: (instance name, start ms, end ms) of every stretch it was processed."""
+    now = int(time.time() * 1000)
+    spans: dict[str, list[tuple[str, int, int]]] = {}
+    for instance in instances:
+        open_at: dict[str, int] = {}
+        last_t = 0
+        for e in instance.events():
+            if e["event"] == "start":  # killed before: its stretches ended by its last word
+                for task, start in open_at.items():
+                    spans.setdefault(task, []).append((instance.name, start, last_t))
+                open_at = {}
+            last_t = e["t"]
+            if e["event"] == "processing":
+                open_at[e["task"]] = e["t"]
+            elif e["event"] == "stop" and e["task"] in open_at:
+                spans.setdefault(e["task"], []).append((instance.name, open_at.pop(e["task"]), e["t"]))
+        end = now if instance.alive else max((e["t"] for e in instance.events()), default=now)
+        for task, start in open_at.items():
+            spans.setdefault(task, []).append((instance.name, start, end))
+    return spans
+
+
+def double_processing(instances: Iterable[InstanceProcess]) -> list[str]:
+    """Tasks two instances processed at the same time (cooperative hand-over must never allow it)."""
+    found = []
+    for task, spans in sorted(processing_intervals(instances).items()):
+        for i, a in enumerate(spans):
+            for b in spans[i + 1 :]:
+                if a[0] != b[0] and a[1] < b[2] and b[1] < a[2]:
+                    found.append(f"{task}: {a[0]} and {b[0]}")
+    return found
+
+
+def all_tasks_processed_once(fleet: Fleet, group_id: str, tasks: set[str]) -> bool:
+    running = [t for i in fleet.members(group_id) if i.alive for t in processing(i)]
+    return sorted(running) == sorted(tasks)
+
+
+def converged(fleet: Fleet, group_id: str, target: GroupAssignment, plan_id: str) -> bool:
+    """Every live instance holds exactly its target tasks, processes its actives, and nothing is moving."""
+    by_pid = {i.process_id: i for i in fleet.members(group_id) if i.alive}
+    if set(by_pid) != set(target.clients):
+        return False
+    for pid, instance in by_pid.items():
+        assigned = last_event(instance, "assigned")
+        wanted = target.clients[pid]
+        if (
+            assigned is None
+            or assigned["plan_id"] != plan_id
+            or set(assigned["active"]) != {str(t) for t in wanted.active}
+            or set(assigned["standby"]) != {str(t) for t in wanted.standby}
+            or assigned["warmup"]
+            or processing(instance) != {str(t) for t in wanted.active}
+        ):
+            return False
+    return True
+
+
+def activation_lags(instances: Iterable[InstanceProcess], since_ms: int = 0) -> list[tuple[str, str, int]]:
+    """(instance, task, offsets left to restore) at every moment an active task was handed over."""
+    return [
+        (i.name, e["task"], e["lag"])
+        for i in instances
+        for e in i.events()
+        if e["event"] == "activate" and e["t"] >= since_ms
+    ]
