@@ -28,8 +28,13 @@ from assignor import AssignmentConfigs
 from jobs.broker import EmbeddedBroker
 from jobs.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.fleet import Fleet, FleetConfig, InputLoad, InstanceProcess
-from tests.fleet_harness import all_tasks_processed_once, converged, last_event, processing_intervals
-from tests.runtime_harness import wait_for
+from jobs.fleet_events import (
+    all_tasks_processed_once,
+    converged,
+    last_event,
+    processing_intervals,
+    wait_until,
+)
 
 KEY = "runtime-bench-key"
 GROUP = "bench"
@@ -97,9 +102,9 @@ def run(mode: str, tasks: int, records: int, console: Console) -> dict[str, Any]
                 for name in ("i1", "i2"):
                     fleet.start(GROUP, name)
                 console.log("two instances restore their state...")
-                wait_for(lambda: all_tasks_processed_once(fleet, GROUP, task_ids), 600, "two instances processing")
+                wait_until(lambda: all_tasks_processed_once(fleet, GROUP, task_ids), 600, "two instances processing")
                 pids = {i.process_id for i in fleet.members(GROUP)}
-                wait_for(
+                wait_until(
                     lambda: pids <= set(live_reports(broker.bootstrap, "_rebalance_reports", GROUP)), 60, "reports"
                 )
                 newcomer = fleet.process_id(GROUP, "i3")
@@ -130,7 +135,7 @@ def run(mode: str, tasks: int, records: int, console: Console) -> dict[str, Any]
                         and all_tasks_processed_once(fleet, GROUP, task_ids)
                     )
 
-                wait_for(done, 900, f"{mode} convergence")
+                wait_until(done, 900, f"{mode} convergence")
                 finished = int(time.time() * 1000)
             members = fleet.members(GROUP)
             rebalances = len([e for i in members for e in i.events() if e["event"] == "leader" and e["t"] > published])

@@ -137,6 +137,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> int:
+    schedule = sorted(_parse_schedule(s) for s in args.schedule)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     key = settings.plan_signing_key
     if not key:
@@ -170,7 +171,6 @@ def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> in
                 fleet.start(group, f"i{i + 1}")
         stack.enter_context(InputLoad(bootstrap, inputs, args.rate * len(groups), settings.kafka_config))
         commands = _CommandReader(stop) if sys.stdin.isatty() or not sys.stdin.closed else None
-        schedule = sorted(_parse_schedule(s) for s in args.schedule)
         started = time.monotonic()
         next_status = started + args.status_interval
         while not stop.wait(0.2):

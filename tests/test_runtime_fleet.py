@@ -20,7 +20,7 @@ from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.broker import EmbeddedBroker
 from jobs.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.fleet import Fleet, FleetConfig, InputLoad, group_topology
-from tests.fleet_harness import (
+from jobs.fleet_events import (
     activation_lags,
     all_tasks_processed_once,
     converged,

@@ -1,0 +1,82 @@
+"""`rebalance-planner fleet` and `instance` as real processes: scheduled add and kill, status tables, bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from assignor.runtime.events import read_events
+from jobs.broker import EmbeddedBroker
+
+CLI = Path(sys.executable).parent / "rebalance-planner"
+
+
+def test_fleet_runs_groups_and_applies_its_schedule(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    env = dict(os.environ, COLUMNS="200", RBP_KAFKA_BOOTSTRAP=broker.bootstrap, RBP_PLAN_SIGNING_KEY="k")
+    args = [
+        str(CLI),
+        "fleet",
+        "--groups",
+        "1",
+        "--instances",
+        "2",
+        "--partitions",
+        "3",
+        "--rate",
+        "20",
+        "--root",
+        str(tmp_path),
+        "--status-interval",
+        "10",
+        "--probing-rebalance-interval-ms",
+        "6000",
+        "--schedule",
+        "8:add:group-1",
+        "--schedule",
+        "20:kill:group-1/i1",
+        "--duration",
+        "34",
+    ]
+    result = subprocess.run(
+        args, capture_output=True, text=True, timeout=150, env=env, stdin=subprocess.DEVNULL, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "added group-1/i3" in result.stdout
+    assert "kill group-1/i1" in result.stdout
+    assert "group-1/i3" in result.stdout and "exited" in result.stdout  # the last status table
+    survivors = [read_events(tmp_path / "group-1" / name / "events.jsonl") for name in ("i2", "i3")]
+    for events in survivors:
+        assert any(e["event"] == "assigned" for e in events)
+    # After the kill the two survivors hold all three tasks between them.
+    final = [next(e for e in reversed(events) if e["event"] == "assigned") for events in survivors]
+    assert sorted(t for e in final for t in e["active"]) == ["0_0", "0_1", "0_2"]
+
+
+def test_instance_without_a_broker_or_key_exits_2_with_the_reason(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RBP_")}
+    result = subprocess.run(
+        [str(CLI), "instance", "--group", "g", "--state-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--bootstrap or RBP_KAFKA_BOOTSTRAP" in result.stderr
+
+
+def test_a_bad_schedule_exits_2(tmp_path: Path) -> None:
+    env = dict(os.environ, RBP_KAFKA_BOOTSTRAP="127.0.0.1:1", RBP_PLAN_SIGNING_KEY="k")
+    result = subprocess.run(
+        [str(CLI), "fleet", "--root", str(tmp_path), "--schedule", "soon:add:g"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--schedule" in result.stderr
