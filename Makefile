@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: install lint test bench demo lock clean
+.PHONY: install lint test bench bench-pipeline demo lock clean
 
 install: $(STAMP)
 
@@ -30,6 +30,10 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python bench/assignor_bench.py
 	$(BIN)/python bench/planner_bench.py
+
+# Slow (10,000 groups through the lakehouse pipeline, ~10 min on 2 cores): not part of `make bench`.
+bench-pipeline: $(STAMP)
+	$(BIN)/python bench/pipeline_bench.py
 
 demo: $(STAMP)
 	$(BIN)/rebalance-planner simulate kip441-scaling-out --assignments

@@ -85,5 +85,16 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
             .withColumn("realized_at", sf.lit(now).cast("bigint"))
         )
         outcomes.append(lake.merge("plans", updates, update=["status", "realized_at"]))
-    log.info("observe: %d history rows, %d plan(s) realized", len(rows), len(done))
-    return StageResult("observe", None, tuple(outcomes), {"observed_rows": len(rows), "realized": len(done)})
+    # A published plan not realized within its validity is one the group will no longer honor.
+    expired = plans.where(
+        ~sf.col("plan_id").isin(done) & (sf.col("approved_at") + sf.lit(settings.plan_valid_ms) < sf.lit(now))
+    )
+    expired = expired.withColumn("status", sf.lit("EXPIRED")).withColumn(
+        "reason", sf.lit("not realized before valid_until")
+    )
+    outcome = lake.merge("plans", expired, update=["status", "reason"])
+    if outcome.changed:
+        outcomes.append(outcome)
+    log.info("observe: %d history rows, %d plan(s) realized, %d expired", len(rows), len(done), outcome.updated)
+    counts = {"observed_rows": len(rows), "realized": len(done), "expired": outcome.updated}
+    return StageResult("observe", None, tuple(outcomes), counts)

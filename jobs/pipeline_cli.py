@@ -145,6 +145,8 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
     if args.command not in COMMANDS:
         return None
     settings = Settings()
+    # The embedded engine logs every session at INFO on stderr; keep stderr for our progress and errors.
+    os.environ.setdefault("RUST_LOG", "warn")
     try:
         with _logging(console), spark_session(os.environ.get("SPARK_REMOTE")) as spark:
             lake = Lake(spark, settings.lake_root)

@@ -297,10 +297,9 @@ def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
         log.info(
             "plan %s: %s", snapshot_id, ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "no new groups"
         )
-        outcomes = (
-            lake.merge("plans", plan_rows(planned, configs)),
-            lake.merge("plan_assignments", explode_assignments(planned)),
-        )
+        # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
+        assignments = lake.merge("plan_assignments", explode_assignments(planned))
+        outcomes = (lake.merge("plans", plan_rows(planned, configs)), assignments)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return StageResult("plan", snapshot_id, outcomes, {f"plans[{s}]": n for s, n in sorted(statuses.items())})

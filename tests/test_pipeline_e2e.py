@@ -179,3 +179,36 @@ def test_pipeline_end_to_end_on_a_real_broker(spark: SparkSession, broker: Embed
 
     page = run_report(lake, snapshot, None).read_text(encoding="utf-8")
     assert "orders" in page and "REALIZED" in page and "<svg" in page
+
+
+def test_newer_published_plan_supersedes_the_older_and_unrealized_plans_expire(
+    spark: SparkSession, broker: EmbeddedBroker, settings: Settings
+) -> None:
+    settings = settings.model_copy(update={"plan_valid_ms": 1})
+    seed_fleet(broker, settings)
+    lake = Lake(spark, settings.lake_root)
+    bootstrap = broker.bootstrap
+
+    def plan_and_publish() -> str:
+        snapshot = run_extract(lake, settings, bootstrap).snapshot_id
+        run_lags(lake, settings, snapshot)
+        run_plan(lake, settings, snapshot)
+        run_validate(lake, settings, snapshot)
+        run_approve(lake, settings, by="bob", snapshot_id=snapshot)
+        run_publish(lake, settings, bootstrap, snapshot_id=snapshot)
+        row = lake.read("plans", snapshot).where(sf.col("group_id") == "orders").first()
+        assert row is not None and row["status"] == "PUBLISHED"
+        return str(row["plan_id"])
+
+    first = plan_and_publish()
+    second = plan_and_publish()
+    status = {r["plan_id"]: r["status"] for r in lake.read("plans").where(sf.col("group_id") == "orders").collect()}
+    assert status == {first: "SUPERSEDED", second: "PUBLISHED"}
+    record = read_latest_by_key(bootstrap, settings.plans_topic)[b"orders"]
+    assert record is not None and parse_plan(record, KEY.encode()).plan_id == second
+
+    # The group never carried the plan out, and it was valid for 1 ms after approval.
+    result = run_observe(lake, settings, bootstrap)
+    assert result.counts["expired"] == 1 and result.counts["realized"] == 0
+    expired = lake.read("plans").where(sf.col("plan_id") == second).first()
+    assert expired is not None and expired["status"] == "EXPIRED" and "valid_until" in expired["reason"]

@@ -1,0 +1,143 @@
+"""The lakehouse pipeline at fleet scale: lags, plan and validate on the embedded engine vs a plain loop.
+
+A synthetic fleet (groups x 64 stateful tasks x 6 instances, 1 standby; settled, restarted, scaled-out and
+skewed groups with log-normal changelogs and exponential replica lags) is written straight into the bronze
+tables; then each stage is timed. The floor is the same plan_group calls in one plain Python loop.
+Prints JSON lines, then a table. Goals (2-core machine): 10,000 groups through lags, plan and validate in
+under 5 minutes; plan stage / floor under 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
+from jobs.engine import spark_session
+from jobs.extract import BrokerState, write_snapshot
+from jobs.intake import intake_records
+from jobs.lags import run_lags
+from jobs.lake import Lake
+from jobs.plan import run_plan
+from jobs.settings import Settings
+from jobs.stage import StageResult
+from jobs.synthetic import SyntheticGroup, fleet_end_offsets, fleet_partitions, fleet_records, synthetic_fleet
+from jobs.validate import run_validate
+
+CAPTURED_AT = 1_700_000_000_000
+GOAL_SECONDS, GOAL_RATIO = 300.0, 2.0
+
+
+def group_states(fleet: list[SyntheticGroup]) -> list[GroupState]:
+    """The planner's input per group, built in plain Python from the same reports and end offsets."""
+    states = []
+    for g in fleet:
+        ends: dict[TaskId, int] = {}
+        for (topic, partition), end in g.end_offsets.items():
+            sub = int(topic.rsplit("-store", 1)[1].split("-", 1)[0])
+            ends[TaskId(sub, partition)] = ends.get(TaskId(sub, partition), 0) + end
+        clients = [
+            ClientState(
+                r["process_id"],
+                capacity=r["capacity"],
+                previous_active=frozenset(map(TaskId.parse, r["active_tasks"])),
+                previous_standby=frozenset(map(TaskId.parse, r["standby_tasks"] + r["warmup_tasks"])),
+                task_offset_sums={TaskId.parse(t): s for t, s in r["task_offset_sums"].items()},
+            )
+            for r in g.reports
+        ]
+        states.append(GroupState(clients=clients, stateful_tasks=frozenset(ends), changelog_end_offset_sums=ends))
+    return states
+
+
+def floor(states: list[GroupState], configs: AssignmentConfigs) -> float:
+    """Seconds for plan_group over every group in one loop."""
+    start = time.perf_counter()
+    for state in states:
+        plan_group(state, configs)
+    return time.perf_counter() - start
+
+
+def timed(run: Callable[[], StageResult]) -> tuple[StageResult, float]:
+    start = time.perf_counter()
+    result = run()
+    return result, time.perf_counter() - start
+
+
+def bench(groups: int, seed: int, console: Console, skip_floor: bool) -> list[dict[str, Any]]:
+    """Time lags, plan and validate for one fleet size, and the floor."""
+    fleet = synthetic_fleet(groups, seed=seed)
+    intake = intake_records(fleet_records(fleet), fleet_partitions(fleet), CAPTURED_AT, 10**13)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="pipeline-bench-") as tmp, spark_session(None) as spark:
+        settings = Settings(lake_root=Path(tmp) / "lake", num_standby_replicas=1)
+        lake = Lake(spark, settings.lake_root)
+        state = BrokerState(fleet_partitions(fleet), fleet_end_offsets(fleet), {})
+        start = time.perf_counter()
+        write_snapshot(lake, "bench", CAPTURED_AT, intake, state)
+        console.log(f"{groups} groups: bronze written in {time.perf_counter() - start:.1f} s")
+        lags, lag_s = timed(lambda: run_lags(lake, settings, "bench"))
+        rows.append({"stage": "lags", "rows": lags.outcomes[0].inserted, "seconds": lag_s})
+        console.log(f"lags: {lag_s:.1f} s")
+        plan, plan_s = timed(lambda: run_plan(lake, settings, "bench"))
+        rows.append({"stage": "plan", "rows": plan.outcomes[0].inserted, "seconds": plan_s})
+        console.log(f"plan: {plan_s:.1f} s ({dict(plan.counts)})")
+        validate, validate_s = timed(lambda: run_validate(lake, settings, "bench"))
+        rows.append({"stage": "validate", "rows": sum(validate.counts.values()), "seconds": validate_s})
+        console.log(f"validate: {validate_s:.1f} s ({dict(validate.counts)})")
+        assignments = plan.outcomes[1].inserted
+    total = lag_s + plan_s + validate_s
+    rows.append({"stage": "lags+plan+validate", "rows": groups, "seconds": total, "goal_s": GOAL_SECONDS})
+    if not skip_floor:
+        floor_s = floor(group_states(fleet), settings.assignment_configs())
+        rows.append({"stage": "floor (plain loop)", "rows": groups, "seconds": floor_s})
+        rows.append({"stage": "ratio plan/floor", "ratio": plan_s / floor_s, "goal": GOAL_RATIO})
+        rows.append({"stage": "ratio pipeline/floor", "ratio": total / floor_s})
+    for row in rows:
+        row["groups"] = groups
+        row["plan_assignments"] = assignments
+        if "seconds" in row:
+            row["rows_per_s"] = row["rows"] / row["seconds"] if row["seconds"] else None
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, nargs="+", default=[1_000, 10_000], help="fleet sizes")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--skip-floor", action="store_true", help="do not time the plain-loop floor")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    console = Console(stderr=True)
+    results = []
+    for groups in args.groups:
+        for row in bench(groups, args.seed, console, args.skip_floor):
+            print(json.dumps({"bench": "pipeline", **row}), flush=True)
+            results.append(row)
+    table = Table(title="pipeline on the embedded engine (Sail) vs plan_group in a plain loop")
+    for column in ("groups", "stage", "rows", "seconds", "rows/s", "ratio"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    for r in results:
+        table.add_row(
+            f"{r['groups']:,}",
+            r["stage"],
+            f"{r['rows']:,}" if "rows" in r else "",
+            f"{r['seconds']:.1f}" if "seconds" in r else "",
+            f"{r['rows_per_s']:,.0f}" if r.get("rows_per_s") else "",
+            f"{r['ratio']:.2f}" if "ratio" in r else "",
+        )
+    Console().print(table)
+    Console().print(f"goals: lags+plan+validate < {GOAL_SECONDS:.0f} s for 10,000 groups; plan/floor < {GOAL_RATIO}")
+
+
+if __name__ == "__main__":
+    main()
