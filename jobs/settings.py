@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from assignor import AssignmentConfigs
+if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at parse time and must stay light
+    from assignor import AssignmentConfigs
 
 
 class Settings(BaseSettings):
@@ -32,6 +34,10 @@ class Settings(BaseSettings):
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
     kafka_timeout_s: float = Field(default=30.0, gt=0)
+    # Orchestration (dags/): when the DAGs run and how long a plan waits for a person's decision.
+    planning_schedule: str = Field(default="0 2 * * *", description="cron of rebalance_planning; empty: none")
+    observe_schedule: str = Field(default="*/15 * * * *", description="cron of rebalance_observe; empty: none")
+    approval_timeout_s: float = Field(default=43_200, gt=0, description="unanswered approvals reject after this")
     planner_processes: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"
     )
@@ -43,6 +49,8 @@ class Settings(BaseSettings):
 
     def assignment_configs(self) -> AssignmentConfigs:
         """The KIP-441 settings as the assignor's configs."""
+        from assignor import AssignmentConfigs  # noqa: PLC0415 (see the TYPE_CHECKING import)
+
         return AssignmentConfigs(
             acceptable_recovery_lag=self.acceptable_recovery_lag,
             max_warmup_replicas=self.max_warmup_replicas,

@@ -1,0 +1,132 @@
+"""Nightly rebalance planning: extract → lags → plan → validate → approval by a person → publish.
+
+Wiring only: every task calls jobs.orchestration, imported inside the task so parsing this file stays light.
+"""
+
+# ruff: noqa: PLC0415 -- tasks import jobs.orchestration (Spark, the stages) when they run, not when the file is parsed
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+from jobs.hitl import OPTIONS, REJECT_ALL, PlanApprovalOperator
+from jobs.settings import Settings
+
+SETTINGS = Settings()  # parse time: only the schedule (empty: triggered runs only); tasks build their own
+RETRIES: dict[str, Any] = {
+    "retries": 3,
+    "retry_delay": timedelta(seconds=20),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=10),
+}
+
+
+def _kip441(name: str, minimum: int, setting: str) -> Param:
+    return Param(None, type=["null", "integer"], minimum=minimum, description=f"empty: {setting}")
+
+
+PARAMS = {
+    "groups": Param(
+        [],
+        type="array",
+        items={"type": "string"},
+        description="groups to plan for approval: ids or shell patterns (orders-*); empty: every group",
+    ),
+    "acceptable_recovery_lag": _kip441("acceptable_recovery_lag", 0, "RBP_ACCEPTABLE_RECOVERY_LAG (10000)"),
+    "max_warmup_replicas": _kip441("max_warmup_replicas", 1, "RBP_MAX_WARMUP_REPLICAS (2)"),
+    "num_standby_replicas": _kip441("num_standby_replicas", 0, "RBP_NUM_STANDBY_REPLICAS (0)"),
+    "probing_rebalance_interval_ms": _kip441(
+        "probing_rebalance_interval_ms", 1_000, "RBP_PROBING_REBALANCE_INTERVAL_MS (600000)"
+    ),
+    "approval_timeout_s": Param(
+        None,
+        type=["null", "number"],
+        exclusiveMinimum=0,
+        description="reject everything when nobody decides within this many seconds; empty: RBP_APPROVAL_TIMEOUT_S",
+    ),
+}
+
+
+@dag(
+    schedule=SETTINGS.planning_schedule or None,
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    params=PARAMS,
+    default_args=RETRIES,
+    tags=["rebalance"],
+    doc_md=__doc__,
+)
+def rebalance_planning() -> None:
+    """One run plans one snapshot of every group; nothing is published without a person's approval."""
+
+    @task
+    def extract() -> str:
+        from jobs import orchestration as o
+
+        ctx = get_current_context()
+        snapshot_id = o.snapshot_id_for(ctx["dag"].dag_id, ctx["run_id"], ctx["dag_run"].run_after)
+        return o.extract(o.runtime(ctx["params"]), snapshot_id)
+
+    @task
+    def lags(snapshot_id: str) -> str:
+        from jobs import orchestration as o
+
+        return o.lags(o.runtime(get_current_context()["params"]), snapshot_id)
+
+    @task
+    def plan(snapshot_id: str) -> str:
+        from jobs import orchestration as o
+
+        return o.plan(o.runtime(get_current_context()["params"]), snapshot_id)
+
+    @task
+    def validate(snapshot_id: str) -> str:
+        from jobs import orchestration as o
+
+        return o.validate(o.runtime(get_current_context()["params"]), snapshot_id)
+
+    @task
+    def review(snapshot_id: str) -> dict[str, Any]:
+        from jobs import orchestration as o
+
+        params = get_current_context()["params"]
+        return o.review(o.runtime(params), snapshot_id, params["groups"], params["approval_timeout_s"])
+
+    @task
+    def decide(reviewed: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+        from jobs import orchestration as o
+
+        return o.decide(o.runtime(get_current_context()["params"]), reviewed, answer)
+
+    @task
+    def publish(decided: dict[str, Any]) -> int:
+        from jobs import orchestration as o
+
+        return o.publish(o.runtime(get_current_context()["params"]), decided)
+
+    # TaskFlow hands XComArgs to functions typed with the values they receive at run time.
+    reviewed = review(validate(plan(lags(extract()))))  # type: ignore[arg-type]
+    approval = PlanApprovalOperator(
+        task_id="approval",
+        review_task_id="review",
+        subject="Approve rebalance plans of snapshot {{ ti.xcom_pull(task_ids='review')['snapshot_id'] }}",
+        body="{{ ti.xcom_pull(task_ids='review')['body'] }}",
+        options=OPTIONS,
+        defaults=[REJECT_ALL],
+        params={
+            # Optional (nullable): a required field would disable the approve/reject buttons until filled in.
+            "groups": Param(
+                None, type=["null", "array"], items={"type": "string"}, description="for 'Approve selected groups'"
+            ),
+            "reason": Param(None, type=["null", "string"], description="note recorded on the plans (optional)"),
+        },
+        retries=0,  # a retry would ask again and lose the answer
+    )
+    reviewed >> approval
+    publish(decide(reviewed, approval.output))  # type: ignore[arg-type]
+
+
+rebalance_planning()

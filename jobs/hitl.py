@@ -1,0 +1,79 @@
+"""The plan approval step of the planning DAG: Airflow's human-in-the-loop operator and what its answer means.
+
+Imported when the DAG file is parsed, so it imports nothing of the pipeline (no Spark, no assignor).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from airflow.providers.standard.operators.hitl import HITLOperator
+
+APPROVE_ALL = "Approve all validated"
+REJECT_ALL = "Reject all"
+APPROVE_SELECTED = "Approve selected groups"
+OPTIONS = [APPROVE_ALL, REJECT_ALL, APPROVE_SELECTED]
+TIMEOUT_USER = "approval-timeout"
+
+
+class PlanApprovalOperator(HITLOperator):
+    """Asks a person to approve the run's plans; the wait's timeout comes from the review step (param or setting)."""
+
+    def __init__(self, *, review_task_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.review_task_id = review_task_id
+
+    def execute(self, context: Any) -> Any:
+        review = context["ti"].xcom_pull(task_ids=self.review_task_id) or {}
+        # Set per run, not at parse time: a person may shorten or lengthen the wait when triggering.
+        self.response_timeout = timedelta(seconds=float(review.get("approval_timeout_s", 43_200)))
+        return super().execute(context)
+
+
+class DecisionError(ValueError):
+    """The answer names groups that have no plan waiting for approval."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to record for the run's candidate plans: who decided, which plans are approved and which rejected."""
+
+    by: str
+    approve: tuple[str, ...]
+    reject: tuple[str, ...]
+    reason: str | None  # the person's note, recorded on every plan decided
+    reject_reason: str | None
+    timed_out: bool
+
+
+def in_filter(group_id: str, patterns: Sequence[str]) -> bool:
+    """Whether the run's group filter (exact ids or shell patterns; empty: every group) admits the group."""
+    return not patterns or any(fnmatch.fnmatchcase(group_id, p) for p in patterns)
+
+
+def decision(answer: Mapping[str, Any] | None, candidates: Mapping[str, str], timeout_s: float) -> Decision:
+    """Turn the approval step's answer into plan decisions; ``candidates`` maps group_id -> VALIDATED plan_id."""
+    answer = answer or {}
+    user = answer.get("responded_by_user") or {}
+    chosen = list(answer.get("chosen_options") or [])
+    params = dict(answer.get("params_input") or {})
+    reason = str(params.get("reason") or "").strip() or None
+    everything = tuple(sorted(candidates.values()))
+    if not user:  # the scheduler applied the default (Reject all) when nobody answered in time
+        return Decision(TIMEOUT_USER, (), everything, None, f"no decision within {timeout_s:g} s", True)
+    by = str(user.get("name") or user.get("id"))
+    if APPROVE_ALL in chosen:
+        return Decision(by, everything, (), reason, None, False)
+    if APPROVE_SELECTED in chosen:
+        picked = [str(g).strip() for g in params.get("groups") or [] if str(g).strip()]
+        unknown = sorted(set(picked) - set(candidates))
+        if unknown:
+            raise DecisionError(f"groups without a validated plan in this run: {', '.join(unknown)}")
+        approve = tuple(sorted(candidates[g] for g in set(picked)))
+        rest = tuple(sorted(set(everything) - set(approve)))
+        return Decision(by, approve, rest, reason, reason or "not among the selected groups", False)
+    return Decision(by, (), everything, reason, reason, False)
