@@ -180,7 +180,7 @@ def main() -> None:
             str(row["tasks_handed_over"]),
             str(row["longest_task_pause_s"]),
         )
-    Console().print(table)
+    Console(width=120).print(table)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from assignor.runtime.events import read_events
 from jobs.broker import EmbeddedBroker
 
@@ -54,29 +56,19 @@ def test_fleet_runs_groups_and_applies_its_schedule(broker: EmbeddedBroker, tmp_
     assert sorted(t for e in final for t in e["active"]) == ["0_0", "0_1", "0_2"]
 
 
-def test_instance_without_a_broker_or_key_exits_2_with_the_reason(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RBP_")}
+@pytest.mark.parametrize(
+    ("args", "env", "reason"),
+    [
+        (["instance", "--group", "g"], {}, "--bootstrap or RBP_KAFKA_BOOTSTRAP"),
+        (["fleet", "--schedule", "soon:add:g"], {"RBP_KAFKA_BOOTSTRAP": "127.0.0.1:1"}, "--schedule"),
+        (["fleet", "--schedule", "5:explode:g"], {"RBP_KAFKA_BOOTSTRAP": "127.0.0.1:1"}, "add|stop|kill|restart"),
+    ],
+)
+def test_bad_input_exits_2_with_the_reason(args: list[str], env: dict[str, str], reason: str, tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RBP_")}
+    where = ["--state-dir", str(tmp_path)] if args[0] == "instance" else ["--root", str(tmp_path)]
     result = subprocess.run(
-        [str(CLI), "instance", "--group", "g", "--state-dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
+        [str(CLI), *args, *where], capture_output=True, text=True, timeout=60, env={**clean, **env}, check=False
     )
     assert result.returncode == 2
-    assert "--bootstrap or RBP_KAFKA_BOOTSTRAP" in result.stderr
-
-
-def test_a_bad_schedule_exits_2(tmp_path: Path) -> None:
-    env = dict(os.environ, RBP_KAFKA_BOOTSTRAP="127.0.0.1:1", RBP_PLAN_SIGNING_KEY="k")
-    result = subprocess.run(
-        [str(CLI), "fleet", "--root", str(tmp_path), "--schedule", "soon:add:g"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert "--schedule" in result.stderr
+    assert reason in result.stderr

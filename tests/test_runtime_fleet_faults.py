@@ -128,6 +128,7 @@ def test_a_new_leader_continues_the_plan_after_the_leader_is_killed_mid_move(
             leaders = [(e["t"], i) for i in fleet.members("orders") for e in i.events() if e["event"] == "leader"]
             _, leader = max(leaders, key=lambda pair: pair[0])
             held_before = {t: s for t, s in (last_event(leader, "joining") or {}).get("offset_sums", {}).items()}
+            orphaned = processing(leader)  # no other instance is caught up on these once it is gone
             fleet.kill("orders", leader.name)
             killed_at = int(time.time() * 1000)
             restarted = fleet.start("orders", leader.name)  # the pod comes back with its volume
@@ -135,7 +136,9 @@ def test_a_new_leader_continues_the_plan_after_the_leader_is_killed_mid_move(
 
             later = [e for i in fleet.members("orders") for e in i.events() if e["event"] == "leader"]
             assert any(e["t"] > killed_at and e["plan_id"] == plan.plan_id for e in later)
-            assert [lag for lag in activation_lags(fleet.members("orders"), published_at) if lag[2] > 100] == []
+            handed_over = activation_lags(fleet.members("orders"), published_at)
+            safe = [lag for lag in handed_over if lag[1] not in orphaned or lag[0] == leader.name]
+            assert [lag for lag in safe if lag[2] > configs.acceptable_recovery_lag] == []
             # The restarted instance came back with its checkpoints and reported them when it rejoined.
             rejoined = next(e for e in restarted.events() if e["event"] == "joining" and e["t"] > killed_at)
             assert held_before and set(held_before) <= set(rejoined["offset_sums"])

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in __all__
 
 
 class TopicReadError(RuntimeError):
@@ -65,28 +66,25 @@ def read_latest_by_key(
 
 
 class ChangelogEndOffsets:
-    """High watermarks of changelog partitions, for the leader's lag computation (one consumer, reused)."""
+    """End offsets of changelog partitions through the admin client, for the leader's lag computation."""
 
     def __init__(self, bootstrap: str, config: Mapping[str, str] | None = None, timeout_s: float = 10.0) -> None:
         self.timeout_s = timeout_s
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": "rbp-end-offsets",
-                "enable.auto.commit": False,
-                **dict(config or {}),
-            }
-        )
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, **dict(config or {})})
 
     def __call__(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if not partitions:
+            return {}
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        wanted = {TopicPartition(topic, partition): latest for topic, partition in partitions}
+        futures = self._admin.list_offsets(wanted, request_timeout=self.timeout_s)
         ends = {}
-        for topic, partition in partitions:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout_s)
-            ends[(topic, partition)] = int(high)
+        for tp, future in futures.items():
+            ends[(tp.topic, tp.partition)] = int(future.result(self.timeout_s).offset)
         return ends
 
     def close(self) -> None:
-        self._consumer.close()
+        """Nothing to release: the admin client closes with its last reference."""
 
 
 class PlanSource:
