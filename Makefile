@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: install lint test bench bench-pipeline demo lock clean
+.PHONY: install lint test bench bench-pipeline bench-runtime demo lock clean
 
 install: $(STAMP)
 
@@ -34,6 +34,10 @@ bench: $(STAMP)
 # Slow (10,000 groups through the lakehouse pipeline, ~10 min on 2 cores): not part of `make bench`.
 bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline_bench.py
+
+# A live scale-out of real instance processes (~5 min): not part of `make bench`.
+bench-runtime: $(STAMP)
+	$(BIN)/python bench/runtime_bench.py
 
 demo: $(STAMP)
 	$(BIN)/rebalance-planner simulate kip441-scaling-out --assignments
