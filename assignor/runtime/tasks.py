@@ -233,8 +233,7 @@ class TaskManager:
             key = _text(message.key())
             counts = pending[task.id]
             if key not in counts:
-                stored = task.store.get(key)
-                counts[key] = json.loads(stored)["count"] if stored else 0
+                counts[key] = _count(task.store.get(key))
             counts[key] += 1
             offset = int(message.offset() or 0)
             inputs[task.id][partition] = offset + 1
@@ -303,6 +302,15 @@ class TaskManager:
         self._producer.flush(10)
         self._restore.close()
         self._input.close()
+
+
+def _count(stored: str | None) -> int:
+    """The count a store holds for a key; a value this runtime did not write counts from zero."""
+    try:
+        value = json.loads(stored) if stored else {}
+        return int(value.get("count", 0)) if isinstance(value, dict) else 0
+    except (ValueError, TypeError):
+        return 0
 
 
 def _text(data: bytes | None) -> str:
