@@ -19,25 +19,22 @@ class EngineError(RuntimeError):
 @contextmanager
 def spark_session(remote: str | None) -> Iterator[SparkSession]:
     """A Spark Connect session: ``remote`` (``sc://host:port``) when given, else Sail started in this process."""
+    server = None
     if remote:
-        log.info("connecting to Spark Connect server %s", remote)
-        session = SparkSession.builder.remote(remote).getOrCreate()
-        try:
-            yield session
-        finally:
-            session.stop()
-        return
-    server = SparkConnectServer(port=0)
-    server.start(background=True)
-    address = server.listening_address
-    if address is None:
-        raise EngineError("the embedded Sail engine did not start listening")
-    url = f"sc://localhost:{address[1]}"
-    log.info("embedded Sail engine listening on %s", url)
+        url = remote
+    else:
+        server = SparkConnectServer(port=0)
+        server.start(background=True)
+        address = server.listening_address
+        if address is None:
+            raise EngineError("the embedded Sail engine did not start listening")
+        url = f"sc://localhost:{address[1]}"
+    log.info("Spark Connect session on %s (%s)", url, "embedded Sail" if server else "SPARK_REMOTE")
     # create(), not getOrCreate(): a process may hold several sessions (e.g. Sail and a JVM Spark in tests).
     session = SparkSession.builder.remote(url).create()
     try:
         yield session
     finally:
         session.stop()
-        server.stop()
+        if server is not None:
+            server.stop()
