@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -73,6 +74,11 @@ def timed(run: Callable[[], StageResult]) -> tuple[StageResult, float]:
     return result, time.perf_counter() - start
 
 
+def load() -> float:
+    """The 1-minute load average: other work on the machine skews every number here, so each row says it."""
+    return round(os.getloadavg()[0], 2)
+
+
 def bench(groups: int, seed: int, console: Console, skip_floor: bool) -> list[dict[str, Any]]:
     """Time lags, plan and validate for one fleet size, and the floor."""
     fleet = synthetic_fleet(groups, seed=seed)
@@ -86,20 +92,20 @@ def bench(groups: int, seed: int, console: Console, skip_floor: bool) -> list[di
         write_snapshot(lake, "bench", CAPTURED_AT, intake, state)
         console.log(f"{groups} groups: bronze written in {time.perf_counter() - start:.1f} s")
         lags, lag_s = timed(lambda: run_lags(lake, settings, "bench"))
-        rows.append({"stage": "lags", "rows": lags.outcomes[0].inserted, "seconds": lag_s})
+        rows.append({"stage": "lags", "rows": lags.outcomes[0].inserted, "seconds": lag_s, "load": load()})
         console.log(f"lags: {lag_s:.1f} s")
         plan, plan_s = timed(lambda: run_plan(lake, settings, "bench"))
-        rows.append({"stage": "plan", "rows": plan.outcomes[0].inserted, "seconds": plan_s})
+        rows.append({"stage": "plan", "rows": plan.outcomes[0].inserted, "seconds": plan_s, "load": load()})
         console.log(f"plan: {plan_s:.1f} s ({dict(plan.counts)})")
         validate, validate_s = timed(lambda: run_validate(lake, settings, "bench"))
-        rows.append({"stage": "validate", "rows": sum(validate.counts.values()), "seconds": validate_s})
+        rows.append({"stage": "validate", "rows": sum(validate.counts.values()), "seconds": validate_s, "load": load()})
         console.log(f"validate: {validate_s:.1f} s ({dict(validate.counts)})")
         assignments = plan.outcomes[1].inserted
     total = lag_s + plan_s + validate_s
     rows.append({"stage": "lags+plan+validate", "rows": groups, "seconds": total, "goal_s": GOAL_SECONDS})
     if not skip_floor:
         floor_s = floor(group_states(fleet), settings.assignment_configs())
-        rows.append({"stage": "floor (plain loop)", "rows": groups, "seconds": floor_s})
+        rows.append({"stage": "floor (plain loop)", "rows": groups, "seconds": floor_s, "load": load()})
         rows.append({"stage": "ratio plan/floor", "ratio": plan_s / floor_s, "goal": GOAL_RATIO})
         rows.append({"stage": "ratio pipeline/floor", "ratio": total / floor_s})
     for row in rows:
@@ -124,7 +130,7 @@ def main() -> None:
             print(json.dumps({"bench": "pipeline", **row}), flush=True)
             results.append(row)
     table = Table(title="pipeline on the embedded engine (Sail) vs plan_group in a plain loop")
-    for column in ("groups", "stage", "rows", "seconds", "rows/s", "ratio"):
+    for column in ("groups", "stage", "rows", "seconds", "rows/s", "ratio", "load avg"):
         table.add_column(column, justify="left" if column == "stage" else "right")
     for r in results:
         table.add_row(
@@ -134,6 +140,7 @@ def main() -> None:
             f"{r['seconds']:.1f}" if "seconds" in r else "",
             f"{r['rows_per_s']:,.0f}" if r.get("rows_per_s") else "",
             f"{r['ratio']:.2f}" if "ratio" in r else "",
+            f"{r['load']:.1f}" if "load" in r else "",
         )
     Console().print(table)
     Console().print(f"goals: lags+plan+validate < {GOAL_SECONDS:.0f} s for 10,000 groups; plan/floor < {GOAL_RATIO}")
