@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
 
-.PHONY: install lint test bench bench-pipeline bench-runtime demo lock clean
+.PHONY: install lint test browser bench bench-pipeline bench-runtime demo simulate lock clean
 
 install: $(STAMP)
 
@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/pytest
 
 bench: $(STAMP)
@@ -39,10 +39,20 @@ bench-pipeline: $(STAMP)
 bench-runtime: $(STAMP)
 	$(BIN)/python bench/runtime_bench.py
 
+# The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~5 min).
 demo: $(STAMP)
+	$(BIN)/rebalance-planner demo
+
+# The convergence simulation of KIP-441's scale-out, with Kafka's assignor and with the planner.
+simulate: $(STAMP)
 	$(BIN)/rebalance-planner simulate kip441-scaling-out --assignments
 	$(BIN)/rebalance-planner simulate scale-out-3-to-4
 	$(BIN)/rebalance-planner simulate scale-out-3-to-4 --assignor planner --assignments
+
+# The DAG's browser test drives Debian's Chromium (headless).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -118,7 +118,7 @@ def rebalance_planning() -> None:
         defaults=[REJECT_ALL],
         params={
             # Optional (nullable): a required field would disable the approve/reject buttons until filled in.
-            "groups": Param(
+            "selected_groups": Param(
                 None, type=["null", "array"], items={"type": "string"}, description="for 'Approve selected groups'"
             ),
             "reason": Param(None, type=["null", "string"], description="note recorded on the plans (optional)"),

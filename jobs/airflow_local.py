@@ -43,6 +43,7 @@ class LocalAirflow:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _token: str | None = None
+    _what: str = "standalone"
 
     @property
     def url(self) -> str:
@@ -83,19 +84,25 @@ class LocalAirflow:
             raise AirflowError(f"airflow {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
         return done.stdout
 
-    def start(self, what: str = "standalone", timeout_s: float = 180) -> LocalAirflow:
-        """Start ``airflow standalone`` (or ``api-server``) in its own process group; wait until it answers."""
+    def launch(self, what: str = "standalone") -> LocalAirflow:
+        """Start ``airflow standalone`` (or ``api-server``) in its own process group without waiting for it."""
         self.migrate()
+        self._what = what
         logfile = (self.home / f"{what}.log").open("ab")
         args = [_airflow_bin(), what] + (["--port", str(self.port)] if what == "api-server" else [])
         self.process = subprocess.Popen(
             args, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
         )
         log.info("airflow %s starting on %s (pid %d, log %s)", what, self.url, self.process.pid, logfile.name)
+        return self
+
+    def wait_ready(self, timeout_s: float = 180) -> LocalAirflow:
+        """Until the REST API answers and a token can be had."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AirflowError(f"airflow {what} exited {self.process.returncode}; see {logfile.name}")
+            if self.process is None or self.process.poll() is not None:
+                code = None if self.process is None else self.process.returncode
+                raise AirflowError(f"airflow {self._what} exited ({code}); see {self.home / (self._what + '.log')}")
             try:
                 if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2).status_code == 200:
                     self.token()
@@ -103,7 +110,11 @@ class LocalAirflow:
             except (httpx.HTTPError, AirflowError):
                 pass
             time.sleep(0.5)
-        raise AirflowError(f"airflow {what} did not answer on {self.url} within {timeout_s:g} s")
+        raise AirflowError(f"airflow {self._what} did not answer on {self.url} within {timeout_s:g} s")
+
+    def start(self, what: str = "standalone", timeout_s: float = 180) -> LocalAirflow:
+        """Launch, then wait until it answers."""
+        return self.launch(what).wait_ready(timeout_s)
 
     def stop(self) -> None:
         """Stop the whole process group (the parent alone would leave scheduler and workers running)."""

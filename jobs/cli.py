@@ -25,6 +25,7 @@ from assignor import (
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.broker import EmbeddedBroker
+from jobs.demo import add_demo_command, run_demo_command
 from jobs.pipeline_cli import add_pipeline_commands, run_pipeline_command
 from jobs.runtime_cli import add_runtime_commands, run_runtime_command
 from jobs.settings import Settings
@@ -80,6 +81,7 @@ def _build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
     add_pipeline_commands(commands)
     add_runtime_commands(commands)
+    add_demo_command(commands)
     return parser
 
 
@@ -170,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ran = run_runtime_command(args, console, Settings())
         if ran is not None:
             return ran
+        demo = run_demo_command(args, console)
+        if demo is not None:
+            return demo
     except ValueError as err:  # ScenarioError, InvalidGroupState and config errors: bad input
         print(f"rebalance-planner: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -50,6 +50,14 @@ class Decision:
     timed_out: bool
 
 
+def duration(seconds: float) -> str:
+    """12 h, 90 min, 3 s: how a person reads a timeout."""
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
+
+
 def in_filter(group_id: str, patterns: Sequence[str]) -> bool:
     """Whether the run's group filter (exact ids or shell patterns; empty: every group) admits the group."""
     return not patterns or any(fnmatch.fnmatchcase(group_id, p) for p in patterns)
@@ -64,12 +72,12 @@ def decision(answer: Mapping[str, Any] | None, candidates: Mapping[str, str], ti
     reason = str(params.get("reason") or "").strip() or None
     everything = tuple(sorted(candidates.values()))
     if not user:  # the scheduler applied the default (Reject all) when nobody answered in time
-        return Decision(TIMEOUT_USER, (), everything, None, f"no decision within {timeout_s:g} s", True)
+        return Decision(TIMEOUT_USER, (), everything, None, f"no decision within {duration(timeout_s)}", True)
     by = str(user.get("name") or user.get("id"))
     if APPROVE_ALL in chosen:
         return Decision(by, everything, (), reason, None, False)
     if APPROVE_SELECTED in chosen:
-        picked = [str(g).strip() for g in params.get("groups") or [] if str(g).strip()]
+        picked = [str(g).strip() for g in params.get("selected_groups") or [] if str(g).strip()]
         unknown = sorted(set(picked) - set(candidates))
         if unknown:
             raise DecisionError(f"groups without a validated plan in this run: {', '.join(unknown)}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from pyspark.sql import functions as sf
 from jobs.approve import run_approve
 from jobs.engine import EngineError, spark_session
 from jobs.extract import run_extract
-from jobs.hitl import DecisionError, decision, in_filter
+from jobs.hitl import DecisionError, decision, duration, in_filter
 from jobs.lags import run_lags
 from jobs.lake import Lake
 from jobs.observe import run_observe
@@ -158,8 +160,21 @@ def lags(rt: Runtime, snapshot_id: str) -> str:
     return snapshot_id
 
 
+@contextmanager
+def _spawnable_main() -> Iterator[None]:
+    """The planner's spawned worker processes re-run ``__main__``, here Airflow's task runner, which refuses to
+    start without its database: let them see a bare ``__main__`` while the stage runs."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def plan(rt: Runtime, snapshot_id: str) -> str:
-    run_stage("plan", rt, lambda lake: _logged(run_plan(lake, rt.settings, snapshot_id)))
+    with _spawnable_main():
+        run_stage("plan", rt, lambda lake: _logged(run_plan(lake, rt.settings, snapshot_id)))
     return snapshot_id
 
 
@@ -201,7 +216,7 @@ def approval_body(
         "",
         "*Approve all validated* approves every VALIDATED plan above; *Approve selected groups* approves the groups "
         "listed in the form (the others are rejected); *Reject all* publishes nothing. "
-        f"Without an answer within {timeout_s:g} s every plan is rejected.",
+        f"Without an answer within {duration(timeout_s)} every plan is rejected.",
     ]
     return "\n".join(lines)
 

@@ -66,7 +66,7 @@ def rbp_env(bootstrap: str, lake: Path) -> dict[str, str]:
         "RBP_LAKE_ROOT": str(lake),
         "RBP_PLAN_SIGNING_KEY": KEY,
         "RBP_NUM_STANDBY_REPLICAS": "1",
-        "RBP_PLANNER_PROCESSES": "1",
+        "RBP_PLANNER_PROCESSES": "2",  # the planner's worker processes under an Airflow task too
         "RBP_PLANNING_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run too
         "RBP_OBSERVE_SCHEDULE": "",
     }
@@ -86,9 +86,11 @@ def start_dags_test(
         )
 
 
-def plan_rows(lake: Path) -> dict[str, dict[str, Any]]:
-    """group_id -> the latest plans row, read with delta-rs (no Spark needed)."""
+def plan_rows(lake: Path, snapshot_id: str | None = None) -> dict[str, dict[str, Any]]:
+    """group_id -> the latest plans row (of one snapshot if given), read with delta-rs (no Spark needed)."""
     frame = DeltaTable(str(lake / "plans")).to_pandas().sort_values("created_at")
+    if snapshot_id is not None:
+        frame = frame[frame["snapshot_id"] == snapshot_id]
 
     def scalar(value: Any) -> Any:  # delta-rs gives NaN for a null number
         return None if isinstance(value, float) and math.isnan(value) else value
@@ -129,3 +131,9 @@ def finish(process: subprocess.Popen[bytes], timeout_s: float = 300) -> int:
         process.send_signal(signal.SIGINT)
         process.wait(30)
         raise
+
+
+def snapshot_of(airflow: LocalAirflow, run_id: str) -> str:
+    """The snapshot id the run's extract task returned."""
+    path = f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/extract/xcomEntries/return_value"
+    return str(airflow.api("GET", path)["value"])

@@ -78,7 +78,7 @@ def test_approved_plans_are_published_signed_and_planned_with_the_run_params(
 ) -> None:
     conf = {"groups": ["orders", "cl*"], "acceptable_recovery_lag": 10, "max_warmup_replicas": 1}
     lake, topic = run_and_answer(
-        api_server, module_broker, tmp_path, conf, [APPROVE_ALL], {"groups": None, "reason": "nightly"}
+        api_server, module_broker, tmp_path, conf, [APPROVE_ALL], {"selected_groups": None, "reason": "nightly"}
     )
     plans = plan_rows(lake)
     assert plans["orders"]["status"] == "PUBLISHED"
@@ -101,7 +101,7 @@ def test_rejected_plans_are_recorded_and_nothing_is_published(
     api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     lake, topic = run_and_answer(
-        api_server, module_broker, tmp_path, {}, [REJECT_ALL], {"groups": None, "reason": "change freeze"}
+        api_server, module_broker, tmp_path, {}, [REJECT_ALL], {"selected_groups": None, "reason": "change freeze"}
     )
     plans = plan_rows(lake)
     for group in ("orders", "payments"):

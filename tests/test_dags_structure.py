@@ -88,7 +88,7 @@ def test_approval_offers_approve_all_reject_all_and_a_group_picker_and_rejects_o
     assert isinstance(approval, PlanApprovalOperator)
     assert approval.options == OPTIONS == [APPROVE_ALL, REJECT_ALL, APPROVE_SELECTED]
     assert approval.defaults == [REJECT_ALL]
-    assert set(approval.params.keys()) == {"groups", "reason"}
+    assert set(approval.params.keys()) == {"selected_groups", "reason"}
     assert "body" in approval.template_fields
 
 
@@ -112,7 +112,7 @@ def test_approve_all_approves_every_validated_plan_as_the_responding_user() -> N
 def test_approve_selected_groups_approves_those_and_rejects_the_rest() -> None:
     answer = {
         "chosen_options": [APPROVE_SELECTED],
-        "params_input": {"groups": ["payments"], "reason": ""},
+        "params_input": {"selected_groups": ["payments"], "reason": ""},
         "responded_by_user": {"id": "7", "name": "alice"},
     }
     d = decision(answer, CANDIDATES, 60)
@@ -122,7 +122,7 @@ def test_approve_selected_groups_approves_those_and_rejects_the_rest() -> None:
 def test_selecting_a_group_without_a_validated_plan_is_an_error_naming_it() -> None:
     answer = {
         "chosen_options": [APPROVE_SELECTED],
-        "params_input": {"groups": ["payments", "nope"]},
+        "params_input": {"selected_groups": ["payments", "nope"]},
         "responded_by_user": {"id": "7", "name": "alice"},
     }
     with pytest.raises(DecisionError, match="nope"):

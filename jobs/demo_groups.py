@@ -1,0 +1,68 @@
+"""Report-only groups for the demo: jobs.synthetic's settled, restarted, scaled-out and skewed groups, scaled down
+so their changelogs can really be written to the broker, and their reports produced to the reports topic."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from confluent_kafka import Producer
+
+from jobs.fleet import ensure_topics
+from jobs.synthetic import SyntheticGroup, synthetic_group
+
+SCALE = 1_000  # synthetic changelogs hold ~200k records per partition; the demo writes 1/1000 of that
+
+
+def _scaled(group: SyntheticGroup, now_ms: int) -> SyntheticGroup:
+    """The same group with changelogs and offset sums divided by SCALE (sentinels kept), reported now."""
+    ends = {tp: max(1, end // SCALE) for tp, end in group.end_offsets.items()}
+    reports = []
+    for r in group.reports:
+        sums = {t: (s if s < 0 else s // SCALE) for t, s in r["task_offset_sums"].items()}
+        reports.append({**r, "task_offset_sums": sums, "reported_at": now_ms})
+    return replace(group, reports=reports, end_offsets=ends)
+
+
+def simulated_groups(count: int, seed: int = 11) -> list[SyntheticGroup]:
+    """``count`` groups sim-0000, sim-0001, ...: one stateful subtopology of 4 partitions on 3 instances."""
+    rng, now = random.Random(seed), int(time.time() * 1000)
+    return [
+        _scaled(synthetic_group(f"sim-{i:04d}", rng, subtopologies=1, partitions=4, instances=3, standbys=1), now)
+        for i in range(count)
+    ]
+
+
+def write_simulated_groups(
+    bootstrap: str, reports_topic: str, groups: list[SyntheticGroup], kafka: Mapping[str, str] | None = None
+) -> int:
+    """Create the groups' topics, fill each changelog to its end offset, produce the reports; records written."""
+    kafka = dict(kafka or {})
+    ensure_topics(bootstrap, {t: (n, t.endswith("-changelog")) for g in groups for t, n in g.partitions.items()}, kafka)
+    bulk = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **kafka})
+    written = 0
+    for g in groups:
+        for (topic, partition), end in g.end_offsets.items():
+            for _ in range(end - 1):
+                bulk.produce(topic, b"v", b"k", partition=partition)
+                written += 1
+                if written % 20_000 == 0:
+                    bulk.flush(60)
+    if bulk.flush(60):
+        raise RuntimeError("changelog records of the simulated groups not delivered")
+    # The last record of each partition alone in its batch: the broker reports end offsets by the last batch.
+    single = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0, **kafka})
+    for g in groups:
+        for topic, partition in g.end_offsets:
+            single.produce(topic, b"v", b"k", partition=partition)
+            written += 1
+    reports: list[dict[str, Any]] = [r for g in groups for r in g.reports]
+    for r in reports:
+        single.produce(reports_topic, json.dumps(r).encode(), f"{r['group_id']}/{r['process_id']}".encode())
+    if single.flush(60):
+        raise RuntimeError("reports of the simulated groups not delivered")
+    return written + len(reports)
