@@ -144,9 +144,10 @@ def _plans(lake: Path, snapshot_id: str) -> dict[str, dict[str, Any]]:
     return {str(r["group_id"]): dict(r) for _, r in frame.iterrows()}
 
 
-def _follow_run(airflow: LocalAirflow, run_id: str, say: Progress, until: set[str], timeout_s: float) -> None:
-    """Print each task as it finishes, until the tasks in ``until`` are done or waiting for a person."""
-    seen: set[str] = set()
+def _follow_run(
+    airflow: LocalAirflow, run_id: str, say: Progress, until: set[str], timeout_s: float, seen: set[str]
+) -> None:
+    """Print each task as it finishes (once: ``seen`` remembers), until ``until`` are done or waiting for a person."""
 
     def advanced() -> bool:
         states = airflow.task_states(PLANNING, run_id)
@@ -169,6 +170,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     logging.basicConfig(level=logging.WARNING, filename=str(root / "demo.log"))
+    logging.getLogger("jobs").setLevel(logging.WARNING)  # the progress lines say what happens
     key = secrets.token_hex(16)
     with ExitStack() as stack, _interrupt_on_sigterm():
         broker = stack.enter_context(EmbeddedBroker())
@@ -230,7 +232,8 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
             params["approval_timeout_s"] = 3600
         run_id = airflow.trigger(PLANNING, params)
         say(f"triggered {PLANNING} run {run_id}")
-        _follow_run(airflow, run_id, say, {"review", "approval"}, args.timeout)
+        seen: set[str] = set()
+        _follow_run(airflow, run_id, say, {"review", "approval"}, args.timeout, seen)
         detail = airflow.wait_for_approval(PLANNING, run_id, "approval", args.timeout)
         console.rule(detail["subject"])
         console.print(Markdown(detail["body"]))
@@ -246,7 +249,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         state = airflow.wait_for_run(PLANNING, run_id, 3700 if args.interactive else args.timeout)
         if state != "success":
             raise DemoError(f"the DAG run ended {state}; see {airflow.url}")
-        _follow_run(airflow, run_id, say, set(STAGES), 30)
+        _follow_run(airflow, run_id, say, set(STAGES), 30, seen)
         snapshot = str(airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{quote(run_id)}/taskInstances/extract/"
                                           "xcomEntries/return_value")["value"])  # fmt: skip
 
@@ -270,7 +273,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         observe_run = airflow.trigger(OBSERVE, {})
         airflow.wait_for_run(OBSERVE, observe_run, args.timeout)
         say(f"{OBSERVE} recorded the live assignment")
-        _final_table(console, _plans(settings.lake_root, snapshot), live_plans, times)
+        _final_table(console, snapshot, _plans(settings.lake_root, snapshot), times)
         report = settings.lake_root.parent / "reports" / f"{snapshot}.html"
         console.print(f"HTML report:   [bold]{report}[/bold]")
         console.print(f"GX Data Docs:  [bold]{settings.data_docs / 'index.html'}[/bold]")
@@ -279,18 +282,15 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-def _final_table(
-    console: Console, plans: dict[str, dict[str, Any]], live: dict[str, ApprovedPlan], times: dict[str, float]
-) -> None:
-    table = Table(title="live groups")
-    for column in ("group", "plan", "status", "moves", "rounds", "converged", "time"):
+def _final_table(console: Console, snapshot: str, plans: dict[str, dict[str, Any]], times: dict[str, float]) -> None:
+    table = Table(title=f"live groups: plans of snapshot {snapshot}")
+    for column in ("group", "plan", "moves", "rounds", "converged", "time"):
         table.add_column(column, justify="right" if column in ("moves", "rounds", "time") else "left")
     for g in LIVE_GROUPS:
         p = plans.get(g, {})
         done = g in times
         table.add_row(
             g,
-            str(p.get("plan_id", "-")),
             str(p.get("status", "-")),
             str(p.get("moves", "-")),
             str(p.get("rounds", "-")),
@@ -304,7 +304,7 @@ def _final_table(
         statuses[str(p["status"])] = statuses.get(str(p["status"]), 0) + 1
     moves = sum(int(p["moves"]) for p in sims)
     console.print(
-        f"{len(sims)} simulated groups (report-only, nobody carries their plans out): "
+        f"{len(sims)} report-only simulated groups (no instances run them; observe compares their last reports): "
         + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
         + f"; {moves} moves planned"
     )

@@ -13,7 +13,8 @@ import pytest
 from assignor.runtime.plans import parse_plan
 from jobs.airflow_local import LocalAirflow
 from jobs.broker import EmbeddedBroker
-from jobs.hitl import APPROVE_ALL, REJECT_ALL
+from jobs.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
+from jobs.orchestration import KAFKA_CONN_ID
 from tests.airflow_harness import (
     DAG_ID,
     KEY,
@@ -52,11 +53,12 @@ def run_and_answer(
     conf: dict[str, object],
     answer: list[str],
     form: dict[str, Any],
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[Path, str]:
     """One `airflow dags test` run with its own lake and plans topic, answered over REST; (lake, plans topic)."""
     lake, plans_topic = tmp_path / "lake", f"_plans_{tmp_path.name}"
     create_topics(broker.bootstrap, {plans_topic: 1}, compacted=[plans_topic])
-    env = {**rbp_env(broker.bootstrap, lake), "RBP_PLANS_TOPIC": plans_topic}
+    env = {**rbp_env(broker.bootstrap, lake), "RBP_PLANS_TOPIC": plans_topic, **(extra_env or {})}
     before = run_ids(airflow)
     process = start_dags_test(airflow, conf, tmp_path / "dags-test.log", env)
     try:
@@ -97,11 +99,32 @@ def test_approved_plans_are_published_signed_and_planned_with_the_run_params(
     assert published["orders"]["configs"]["acceptable_recovery_lag"] == 10
 
 
-def test_rejected_plans_are_recorded_and_nothing_is_published(
+def test_approving_selected_groups_publishes_those_and_rejects_the_others(
     api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
+    form = {"selected_groups": ["payments"], "reason": None}
+    lake, topic = run_and_answer(api_server, module_broker, tmp_path, {}, [APPROVE_SELECTED], form)
+    plans = plan_rows(lake)
+    assert (plans["payments"]["status"], plans["payments"]["approved_by"]) == ("PUBLISHED", "admin")
+    assert (plans["orders"]["status"], plans["orders"]["approved_by"]) == ("REJECTED", "admin")
+    assert plans["orders"]["reason"] == "rejected by admin: not among the selected groups"
+    assert sorted(published_plans(module_broker.bootstrap, topic)) == ["payments"]
+
+
+def test_rejected_plans_are_recorded_and_nothing_is_published_with_kafka_from_the_connection(
+    api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    # The Airflow Connection wins over RBP_KAFKA_BOOTSTRAP, which points nowhere here.
+    connection = json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": module_broker.bootstrap}})
+    env = {f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}": connection, "RBP_KAFKA_BOOTSTRAP": "127.0.0.1:9"}
     lake, topic = run_and_answer(
-        api_server, module_broker, tmp_path, {}, [REJECT_ALL], {"selected_groups": None, "reason": "change freeze"}
+        api_server,
+        module_broker,
+        tmp_path,
+        {},
+        [REJECT_ALL],
+        {"selected_groups": None, "reason": "change freeze"},
+        extra_env=env,
     )
     plans = plan_rows(lake)
     for group in ("orders", "payments"):
