@@ -11,6 +11,7 @@ from pyspark.sql import functions as sf
 from jobs.lake import Lake
 from jobs.settings import Settings
 from jobs.stage import StageInputError, StageResult, resolve_snapshot
+from jobs.targets import HISTORY_DDL, history_rows, plan_targets
 
 log = logging.getLogger(__name__)
 DECIDED = {"APPROVED": ("APPROVED", "PUBLISHED", "SUPERSEDED", "EXPIRED", "REALIZED"), "REJECTED": ("REJECTED",)}
@@ -61,6 +62,19 @@ def run_approve(
         .withColumn("approved_at", sf.lit(now).cast("bigint"))
         .withColumn("reason", sf.lit(note).cast("string"))
     )
-    outcome = lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"])
+    outcomes = []
+    if not reject:  # what a person approved is the 'planned' assignment, whether or not it gets published
+        targets = plan_targets(lake, todo)
+        meta = {r["plan_id"]: r for r in updates.select("plan_id", "group_id", "snapshot_id").collect()}
+        rows = [
+            row
+            for plan_id, target in targets.items()
+            for row in history_rows(
+                meta[plan_id]["group_id"], plan_id, meta[plan_id]["snapshot_id"], target, "planned", now
+            )
+        ]
+        outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL)))
+    # The plans row last: once it says APPROVED, a re-run has nothing left to do.
+    outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
     log.info("approve: %d plan(s) %s by %s", len(todo), decision, by)
-    return StageResult("approve", snapshot, (outcome,), {decision.lower(): len(todo)})
+    return StageResult("approve", snapshot, tuple(outcomes), {decision.lower(): len(todo)})

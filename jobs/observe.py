@@ -13,10 +13,9 @@ from assignor import ClientAssignment, GroupAssignment, TaskId
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.intake import Report, parse_records
 from jobs.lake import Lake
-from jobs.publish import HISTORY_DDL
 from jobs.settings import Settings
 from jobs.stage import StageResult
-from jobs.targets import plan_targets
+from jobs.targets import HISTORY_DDL, plan_targets
 
 log = logging.getLogger(__name__)
 

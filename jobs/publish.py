@@ -20,14 +20,10 @@ from assignor.runtime.plans import ApprovedPlan
 from jobs.lake import Lake, MergeOutcome
 from jobs.settings import Settings
 from jobs.stage import StageInputError, StageResult, resolve_snapshot
-from jobs.targets import plan_targets
+from jobs.targets import HISTORY_DDL, history_rows, plan_targets
 
 log = logging.getLogger(__name__)
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
-HISTORY_DDL = (
-    "event_time bigint, group_id string, plan_id string, snapshot_id string, process_id string, task_id string, "
-    "role string, source string"
-)
 
 
 @cache
@@ -55,16 +51,6 @@ def approved_plan(row: Row, target: GroupAssignment, valid_ms: int) -> ApprovedP
         target=target,
         move_order=tuple(TaskId.parse(t) for t in (row["move_order"] or [])),
     )
-
-
-def history_rows(plan: ApprovedPlan, source: str, event_time: int) -> list[tuple[Any, ...]]:
-    """assignment_history rows of a plan's target."""
-    return [
-        (event_time, plan.group_id, plan.plan_id, plan.snapshot_id, pid, str(task), role, source)
-        for pid, ca in plan.target.clients.items()
-        for role, tasks in (("ACTIVE", ca.active), ("STANDBY", ca.standby))
-        for task in sorted(tasks)
-    ]
 
 
 def _latest_per_group(rows: Iterable[Row]) -> tuple[list[Row], list[Row]]:
@@ -120,7 +106,7 @@ def run_publish(
         if error is not None:
             raise StageInputError(f"plan {plan.plan_id} does not match plan.schema.json: {error.message}")
         records.append(record)
-        history.extend(history_rows(plan, "published", now))
+        history.extend(history_rows(plan.group_id, plan.plan_id, plan.snapshot_id, plan.target, "published", now))
     producer = Producer({**settings.kafka_properties(bootstrap), "batch.num.messages": 1})
     _produce(producer, settings.plans_topic, records, settings.kafka_timeout_s)
     log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)

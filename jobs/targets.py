@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import ClientAssignment, GroupAssignment, TaskId
 from jobs.lake import Lake
+
+HISTORY_DDL = (
+    "event_time bigint, group_id string, plan_id string, snapshot_id string, process_id string, task_id string, "
+    "role string, source string"
+)
 
 
 def target_rows(assignments: DataFrame) -> DataFrame:
@@ -35,3 +41,15 @@ def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignme
         )
         for plan_id, by in held.items()
     }
+
+
+def history_rows(
+    group_id: str, plan_id: str, snapshot_id: str, target: GroupAssignment, source: str, event_time: int
+) -> list[tuple[Any, ...]]:
+    """assignment_history rows (HISTORY_DDL) of a plan's target: who holds what, as planned or published."""
+    return [
+        (event_time, group_id, plan_id, snapshot_id, pid, str(task), role, source)
+        for pid, ca in target.clients.items()
+        for role, tasks in (("ACTIVE", ca.active), ("STANDBY", ca.standby))
+        for task in sorted(tasks)
+    ]

@@ -138,6 +138,13 @@ def test_pipeline_end_to_end_on_a_real_broker(spark: SparkSession, broker: Embed
     twice(lake, lambda: run_approve(lake, settings, by="alice", snapshot_id=snapshot))
     approved = lake.read("plans").where(sf.col("plan_id") == orders_id).first()
     assert approved is not None and approved["status"] == "APPROVED" and approved["approved_by"] == "alice"
+    planned = lake.read("assignment_history").where(sf.col("source") == "planned")
+    assert {(r["process_id"], r["task_id"], r["role"], r["plan_id"]) for r in planned.collect()} == {
+        (pid, str(t), role, orders_id)
+        for pid, ca in target.clients.items()
+        for role, tasks in (("ACTIVE", ca.active), ("STANDBY", ca.standby))
+        for t in tasks
+    }
     with pytest.raises(StageInputError, match="only VALIDATED plans can be approved"):
         run_approve(lake, settings, by="alice", plan_ids=[plans["clicks"]["plan_id"]])
 

@@ -16,8 +16,8 @@ from jobs.checks import assignment_checks, instance_task_checks, step_checks, st
 from jobs.history import owners_at
 from jobs.lags import task_lags
 from jobs.plan import PLANNED_SCHEMA, explode_assignments, plan_groups, planning_input
-from jobs.publish import HISTORY_DDL
 from jobs.settings import Settings
+from jobs.targets import HISTORY_DDL
 from tests.pipeline_data import group_frames
 from tests.test_pipeline_lags import random_groups
 
