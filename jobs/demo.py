@@ -31,6 +31,7 @@ from assignor.runtime.plans import ApprovedPlan, parse_plan
 from jobs.airflow_local import AirflowError, LocalAirflow
 from jobs.broker import EmbeddedBroker, free_port
 from jobs.demo_groups import simulated_groups, write_simulated_groups
+from jobs.direct_plan import live_reports
 from jobs.fleet import Fleet, FleetConfig, InputLoad
 from jobs.fleet_events import all_tasks_processed_once, converged
 from jobs.settings import Settings
@@ -136,6 +137,22 @@ def _announce(bootstrap: str, topic: str, group_id: str, process_id: str) -> Non
 def _published(bootstrap: str, settings: Settings, key: str) -> dict[str, ApprovedPlan]:
     records = read_latest_by_key(bootstrap, settings.plans_topic)
     return {k.decode(): parse_plan(v, key.encode()) for k, v in records.items() if v is not None}
+
+
+def _reported(bootstrap: str, settings: Settings, plans: dict[str, ApprovedPlan]) -> bool:
+    """Whether every live group's latest reports show exactly its plan's target, warmups done."""
+    for group, plan in plans.items():
+        reports = live_reports(bootstrap, settings.reports_topic, group)
+        if set(reports) != set(plan.target.clients):
+            return False
+        for pid, wanted in plan.target.clients.items():
+            r = reports[pid]
+            if r["warmup_tasks"] or (set(r["active_tasks"]), set(r["standby_tasks"])) != (
+                {str(t) for t in wanted.active},
+                {str(t) for t in wanted.standby},
+            ):
+                return False
+    return True
 
 
 def _plans(lake: Path, snapshot_id: str) -> dict[str, dict[str, Any]]:
@@ -270,6 +287,10 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
             return set(times) == set(live_plans)
 
         wait_until(all_converged, args.timeout, "the live groups to converge to their plans", poll_s=1.0)
+        try:  # observe judges by the reports, which follow the assignment by up to a report interval
+            wait_until(lambda: _reported(bootstrap, settings, live_plans), 60, "the reports to show the plans")
+        except DemoError as err:
+            say(f"[yellow]{err}: observe may not mark every plan REALIZED yet[/yellow]")
         observe_run = airflow.trigger(OBSERVE, {})
         airflow.wait_for_run(OBSERVE, observe_run, args.timeout)
         say(f"{OBSERVE} recorded the live assignment")
