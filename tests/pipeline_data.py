@@ -50,3 +50,16 @@ def group_frames(
         spark.createDataFrame(tasks, table_schema("group_tasks").ddl),
         spark.createDataFrame(offsets, table_schema("changelog_offsets").ddl),
     )
+
+
+# assignment_history rows (HISTORY_DDL order) of one group over time: two plans published, four reports.
+HISTORY_ROWS = [
+    (10, "g0", "pA", "s", "p1", "0_0", "ACTIVE", "published"),
+    (10, "g0", "pA", "s", "p2", "0_0", "STANDBY", "published"),
+    (20, "g0", "pB", "s", "p2", "0_0", "ACTIVE", "published"),
+    (15, "g0", "pA", None, "p1", "0_0", "ACTIVE", "observed"),
+    (25, "g0", "pB", None, "p2", "0_0", "ACTIVE", "observed"),
+    (25, "g0", "pB", None, "p2", "0_1", "STANDBY", "observed"),
+    (26, "g0", "pB", None, "p1", "0_1", "ACTIVE", "observed"),
+    (30, "g1", None, None, "p9", "0_0", "ACTIVE", "observed"),
+]

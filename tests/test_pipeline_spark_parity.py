@@ -18,7 +18,7 @@ from jobs.lags import task_lags
 from jobs.plan import PLANNED_SCHEMA, explode_assignments, plan_groups, planning_input
 from jobs.settings import Settings
 from jobs.targets import HISTORY_DDL
-from tests.pipeline_data import group_frames
+from tests.pipeline_data import HISTORY_ROWS, group_frames
 from tests.test_pipeline_lags import random_groups
 
 JVM_PORT = 15002  # where pyspark starts its local Spark Connect server
@@ -70,19 +70,7 @@ def _on(spark: SparkSession, seed: int) -> dict[str, list[tuple[Any, ...]]]:
     # Run the planner UDF once; the checks below read its result many times.
     planned = spark.createDataFrame(udf_output.collect(), PLANNED_SCHEMA)
     assignments = explode_assignments(planned)
-    history = spark.createDataFrame(
-        [
-            (10, "g0", "pA", "s", "p1", "0_0", "ACTIVE", "published"),
-            (10, "g0", "pA", "s", "p2", "0_0", "STANDBY", "published"),
-            (20, "g0", "pB", "s", "p2", "0_0", "ACTIVE", "published"),
-            (15, "g0", "pA", None, "p1", "0_0", "ACTIVE", "observed"),
-            (25, "g0", "pB", None, "p2", "0_0", "ACTIVE", "observed"),
-            (25, "g0", "pB", None, "p2", "0_1", "STANDBY", "observed"),
-            (26, "g0", "pB", None, "p1", "0_1", "ACTIVE", "observed"),
-            (30, "g1", None, None, "p9", "0_0", "ACTIVE", "observed"),
-        ],
-        HISTORY_DDL,
-    )
+    history = spark.createDataFrame(HISTORY_ROWS, HISTORY_DDL)
     return {
         "task_lags": rows(lags),
         "planned": rows(planned),
