@@ -142,8 +142,9 @@ def main() -> None:
             f"{r['ratio']:.2f}" if "ratio" in r else "",
             f"{r['load']:.1f}" if "load" in r else "",
         )
-    Console().print(table)
-    Console().print(f"goals: lags+plan+validate < {GOAL_SECONDS:.0f} s for 10,000 groups; plan/floor < {GOAL_RATIO}")
+    out = Console(width=120)  # wide enough not to wrap when stdout is a file
+    out.print(table)
+    out.print(f"goals: lags+plan+validate < {GOAL_SECONDS:.0f} s for 10,000 groups; plan/floor < {GOAL_RATIO}")
 
 
 if __name__ == "__main__":
