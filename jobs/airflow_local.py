@@ -40,6 +40,8 @@ class LocalAirflow:
 
     home: Path
     port: int = field(default_factory=free_port)
+    # The scheduler's and triggerer's log servers have fixed default ports: two installations would collide.
+    log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
     extra_env: Mapping[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _token: str | None = None
@@ -64,6 +66,8 @@ class LocalAirflow:
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__BASE_URL": self.url,
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_ports[0]),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(self.log_ports[1]),
             "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "PYTHONUNBUFFERED": "1",
