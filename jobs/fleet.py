@@ -132,7 +132,7 @@ class Fleet:
         args = [
             sys.executable,
             "-m",
-            "jobs.cli",
+            "jobs.runtime_cli",  # `rebalance-planner instance` without the pipeline's heavy imports
             "instance",
             "--group",
             group_id,

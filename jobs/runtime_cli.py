@@ -275,3 +275,20 @@ class _CommandReader:
         with self._lock:
             lines, self._lines = self._lines, []
         return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobs.runtime_cli instance|fleet ...``: what the fleet spawns, without the pipeline's imports."""
+    parser = argparse.ArgumentParser(prog="rebalance-planner")
+    add_runtime_commands(parser.add_subparsers(dest="command", required=True, metavar="command"))
+    args = parser.parse_args(argv)
+    try:
+        result = run_runtime_command(args, Console(), Settings())
+    except ValueError as err:
+        print(f"rebalance-planner: {err}", file=sys.stderr)
+        return 2
+    return 1 if result is None else result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

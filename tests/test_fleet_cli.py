@@ -39,10 +39,10 @@ def test_fleet_runs_groups_and_applies_its_schedule(broker: EmbeddedBroker, tmp_
         "--schedule",
         "20:kill:group-1/i1",
         "--duration",
-        "34",
+        "50",
     ]
     result = subprocess.run(
-        args, capture_output=True, text=True, timeout=150, env=env, stdin=subprocess.DEVNULL, check=False
+        args, capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL, check=False
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "added group-1/i3" in result.stdout
@@ -68,7 +68,7 @@ def test_bad_input_exits_2_with_the_reason(args: list[str], env: dict[str, str],
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RBP_")}
     where = ["--state-dir", str(tmp_path)] if args[0] == "instance" else ["--root", str(tmp_path)]
     result = subprocess.run(
-        [str(CLI), *args, *where], capture_output=True, text=True, timeout=60, env={**clean, **env}, check=False
+        [str(CLI), *args, *where], capture_output=True, text=True, timeout=300, env={**clean, **env}, check=False
     )
     assert result.returncode == 2
     assert reason in result.stderr
