@@ -12,7 +12,7 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from jobs.broker import EmbeddedBroker, free_port
 from jobs.demo_groups import simulated_groups, write_simulated_groups
 from jobs.direct_plan import live_reports
 from jobs.fleet import Fleet, FleetConfig, InputLoad
-from jobs.fleet_events import all_tasks_processed_once, converged
+from jobs.fleet_events import all_tasks_processed_once, converged, wait_until
 from jobs.settings import Settings
 
 EXIT_OK, EXIT_FAILURE = 0, 1
@@ -52,7 +52,7 @@ STAGES = ("extract", "lags", "plan", "validate", "review", "approval", "decide",
 
 
 class DemoError(RuntimeError):
-    """A part of the demo did not get where it should within its deadline."""
+    """A part of the demo failed (a task of the DAG run, an announcement)."""
 
 
 def add_demo_command(commands: Any) -> None:
@@ -78,15 +78,6 @@ class Progress:
 
     def __call__(self, message: str) -> None:
         self.console.print(f"[dim]{time.monotonic() - self.started:6.1f}s[/dim] {message}")
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(poll_s)
-    raise DemoError(f"timed out after {timeout_s:g} s waiting for {what}")
 
 
 @contextmanager
@@ -288,8 +279,8 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
 
         wait_until(all_converged, args.timeout, "the live groups to converge to their plans", poll_s=1.0)
         try:  # observe judges by the reports, which follow the assignment by up to a report interval
-            wait_until(lambda: _reported(bootstrap, settings, live_plans), 60, "the reports to show the plans")
-        except DemoError as err:
+            wait_until(lambda: _reported(bootstrap, settings, live_plans), 60, "the reports to show the plans", 1.0)
+        except TimeoutError as err:
             say(f"[yellow]{err}: observe may not mark every plan REALIZED yet[/yellow]")
         observe_run = airflow.trigger(OBSERVE, {})
         airflow.wait_for_run(OBSERVE, observe_run, args.timeout)
@@ -363,6 +354,6 @@ def run_demo_command(args: argparse.Namespace, console: Console) -> int | None:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: every process the demo started was stopped[/yellow]")
         return 130
-    except (DemoError, AirflowError) as err:
+    except (DemoError, AirflowError, TimeoutError) as err:
         console.print(f"[red]demo failed:[/red] {err}")
         return EXIT_FAILURE
