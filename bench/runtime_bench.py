@@ -33,8 +33,8 @@ from jobs.fleet_events import (
     converged,
     last_event,
     processing_intervals,
-    wait_until,
 )
+from jobs.polling import wait_until
 
 KEY = "runtime-bench-key"
 GROUP = "bench"

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from jobs.broker import free_port
+from jobs.polling import wait_until
 
 log = logging.getLogger(__name__)
 DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
@@ -174,9 +175,7 @@ class LocalAirflow:
 
     def wait_for_dag(self, dag_id: str, timeout_s: float = 120) -> None:
         """Until the dag-processor has parsed ``dag_id`` (a run can only be triggered then)."""
-        self._until(
-            lambda: self.api("GET", f"/dags/{dag_id}", ok=(200, 404)).get("dag_id") == dag_id, timeout_s, dag_id
-        )
+        _until(lambda: self.api("GET", f"/dags/{dag_id}", ok=(200, 404)).get("dag_id") == dag_id, timeout_s, dag_id)
 
     def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None) -> str:
         """Unpause and trigger a run with ``conf`` (the DAG's params); its run id."""
@@ -194,7 +193,7 @@ class LocalAirflow:
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout_s: float) -> str:
         """Until the run finishes; its final state."""
-        self._until(lambda: self.run_state(dag_id, run_id) in FINISHED, timeout_s, f"run {run_id} to finish")
+        _until(lambda: self.run_state(dag_id, run_id) in FINISHED, timeout_s, f"run {run_id} to finish")
         return self.run_state(dag_id, run_id)
 
     def wait_for_approval(
@@ -217,7 +216,7 @@ class LocalAirflow:
             found.update(detail)
             return (datetime.now(UTC) - created).total_seconds() >= settle_s
 
-        self._until(ready, timeout_s, f"{task_id} of {run_id} to await input")
+        _until(ready, timeout_s, f"{task_id} of {run_id} to await input")
         return found
 
     def answer(
@@ -227,11 +226,6 @@ class LocalAirflow:
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails"
         return dict(self.api("PATCH", path, {"chosen_options": options, "params_input": dict(params_input)}))
 
-    @staticmethod
-    def _until(condition: Any, timeout_s: float, what: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.5)
-        raise AirflowError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+def _until(condition: Any, timeout_s: float, what: str) -> None:
+    wait_until(condition, timeout_s, what, poll_s=0.5, error=AirflowError)

@@ -33,7 +33,8 @@ from jobs.broker import EmbeddedBroker, free_port
 from jobs.demo_groups import simulated_groups, write_simulated_groups
 from jobs.direct_plan import live_reports
 from jobs.fleet import Fleet, FleetConfig, InputLoad
-from jobs.fleet_events import all_tasks_processed_once, converged, wait_until
+from jobs.fleet_events import all_tasks_processed_once, converged
+from jobs.polling import wait_until
 from jobs.settings import Settings
 
 EXIT_OK, EXIT_FAILURE = 0, 1

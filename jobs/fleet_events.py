@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from assignor.assignment import GroupAssignment
@@ -94,13 +94,3 @@ def activation_lags(instances: Iterable[InstanceProcess], since_ms: int = 0) -> 
         for e in i.events()
         if e["event"] == "activate" and e["t"] >= since_ms
     ]
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.2) -> None:
-    """Poll ``condition`` until it holds; TimeoutError naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(poll_s)
-    raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")

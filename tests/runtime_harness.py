@@ -11,6 +11,7 @@ from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
+from jobs.polling import wait_until
 
 
 @dataclass
@@ -91,10 +92,5 @@ class Group:
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``condition`` until it holds or the deadline passes."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    """Poll ``condition`` until it holds; the test fails naming ``what`` when the deadline passes."""
+    wait_until(condition, timeout_s, what, poll_s=0.1, error=AssertionError)
