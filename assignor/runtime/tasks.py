@@ -66,6 +66,8 @@ class TaskManager:
         # One record per batch: Tansu reports exact end offsets only then (shared/ENVIRONMENT.md).
         self._producer = Producer({**kafka, "batch.num.messages": 1, "linger.ms": 0})
         self.tasks: dict[TaskId, _Task] = {}
+        self._by_changelog: dict[Partition, _Task] = {}  # per record on the hot path: a lookup, not a scan
+        self._by_input: dict[Partition, _Task] = {}
         self._closed_sums: dict[TaskId, int] = {}
         for task in state.local_tasks():
             self._remember_closed(task)
@@ -114,11 +116,17 @@ class TaskManager:
         )
         self._closed_sums.pop(task_id, None)
         self.tasks[task_id] = task
+        self._by_changelog.update(dict.fromkeys(task.changelogs, task))
+        self._by_input.update(dict.fromkeys(task.inputs, task))
         self.events.emit("open", task=str(task_id), role=role, offset_sum=task.store.offset_sum(task.changelogs))
         return task
 
     def _close(self, task_id: TaskId) -> None:
         task = self.tasks.pop(task_id)
+        for partition in task.changelogs:
+            self._by_changelog.pop(partition, None)
+        for partition in task.inputs:
+            self._by_input.pop(partition, None)
         if task.processing:
             self._stop_processing(task, "unassigned")
         task.store.close()
@@ -142,12 +150,14 @@ class TaskManager:
         task.restore_to = ends
         self._maybe_start_processing(task)
 
-    def _maybe_start_processing(self, task: _Task) -> None:
+    def _maybe_start_processing(self, task: _Task) -> bool:
+        """Start processing once restored to the end seen at activation; whether it started now."""
         if task.restore_to is None or task.lag(task.restore_to) > 0:
-            return
+            return False
         task.restore_to = None
         task.processing = True
         self.events.emit("processing", task=str(task.id), restored=task.restored)
+        return True
 
     def _stop_processing(self, task: _Task, why: str) -> None:
         self._producer.flush(10)
@@ -165,10 +175,7 @@ class TaskManager:
             self._input_assigned = processing
 
     def _owner(self, partition: Partition, changelog: bool) -> _Task | None:
-        for task in self.tasks.values():
-            if partition in (task.changelogs if changelog else task.inputs):
-                return task
-        return None
+        return (self._by_changelog if changelog else self._by_input).get(partition)
 
     def _position(self, topic: str, partition: int) -> int:
         task = self._owner((topic, partition), changelog=True)
@@ -209,12 +216,12 @@ class TaskManager:
                 continue
             offset = int(message.offset() or 0)
             by_task[task.id].append((partition, offset, _text(message.key()), _text(message.value())))
+        started = False
         for task_id, records in by_task.items():
             task = self.tasks[task_id]
             task.restored += task.store.apply(records, _input_positions(records, task))
-            if task.restore_to is not None:
-                self._maybe_start_processing(task)
-        if any(t.processing and set(t.changelogs) & self._restore_assigned for t in self.tasks.values()):
+            started |= self._maybe_start_processing(task)
+        if started:  # its changelog leaves the restore consumer, its input joins the input consumer
             self._assign_consumers()
         return sum(len(r) for r in by_task.values())
 
@@ -329,13 +336,17 @@ def _good(messages: list[Message]) -> list[Message]:
 
 
 def _input_positions(records: list[ChangelogRecord], task: _Task) -> dict[Partition, int]:
-    """The input position a restored store resumes from: the newest input offset its changelog recorded."""
-    newest = -1
-    for _, _, _, value in records:
-        try:
-            newest = max(newest, int(json.loads(value).get("input_offset", -1)))
-        except (ValueError, TypeError, AttributeError):
-            continue
-    if newest < 0 or not task.inputs:
+    """The input position a restored store resumes from: the input offset of its newest changelog record.
+
+    Only one active writes a changelog at a time and each resumes where the last stopped, so input offsets
+    rise along the changelog: the newest readable record decides, and a restore parses one value per batch.
+    """
+    if not task.inputs:
         return {}
-    return {task.inputs[0]: newest + 1}
+    for _, _, _, value in reversed(records):
+        try:
+            newest = int(json.loads(value)["input_offset"])
+        except (ValueError, TypeError, KeyError):
+            continue
+        return {task.inputs[0]: newest + 1} if newest >= 0 else {}
+    return {}
