@@ -9,22 +9,17 @@ from typing import Any
 from assignor.assignment import GroupAssignment
 from jobs.fleet import Fleet, InstanceProcess
 
+Event = dict[str, Any]
+Stretch = tuple[str, int, int]  # (task, start ms, end ms)
 
-def last_event(instance: InstanceProcess, name: str) -> dict[str, Any] | None:
-    return next((e for e in reversed(instance.events()) if e["event"] == name), None)
+
+def last_event(instance: InstanceProcess, name: str) -> Event | None:
+    return _last(instance.events(), name)
 
 
 def processing(instance: InstanceProcess) -> set[str]:
     """Tasks the instance is processing now (a 'processing' event not followed by a 'stop')."""
-    running: set[str] = set()
-    for e in instance.events():
-        if e["event"] == "processing":
-            running.add(e["task"])
-        elif e["event"] == "stop":
-            running.discard(e["task"])
-        elif e["event"] == "start":  # a restart after a crash: nothing survives but the stores
-            running.clear()
-    return running
+    return set(_stretches(instance.events())[1])
 
 
 def processing_intervals(instances: Iterable[InstanceProcess]) -> dict[str, list[tuple[str, int, int]]]:
@@ -32,22 +27,32 @@ def processing_intervals(instances: Iterable[InstanceProcess]) -> dict[str, list
     now = int(time.time() * 1000)
     spans: dict[str, list[tuple[str, int, int]]] = {}
     for instance in instances:
-        open_at: dict[str, int] = {}
-        last_t = 0
-        for e in instance.events():
-            if e["event"] == "start":  # killed before: its stretches ended by its last word
-                for task, start in open_at.items():
-                    spans.setdefault(task, []).append((instance.name, start, last_t))
-                open_at = {}
-            last_t = e["t"]
-            if e["event"] == "processing":
-                open_at[e["task"]] = e["t"]
-            elif e["event"] == "stop" and e["task"] in open_at:
-                spans.setdefault(e["task"], []).append((instance.name, open_at.pop(e["task"]), e["t"]))
-        end = now if instance.alive else max((e["t"] for e in instance.events()), default=now)
-        for task, start in open_at.items():
-            spans.setdefault(task, []).append((instance.name, start, end))
+        closed, still_open, last_t = _stretches(instance.events())
+        end = now if instance.alive or not last_t else last_t
+        for task, start, stop in [*closed, *((task, start, end) for task, start in still_open.items())]:
+            spans.setdefault(task, []).append((instance.name, start, stop))
     return spans
+
+
+def _last(events: list[Event], name: str) -> Event | None:
+    return next((e for e in reversed(events) if e["event"] == name), None)
+
+
+def _stretches(events: list[Event]) -> tuple[list[Stretch], dict[str, int], int]:
+    """One instance's processing stretches that ended, the ones still open (task -> start), the last event time."""
+    closed: list[Stretch] = []
+    still_open: dict[str, int] = {}
+    last_t = 0
+    for e in events:
+        if e["event"] == "start":  # a restart after a crash: its stretches ended with its last word
+            closed.extend((task, start, last_t) for task, start in still_open.items())
+            still_open = {}
+        last_t = e["t"]
+        if e["event"] == "processing":
+            still_open[e["task"]] = e["t"]
+        elif e["event"] == "stop" and e["task"] in still_open:
+            closed.append((e["task"], still_open.pop(e["task"]), e["t"]))
+    return closed, still_open, last_t
 
 
 def double_processing(instances: Iterable[InstanceProcess]) -> list[str]:
@@ -72,7 +77,8 @@ def converged(fleet: Fleet, group_id: str, target: GroupAssignment, plan_id: str
     if set(by_pid) != set(target.clients):
         return False
     for pid, instance in by_pid.items():
-        assigned = last_event(instance, "assigned")
+        events = instance.events()  # one read per poll: the logs grow by a line a second
+        assigned = _last(events, "assigned")
         wanted = target.clients[pid]
         if (
             assigned is None
@@ -80,7 +86,7 @@ def converged(fleet: Fleet, group_id: str, target: GroupAssignment, plan_id: str
             or set(assigned["active"]) != {str(t) for t in wanted.active}
             or set(assigned["standby"]) != {str(t) for t in wanted.standby}
             or assigned["warmup"]
-            or processing(instance) != {str(t) for t in wanted.active}
+            or set(_stretches(events)[1]) != {str(t) for t in wanted.active}
         ):
             return False
     return True
