@@ -1,4 +1,5 @@
 """The pipeline's subcommands of ``rebalance-planner``: one per stage, plus history and report."""
+# ruff: noqa: PLC0415 -- Spark, Delta and Great Expectations load when a pipeline command runs, not at CLI start
 
 from __future__ import annotations
 
@@ -10,25 +11,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from jobs.approve import run_approve
-from jobs.engine import spark_session
-from jobs.extract import run_extract
-from jobs.history import OWNER_COLUMNS, parse_as_of, run_history
-from jobs.lags import run_lags
-from jobs.lake import Lake
-from jobs.observe import run_observe
-from jobs.plan import run_plan
-from jobs.publish import run_publish
-from jobs.report import run_report
 from jobs.settings import Settings
-from jobs.stage import StageInputError, StageResult
-from jobs.validate import run_validate
+
+if TYPE_CHECKING:
+    from jobs.lake import Lake
+    from jobs.stage import StageResult
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 COMMANDS = ("extract", "lags", "plan", "validate", "approve", "publish", "observe", "history", "report")
@@ -74,6 +67,8 @@ def add_pipeline_commands(commands: Any) -> None:
 
 
 def _bootstrap(args: argparse.Namespace, settings: Settings) -> str:
+    from jobs.stage import StageInputError
+
     bootstrap = args.bootstrap or settings.kafka_bootstrap
     if not bootstrap:
         raise StageInputError("no Kafka bootstrap: set RBP_KAFKA_BOOTSTRAP or pass --bootstrap")
@@ -95,6 +90,14 @@ def print_result(result: StageResult, console: Console) -> None:
 
 
 def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> StageResult | None:
+    from jobs.approve import run_approve
+    from jobs.extract import run_extract
+    from jobs.lags import run_lags
+    from jobs.observe import run_observe
+    from jobs.plan import run_plan
+    from jobs.publish import run_publish
+    from jobs.validate import run_validate
+
     stages: dict[str, Callable[[], StageResult]] = {
         "extract": lambda: run_extract(lake, settings, _bootstrap(args, settings), args.snapshot_id),
         "lags": lambda: run_lags(lake, settings, args.snapshot_id),
@@ -118,6 +121,8 @@ def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> Stag
 
 
 def _print_history(args: argparse.Namespace, lake: Lake, console: Console) -> None:
+    from jobs.history import OWNER_COLUMNS, parse_as_of, run_history
+
     as_of = parse_as_of(args.as_of) if args.as_of else None
     rows = run_history(lake, args.group, args.task, as_of, args.version).collect()
     table = Table(title=f"owners in group {args.group}" + (f" task {args.task}" if args.task else ""))
@@ -144,6 +149,10 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
     """Run a pipeline subcommand; None when ``args.command`` is not one of ours."""
     if args.command not in COMMANDS:
         return None
+    from jobs.engine import spark_session
+    from jobs.lake import Lake
+    from jobs.report import run_report
+
     settings = Settings()
     # The embedded engine logs every session at INFO on stderr; keep stderr for our progress and errors.
     os.environ.setdefault("RUST_LOG", "warn")
