@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -103,19 +102,21 @@ class LocalAirflow:
 
     def wait_ready(self, timeout_s: float = 180) -> LocalAirflow:
         """Until the REST API answers and a token can be had."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def answering() -> bool:
             if self.process is None or self.process.poll() is not None:
                 code = None if self.process is None else self.process.returncode
                 raise AirflowError(f"airflow {self._what} exited ({code}); see {self.home / (self._what + '.log')}")
             try:
                 if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2).status_code == 200:
                     self.token()
-                    return self
+                    return True
             except (httpx.HTTPError, AirflowError):
                 pass
-            time.sleep(0.5)
-        raise AirflowError(f"airflow {self._what} did not answer on {self.url} within {timeout_s:g} s")
+            return False
+
+        _until(answering, timeout_s, f"airflow {self._what} to answer on {self.url}")
+        return self
 
     def start(self, what: str = "standalone", timeout_s: float = 180) -> LocalAirflow:
         """Launch, then wait until it answers."""

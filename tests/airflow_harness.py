@@ -6,7 +6,6 @@ import json
 import math
 import signal
 import subprocess
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from deltalake import DeltaTable
 
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.airflow_local import LocalAirflow, _airflow_bin
+from jobs.polling import wait_until
 from tests.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
 
 KEY = "dag-test-signing-key"
@@ -106,16 +106,16 @@ def published_plans(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
 
 def run_of(airflow: LocalAirflow, process: subprocess.Popen[bytes], before: set[str], timeout_s: float = 300) -> str:
     """The run id `airflow dags test` created (one not in ``before``), once the api-server sees it."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    new: set[str] = set()
+
+    def appeared() -> bool:
         if process.poll() is not None:
             raise AssertionError(f"airflow dags test exited {process.returncode} before its run appeared")
-        found = airflow.api("GET", f"/dags/{DAG_ID}/dagRuns", ok=(200, 404)) or {}
-        new = {str(r["dag_run_id"]) for r in found.get("dag_runs", [])} - before
-        if new:
-            return new.pop()
-        time.sleep(0.5)
-    raise AssertionError(f"no new run of {DAG_ID} within {timeout_s:g} s")
+        new.update(run_ids(airflow) - before)
+        return bool(new)
+
+    wait_until(appeared, timeout_s, f"a new run of {DAG_ID}", poll_s=0.5, error=AssertionError)
+    return new.pop()
 
 
 def run_ids(airflow: LocalAirflow) -> set[str]:
