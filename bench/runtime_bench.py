@@ -25,7 +25,6 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assignor import AssignmentConfigs
-from jobs.broker import EmbeddedBroker
 from jobs.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.fleet import Fleet, FleetConfig, InputLoad, InstanceProcess
 from jobs.fleet_events import (
@@ -34,6 +33,7 @@ from jobs.fleet_events import (
     last_event,
     processing_intervals,
 )
+from jobs.local.broker import EmbeddedBroker
 from jobs.polling import wait_until
 
 KEY = "runtime-bench-key"

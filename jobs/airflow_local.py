@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from jobs.broker import free_port
+from jobs.local.processes import free_port
 from jobs.polling import wait_until
 
 log = logging.getLogger(__name__)

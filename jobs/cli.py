@@ -24,8 +24,8 @@ from assignor import (
 )
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
-from jobs.broker import EmbeddedBroker
 from jobs.demo import add_demo_command, run_demo_command
+from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline_cli import add_pipeline_commands, run_pipeline_command
 from jobs.runtime_cli import add_runtime_commands, run_runtime_command
 from jobs.settings import Settings

@@ -29,11 +29,12 @@ from assignor import AssignmentConfigs
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
 from assignor.runtime.plans import ApprovedPlan, parse_plan
 from jobs.airflow_local import AirflowError, LocalAirflow
-from jobs.broker import EmbeddedBroker, free_port
 from jobs.demo_groups import simulated_groups, write_simulated_groups
 from jobs.direct_plan import live_reports
 from jobs.fleet import Fleet, FleetConfig, InputLoad
 from jobs.fleet_events import all_tasks_processed_once, converged
+from jobs.local.broker import EmbeddedBroker
+from jobs.local.processes import free_port
 from jobs.polling import wait_until
 from jobs.settings import Settings
 

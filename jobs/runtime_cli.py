@@ -20,8 +20,8 @@ from rich.table import Table
 from assignor.configs import AssignmentConfigs
 from assignor.runtime.instance import Instance, InstanceConfig
 from assignor.runtime.protocol import SUPPORTED_VERSIONS
-from jobs.broker import EmbeddedBroker
 from jobs.fleet import Fleet, FleetConfig, InputLoad, group_topology
+from jobs.local.broker import EmbeddedBroker
 from jobs.settings import Settings
 
 

@@ -1,4 +1,4 @@
-"""Hypothesis profiles: 'dev' by default, 'ci' (more examples) when CI is set."""
+"""Shared fixtures (one broker, one engine per session) and hypothesis profiles (dev; ci when CI is set)."""
 
 import os
 from collections.abc import Iterator
@@ -7,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from pyspark.sql import SparkSession
 
-from jobs.broker import EmbeddedBroker
 from jobs.engine import spark_session
+from jobs.local.broker import EmbeddedBroker
+from tests.kafka_isolation import isolated
 
 settings.register_profile(
     "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -19,10 +20,17 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """One Apache Kafka broker (KRaft, a child JVM) for the whole session; its log stays in pytest's tmp."""
+    with EmbeddedBroker(data_dir=tmp_path_factory.mktemp("kafka")) as running:
+        yield running
+
+
 @pytest.fixture
-def broker() -> Iterator[EmbeddedBroker]:
-    """A real Tansu broker process on loopback, stopped after the test."""
-    with EmbeddedBroker() as running:
+def broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
+    """The session's broker; the topics and groups this test creates are deleted after it."""
+    with isolated(kafka) as running:
         yield running
 
 

@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from jobs.broker import EmbeddedBroker, free_port
+from jobs.local.broker import EmbeddedBroker
+from jobs.local.processes import free_port
 
 
 def test_compacted_topic_round_trip_and_exact_end_offsets(broker: EmbeddedBroker) -> None:

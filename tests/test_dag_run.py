@@ -12,8 +12,8 @@ import pytest
 
 from assignor.runtime.plans import parse_plan
 from jobs.airflow_local import LocalAirflow
-from jobs.broker import EmbeddedBroker
 from jobs.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
+from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration import KAFKA_CONN_ID
 from tests.airflow_harness import (
     DAG_ID,

@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from jobs.airflow_local import LocalAirflow
-from jobs.broker import EmbeddedBroker
 from jobs.hitl import APPROVE_ALL, TIMEOUT_USER
+from jobs.local.broker import EmbeddedBroker
 from tests.airflow_harness import DAG_ID, plan_rows, published_plans, rbp_env, seed_groups, snapshot_of
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"

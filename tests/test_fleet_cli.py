@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from assignor.runtime.events import read_events
-from jobs.broker import EmbeddedBroker
+from jobs.local.broker import EmbeddedBroker
 
 CLI = Path(sys.executable).parent / "rebalance-planner"
 

@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
-from jobs.broker import EmbeddedBroker
 from jobs.demo_groups import simulated_groups, write_simulated_groups
 from jobs.lake import Lake
+from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration import Runtime, TaskFailed, run_stage
 from jobs.settings import Settings
 from jobs.stage import StageInputError

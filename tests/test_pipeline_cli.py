@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.broker import EmbeddedBroker
 from jobs.cli import main
+from jobs.local.broker import EmbeddedBroker
 from jobs.settings import Settings
 from tests.test_pipeline_e2e import seed_fleet
 

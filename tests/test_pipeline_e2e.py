@@ -14,11 +14,11 @@ from assignor import TaskId
 from assignor.runtime.kafka_io import read_latest_by_key
 from assignor.runtime.plans import parse_plan
 from jobs.approve import run_approve
-from jobs.broker import EmbeddedBroker
 from jobs.extract import run_extract
 from jobs.history import run_history
 from jobs.lags import run_lags
 from jobs.lake import Lake
+from jobs.local.broker import EmbeddedBroker
 from jobs.observe import run_observe
 from jobs.plan import run_plan
 from jobs.publish import run_publish

@@ -9,10 +9,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from jobs.broker import EmbeddedBroker
 from jobs.extract import run_extract
 from jobs.lags import run_lags
 from jobs.lake import Lake
+from jobs.local.broker import EmbeddedBroker
 from jobs.plan import run_plan
 from jobs.settings import Settings
 from tests.pipeline_kafka import create_topics, fill_changelog, produce, report, stateful_topology

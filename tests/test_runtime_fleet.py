@@ -17,7 +17,6 @@ import pytest
 from assignor import AssignmentConfigs
 from assignor.assignment import GroupAssignment
 from assignor.runtime.kafka_io import ChangelogEndOffsets
-from jobs.broker import EmbeddedBroker
 from jobs.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.fleet import Fleet, FleetConfig, InputLoad, group_topology
 from jobs.fleet_events import (
@@ -28,6 +27,7 @@ from jobs.fleet_events import (
     last_event,
     processing,
 )
+from jobs.local.broker import EmbeddedBroker
 from tests.runtime_harness import wait_for
 
 KEY = "fleet-test-signing-key"

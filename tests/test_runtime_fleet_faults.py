@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 from assignor import AssignmentConfigs
-from jobs.broker import EmbeddedBroker
 from jobs.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.fleet import Fleet, InputLoad
 from jobs.fleet_events import activation_lags, all_tasks_processed_once, converged, last_event, processing
+from jobs.local.broker import EmbeddedBroker
 from tests.runtime_harness import wait_for
 from tests.test_runtime_fleet import CONFIGS, KEY, PARTITIONS, TASKS, fleet_config, start_settled, wait_for_state
 

@@ -20,7 +20,7 @@ from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonori
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource
 from assignor.runtime.plans import ApprovedPlan
 from assignor.runtime.protocol import ErrorCode, Partition
-from jobs.broker import EmbeddedBroker
+from jobs.local.broker import EmbeddedBroker
 from tests.runtime_harness import Group, Member, wait_for
 
 TOPOLOGY = Topology((Subtopology(0, ("in-0",), ("chg-0",)),))
@@ -141,7 +141,7 @@ def test_scale_out_follows_the_signed_plan_warming_up_before_moving(broker: Embe
         # First it only warms up (or restores in a standby slot); it processes nothing yet.
         wait_for(lambda: newcomer.info is not None and bool(newcomer.info.warmup_tasks), 60, "warmups on p3")
         assert newcomer.info is not None and not newcomer.info.active_tasks
-        assert newcomer.info.plan_id == "plan-7"
+        assert newcomer.info.plan_id == "plan-7", newcomer.info
         assert not group.members["p3"].partitions
         caught_up_at = time.monotonic()
         restored.update(dict.fromkeys(newcomer.info.warmup_tasks, END))  # the warmups have restored

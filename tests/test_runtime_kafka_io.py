@@ -15,7 +15,7 @@ from assignor.runtime.group_assignor import MemberView, Subtopology, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, read_latest_by_key
 from assignor.runtime.protocol import AssignmentInfo
 from assignor.runtime.reports import state_report
-from jobs.broker import EmbeddedBroker
+from jobs.local.broker import EmbeddedBroker
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "schemas" / "state_report.schema.json").read_text())
 

@@ -1,0 +1,1 @@
+"""The product on one machine: embedded Apache Kafka, local Airflow, fleets of live groups (for demo, tests, bench)."""

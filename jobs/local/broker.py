@@ -1,0 +1,260 @@
+"""The embedded Apache Kafka broker: one KRaft node (broker + controller) as a child JVM on loopback."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir
+from jobs.local.processes import free_port, spawn, stop_group
+
+log = logging.getLogger(__name__)
+
+_STATE_FILE = "embedded-broker.json"
+
+
+class BrokerError(RuntimeError):
+    """The embedded broker did not start or stopped unexpectedly."""
+
+
+@dataclass(frozen=True)
+class BrokerIdentity:
+    """What must stay the same across restarts on one data directory: the cluster id and the ports."""
+
+    cluster_id: str
+    port: int
+    controller_port: int
+
+    @staticmethod
+    def new(port: int, host: str) -> BrokerIdentity:
+        while True:  # Kafka's own ids never start with '-', which command lines would take for an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            if not cluster_id.startswith("-"):
+                return BrokerIdentity(cluster_id, port or free_port(host), free_port(host))
+
+
+def server_properties(identity: BrokerIdentity, host: str, log_dirs: Path) -> dict[str, str]:
+    """The broker's configuration: one node, replication factor 1, and group timings fit for tests and demos."""
+    return {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@{host}:{identity.controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{identity.port},CONTROLLER://{host}:{identity.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{identity.port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(log_dirs),
+        "num.partitions": "1",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.num.partitions": "4",
+        # A group forms at once, and short sessions are allowed, so a killed member is noticed in seconds.
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000",
+        # Compacted topics compact within seconds once a segment rolls (topics set their own segment.ms).
+        "log.cleaner.backoff.ms": "1000",
+        "log.cleaner.threads": "1",
+        "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+        "log.retention.check.interval.ms": "5000",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "num.recovery.threads.per.data.dir": "1",
+        "background.threads": "4",
+        "auto.leader.rebalance.enable": "false",
+        # Topics exist because our code created them, never because a client asked for metadata.
+        "auto.create.topics.enable": "false",
+    }
+
+
+def _log4j_config(log_file: Path) -> str:
+    return "\n".join(
+        [
+            "status = warn",
+            "appender.file.type = File",
+            "appender.file.name = file",
+            f"appender.file.fileName = {log_file}",
+            "appender.file.layout.type = PatternLayout",
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+            "rootLogger.level = INFO",
+            "rootLogger.appenderRef.file.ref = file",
+            "logger.cleaner.name = kafka.log.LogCleaner",
+            "logger.cleaner.level = WARN",
+            "",
+        ]
+    )
+
+
+class EmbeddedBroker:
+    """Apache Kafka on 127.0.0.1: data in `data_dir` (kept) or in a temporary folder removed by `close()`."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        data_dir: Path | None = None,
+        *,
+        jvm_dir: Path = DEFAULT_JVM_DIR,
+        heap_mb: int = 512,
+        host: str = "127.0.0.1",
+        java: str = "java",
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self._keep_data = data_dir is not None
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="rbp-kafka-"))
+        self._jvm_dir = jvm_dir
+        self._heap_mb = heap_mb
+        self._java = java
+        self._identity: BrokerIdentity | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def port(self) -> int:
+        if self._identity is None:
+            raise BrokerError("the embedded broker has not been started")
+        return self._identity.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "server.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def start(self, timeout_s: float = 90.0) -> str:
+        """Start the JVM (formatting storage on first use) and wait until an Admin call succeeds."""
+        if self.running:
+            return self.bootstrap
+        libs = classpath_dir("kafka", self._jvm_dir)
+        classpath = str(libs.resolve() / "*")
+        identity, formatted = self._load_identity()
+        self._identity = identity
+        properties = self.data_dir / "server.properties"
+        properties.write_text(
+            "".join(f"{k}={v}\n" for k, v in server_properties(identity, self.host, self.data_dir / "logs").items()),
+            encoding="utf-8",
+        )
+        log4j = self.data_dir / "log4j2.properties"
+        log4j.write_text(_log4j_config(self.log_file), encoding="utf-8")
+        java = [self._java, f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+        if not formatted:
+            done = subprocess.run(
+                [*java, "kafka.tools.StorageTool", "format", "-t", identity.cluster_id, "-c", str(properties)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise BrokerError(f"formatting Kafka storage in {self.data_dir} failed: {done.stdout}{done.stderr}")
+            (self.data_dir / _STATE_FILE).write_text(json.dumps(identity.__dict__), encoding="utf-8")
+        jvm_options = [
+            "-Xms64m",
+            f"-Xmx{self._heap_mb}m",
+            "-XX:+UseSerialGC",  # one small heap on a 2-core machine: no concurrent GC threads
+            "-XX:TieredStopAtLevel=1",  # C1 only: starts in half the time, plenty for a test broker
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+        ]
+        started = time.monotonic()
+        with (self.data_dir / "jvm.out").open("ab") as out:
+            self._process = spawn([*java[:1], *jvm_options, *java[1:], "kafka.Kafka", str(properties)], stdout=out)
+        self._await_ready(started + timeout_s)
+        log.info(
+            "Apache Kafka ready on %s in %.1f s (pid %d, data %s)",
+            self.bootstrap,
+            time.monotonic() - started,
+            self._process.pid,
+            self.data_dir,
+        )
+        return self.bootstrap
+
+    def _load_identity(self) -> tuple[BrokerIdentity, bool]:
+        state = self.data_dir / _STATE_FILE
+        if state.is_file():
+            saved = BrokerIdentity(**json.loads(state.read_text(encoding="utf-8")))
+            port = self._requested_port or saved.port
+            return BrokerIdentity(saved.cluster_id, port, saved.controller_port), True
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return BrokerIdentity.new(self._requested_port, self.host), False
+
+    def _await_ready(self, deadline: float) -> None:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        assert self._process is not None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                status = self._process.returncode
+                self._process = None
+                raise BrokerError(f"Apache Kafka exited with status {status} while starting: {self._log_tail()}")
+            try:
+                admin.describe_cluster(request_timeout=1).result(2)
+                admin.list_topics(timeout=2)
+                return
+            except KafkaException:  # not serving yet; the deadline bounds the wait
+                continue
+        self.stop()
+        raise BrokerError(f"Apache Kafka did not answer on {self.bootstrap} in time: {self._log_tail()}")
+
+    def _log_tail(self, lines: int = 5) -> str:
+        for path in (self.data_dir / "jvm.out", self.log_file):
+            if path.is_file():
+                errors = [line for line in path.read_text(errors="replace").splitlines() if "ERROR" in line]
+                if errors:
+                    return " | ".join(errors[-lines:])
+        return f"see {self.log_file}"
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the broker's process group (a controlled shutdown) and wait; the data stays."""
+        if self._process is not None:
+            stop_group(self._process, timeout_s)
+            self._process = None
+
+    def kill(self) -> None:
+        """Stop the JVM at once (SIGKILL), as a crash would; the data stays."""
+        if self._process is not None:
+            stop_group(self._process, 0.0, sig=9)
+            self._process = None
+
+    def close(self) -> None:
+        """Stop the broker and remove its data unless it lives in a caller's `data_dir`."""
+        self.stop()
+        if not self._keep_data:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def __enter__(self) -> EmbeddedBroker:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()

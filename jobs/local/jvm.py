@@ -1,0 +1,73 @@
+"""JVM classpaths from Maven Central: each is a pom shipped in this package, fetched once with `mvn`."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import shutil
+import subprocess
+import sys
+from importlib.resources import as_file, files
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_JVM_DIR = Path("var/jvm")
+_STAMP = ".pom.sha256"
+
+
+class JvmArtifactsError(RuntimeError):
+    """Maven could not provide the jars (no `mvn`, no registry, or an unknown artifact)."""
+
+
+def _pom_text(name: str) -> str:
+    return (files("jobs.local") / name / "pom.xml").read_text(encoding="utf-8")
+
+
+def classpath_dir(name: str, jvm_dir: Path = DEFAULT_JVM_DIR) -> Path:
+    """The folder of jars for the pom `jobs/local/<name>/pom.xml`, fetched with mvn unless already current."""
+    target = jvm_dir / name
+    digest = hashlib.sha256(_pom_text(name).encode()).hexdigest()
+    stamp = target / _STAMP
+    if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JvmArtifactsError(f"the {name} jars are not in {target} and `mvn` is not on PATH to fetch them")
+    staging = jvm_dir / f".{name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    print(f"fetching the {name} jars from Maven Central into {target} ...", file=sys.stderr, flush=True)
+    with as_file(files("jobs.local") / name / "pom.xml") as pom:
+        command = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime"]
+        done = subprocess.run(
+            [*command, f"-DoutputDirectory={staging.resolve()}"], capture_output=True, text=True, check=False
+        )
+    if done.returncode != 0:
+        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+        raise JvmArtifactsError(f"mvn could not fetch the {name} jars (exit {done.returncode}): {tail}")
+    (staging / _STAMP).write_text(digest + "\n", encoding="utf-8")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)  # readers see the old folder or the complete new one, never half a download
+    log.info("%s jars ready in %s (%d files)", name, target, len(list(target.glob("*.jar"))))
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m jobs.local.jvm kafka [--jvm-dir var/jvm]`: what `make` runs to fetch the jars."""
+    parser = argparse.ArgumentParser(prog="python -m jobs.local.jvm", description=main.__doc__)
+    parser.add_argument("names", nargs="+", help="pom folders under jobs/local (e.g. kafka)")
+    parser.add_argument("--jvm-dir", type=Path, default=DEFAULT_JVM_DIR)
+    args = parser.parse_args(argv)
+    try:
+        for name in args.names:
+            classpath_dir(name, args.jvm_dir)
+    except JvmArtifactsError as err:
+        print(f"jobs.local.jvm: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

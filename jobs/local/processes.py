@@ -1,0 +1,64 @@
+"""Child processes that never outlive us: their own process group, a parent-death signal, group-wide stop."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: if our process dies (even by SIGKILL) the kernel sends SIGTERM.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def spawn(
+    args: Sequence[str],
+    *,
+    stdout: IO[bytes] | int | None = subprocess.DEVNULL,
+    stderr: IO[bytes] | int | None = subprocess.STDOUT,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a child in its own process group that receives SIGTERM when this process dies."""
+    return subprocess.Popen(
+        list(args),
+        stdout=stdout,
+        stderr=stderr,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the child's whole group
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there; we start no threads first)
+    )
+
+
+def stop_group(process: subprocess.Popen[bytes], timeout_s: float = 20.0, sig: int = signal.SIGTERM) -> int:
+    """Signal the child's process group, wait, then SIGKILL what is left; return the exit status."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+        except ProcessLookupError:
+            process.wait()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # leftovers of the group (grandchildren) go too
+    except (ProcessLookupError, PermissionError):
+        pass
+    return process.wait()
