@@ -75,22 +75,29 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
     broker = commands.add_parser(
         "broker",
-        help="run the embedded Kafka-protocol broker (Tansu, in memory) until interrupted",
-        description="Run the embedded Kafka-protocol broker (Tansu, memory storage) on loopback until Ctrl-C.",
+        help="run the embedded Apache Kafka broker (KRaft, one node) until interrupted",
+        description="Run Apache Kafka (one KRaft broker+controller, a child JVM) on 127.0.0.1 until Ctrl-C or "
+        "SIGTERM. The jars come from Maven Central through mvn on first use (make does it ahead).",
     )
     broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
+    broker.add_argument(
+        "--data-dir",
+        type=Path,
+        help="keep the broker's data here across restarts (default: a temporary folder removed at exit)",
+    )
     add_pipeline_commands(commands)
     add_runtime_commands(commands)
     add_demo_command(commands)
     return parser
 
 
-def _cmd_broker(args: argparse.Namespace, console: Console) -> int:
+def _cmd_broker(args: argparse.Namespace, console: Console, settings: Settings) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with EmbeddedBroker(port=args.port) as broker:
-        console.print(f"embedded broker listening on [bold]{broker.bootstrap}[/bold] (memory only; Ctrl-C stops it)")
+    with EmbeddedBroker(port=args.port, data_dir=args.data_dir, jvm_dir=settings.jvm_dir) as broker:
+        kept = f"data in {broker.data_dir}" if args.data_dir else "temporary data"
+        console.print(f"Apache Kafka listening on [bold]{broker.bootstrap}[/bold] ({kept}; Ctrl-C stops it)")
         while not stop.wait(0.5):
             if not broker.running:
                 console.print("[red]embedded broker exited[/red]")
@@ -165,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "simulate":
             return _cmd_simulate(args, console)
         if args.command == "broker":
-            return _cmd_broker(args, console)
+            return _cmd_broker(args, console, Settings())
         pipeline = run_pipeline_command(args, console)
         if pipeline is not None:
             return pipeline

@@ -121,7 +121,7 @@ def _announce(bootstrap: str, topic: str, group_id: str, process_id: str) -> Non
         "plan_id": None,
         "fallback_reason": None,
     }
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, json.dumps(report).encode(), f"{group_id}/{process_id}".encode())
     if producer.flush(30):
         raise DemoError(f"the announcement of {group_id}/{process_id} was not delivered")
@@ -183,9 +183,9 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     logging.getLogger("jobs").setLevel(logging.WARNING)  # the progress lines say what happens
     key = secrets.token_hex(16)
     with ExitStack() as stack, _interrupt_on_sigterm():
-        broker = stack.enter_context(EmbeddedBroker())
+        broker = stack.enter_context(EmbeddedBroker(data_dir=root / "kafka"))
         bootstrap = broker.bootstrap
-        say(f"embedded broker on [bold]{bootstrap}[/bold]")
+        say(f"Apache Kafka (KRaft) on [bold]{bootstrap}[/bold], data in {broker.data_dir}")
         settings = Settings(
             lake_root=root / "lake",
             kafka_bootstrap=bootstrap,

@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from jobs.fleet import ensure_topics
+from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.synthetic import SyntheticGroup, synthetic_group
 
 SCALE = 1_000  # synthetic changelogs hold ~200k records per partition; the demo writes 1/1000 of that
@@ -42,27 +42,22 @@ def write_simulated_groups(
 ) -> int:
     """Create the groups' topics, fill each changelog to its end offset, produce the reports; records written."""
     kafka = dict(kafka or {})
-    ensure_topics(bootstrap, {t: (n, t.endswith("-changelog")) for g in groups for t, n in g.partitions.items()}, kafka)
-    bulk = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **kafka})
+    client = {"bootstrap.servers": bootstrap, **kafka}
+    topics = {t: n for g in groups for t, n in g.partitions.items()}
+    specs = [TopicSpec(t, n, compacted=t.endswith("-changelog")) for t, n in topics.items()]
+    ensure_topics(client, [*specs, TopicSpec(reports_topic, compacted=True)])
+    producer = Producer({**client, "linger.ms": 5})
     written = 0
     for g in groups:
         for (topic, partition), end in g.end_offsets.items():
-            for _ in range(end - 1):
-                bulk.produce(topic, b"v", b"k", partition=partition)
+            for _ in range(end):
+                producer.produce(topic, b"v", b"k", partition=partition)
                 written += 1
                 if written % 20_000 == 0:
-                    bulk.flush(60)
-    if bulk.flush(60):
-        raise RuntimeError("changelog records of the simulated groups not delivered")
-    # The last record of each partition alone in its batch: the broker reports end offsets by the last batch.
-    single = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0, **kafka})
-    for g in groups:
-        for topic, partition in g.end_offsets:
-            single.produce(topic, b"v", b"k", partition=partition)
-            written += 1
+                    producer.flush(60)
     reports: list[dict[str, Any]] = [r for g in groups for r in g.reports]
     for r in reports:
-        single.produce(reports_topic, json.dumps(r).encode(), f"{r['group_id']}/{r['process_id']}".encode())
-    if single.flush(60):
+        producer.produce(reports_topic, json.dumps(r).encode(), f"{r['group_id']}/{r['process_id']}".encode())
+    if producer.flush(60):
         raise RuntimeError("reports of the simulated groups not delivered")
     return written + len(reports)

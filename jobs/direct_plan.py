@@ -87,7 +87,7 @@ def approved_plan(
 
 def publish_record(bootstrap: str, topic: str, key: str, record: Mapping[str, Any] | bytes | None) -> None:
     """Write one record (a dict as JSON, raw bytes, or None for a tombstone) and wait for it."""
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
     value = record if isinstance(record, bytes) or record is None else json.dumps(record).encode("utf-8")
     producer.produce(topic, key=key.encode("utf-8"), value=value)
     if producer.flush(15) != 0:

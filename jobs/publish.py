@@ -17,6 +17,7 @@ from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, GroupAssignment, TaskId
 from assignor.runtime.plans import ApprovedPlan
+from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lake import Lake, MergeOutcome
 from jobs.settings import Settings
 from jobs.stage import StageInputError, StageResult, resolve_snapshot
@@ -107,7 +108,9 @@ def run_publish(
             raise StageInputError(f"plan {plan.plan_id} does not match plan.schema.json: {error.message}")
         records.append(record)
         history.extend(history_rows(plan.group_id, plan.plan_id, plan.snapshot_id, plan.target, "published", now))
-    producer = Producer({**settings.kafka_properties(bootstrap), "batch.num.messages": 1})
+    client = settings.kafka_properties(bootstrap)
+    ensure_topics(client, [TopicSpec(settings.plans_topic, compacted=True)], settings.kafka_timeout_s)
+    producer = Producer(client)
     _produce(producer, settings.plans_topic, records, settings.kafka_timeout_s)
     log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)
     outcomes: list[MergeOutcome] = [lake.merge("assignment_history", lake.spark.createDataFrame(history, HISTORY_DDL))]

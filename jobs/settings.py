@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
     kafka_timeout_s: float = Field(default=30.0, gt=0)
+    jvm_dir: Path = Field(default=Path("./var/jvm"), description="jars fetched from Maven Central (embedded Kafka)")
     # Orchestration (dags/): when the DAGs run and how long a plan waits for a person's decision.
     planning_schedule: str = Field(default="0 2 * * *", description="cron of rebalance_planning; empty: none")
     observe_schedule: str = Field(default="*/15 * * * *", description="cron of rebalance_observe; empty: none")

@@ -8,24 +8,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from assignor.runtime.reports import REPORT_SCHEMA_VERSION
+from assignor.runtime.topics import TopicSpec, ensure_topics
 
 
 def create_topics(bootstrap: str, partitions: Mapping[str, int], compacted: Sequence[str] = ()) -> None:
     """Create topics and wait until each exists."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = [
-        NewTopic(t, n, 1, config={"cleanup.policy": "compact"} if t in compacted else {}) for t, n in partitions.items()
-    ]
-    for future in admin.create_topics(new).values():
-        future.result(timeout=30)
+    specs = [TopicSpec(t, n, compacted=t in compacted) for t, n in partitions.items()]
+    ensure_topics({"bootstrap.servers": bootstrap}, specs)
 
 
 def produce(bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, bytes | None, int | None]]) -> None:
-    """(key, value, partition) records, one per batch so the broker reports exact end offsets."""
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    """(key, value, partition) records, delivered before it returns."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for key, value, partition in records:
         if partition is None:
             producer.produce(topic, key=key, value=value)

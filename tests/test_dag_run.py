@@ -27,14 +27,16 @@ from tests.airflow_harness import (
     seed_groups,
     start_dags_test,
 )
+from tests.kafka_isolation import isolated
 from tests.pipeline_kafka import create_topics
 
 REPORTS = "_rebalance_reports"
 
 
 @pytest.fixture(scope="module")
-def module_broker() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker() as broker:
+def module_broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
+    """The session's broker, seeded for this module; its topics and groups are deleted after the module."""
+    with isolated(kafka) as broker:
         seed_groups(broker.bootstrap, REPORTS)
         yield broker
 

@@ -15,16 +15,19 @@ from jobs.airflow_local import LocalAirflow
 from jobs.hitl import APPROVE_ALL, TIMEOUT_USER
 from jobs.local.broker import EmbeddedBroker
 from tests.airflow_harness import DAG_ID, plan_rows, published_plans, rbp_env, seed_groups, snapshot_of
+from tests.kafka_isolation import isolated
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "var" / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAirflow, EmbeddedBroker, Path]]:
+def standalone(
+    tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker
+) -> Iterator[tuple[LocalAirflow, EmbeddedBroker, Path]]:
     home = tmp_path_factory.mktemp("airflow-standalone")
     lake = home / "lake"
-    with EmbeddedBroker() as broker:
+    with isolated(kafka) as broker:
         seed_groups(broker.bootstrap, REPORTS)
         with LocalAirflow(home, extra_env=rbp_env(broker.bootstrap, lake)).start("standalone") as airflow:
             airflow.wait_for_dag(DAG_ID)
