@@ -4,10 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
+# JVM artifacts (Apache Kafka for the embedded broker) come from Maven Central through mvn, cached in var/jvm.
+JVM_DIR := var/jvm
+KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
 
-.PHONY: install lint test browser bench bench-pipeline bench-runtime demo simulate lock clean
+.PHONY: install jvm lint test browser bench bench-pipeline bench-runtime demo simulate lock clean
 
-install: $(STAMP)
+install: $(STAMP) $(KAFKA_JARS)
+
+jvm: $(KAFKA_JARS)
+
+$(KAFKA_JARS): jobs/local/kafka/pom.xml $(STAMP)
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq openjdk-17-jdk-headless maven; }
+	$(BIN)/python -m jobs.local.jvm kafka --jvm-dir $(JVM_DIR)
 
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,7 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint browser
+test: lint browser $(KAFKA_JARS)
 	$(BIN)/pytest
 
 bench: $(STAMP)
@@ -36,11 +45,11 @@ bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline_bench.py
 
 # A live scale-out of real instance processes (~5 min): not part of `make bench`.
-bench-runtime: $(STAMP)
+bench-runtime: $(STAMP) $(KAFKA_JARS)
 	$(BIN)/python bench/runtime_bench.py
 
 # The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~5 min).
-demo: $(STAMP)
+demo: $(STAMP) $(KAFKA_JARS)
 	$(BIN)/rebalance-planner demo
 
 # The convergence simulation of KIP-441's scale-out, with Kafka's assignor and with the planner.

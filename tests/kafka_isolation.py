@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,10 +45,8 @@ def _delete_topics(admin: AdminClient, topics: set[str]) -> None:
     if not topics:
         return
     for future in admin.delete_topics(sorted(topics), operation_timeout=30).values():
-        try:
+        with contextlib.suppress(KafkaException):  # already gone
             future.result()
-        except KafkaException:
-            pass  # already gone
     deadline = time.monotonic() + 30
     while _still_exist(admin, topics) and time.monotonic() < deadline:
         time.sleep(0.2)  # the controller finishes deleting after it answered; poll until the names are free

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -44,7 +45,7 @@ def env(service: dict[str, Any]) -> dict[str, str]:
 def test_every_part_of_the_deployment_is_a_service(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert {"kafka", "postgres", "spark-connect", "airflow-init", "demo-fleet", *AIRFLOW_PARTS} <= set(services)
-    assert services["kafka"]["image"].startswith("apache/kafka:4")
+    assert services["kafka"]["image"] == f"apache/kafka:{embedded_kafka_version()}"  # one Kafka version everywhere
     assert "controller" in services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"]  # KRaft, no ZooKeeper
     assert services["postgres"]["image"].startswith("postgres:")
     assert services["spark-connect"]["image"].startswith("apache/spark:4")
@@ -116,3 +117,11 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
     ):
         given = command[command.index(f"--{flag}") + 1]
         assert given == airflow[f"RBP_{flag.upper().replace('-', '_')}"], flag
+
+
+def embedded_kafka_version() -> str:
+    """The Apache Kafka version the embedded broker fetches (jobs/local/kafka/pom.xml)."""
+    pom = ElementTree.parse(Path(__file__).resolve().parents[1] / "jobs" / "local" / "kafka" / "pom.xml")
+    version = pom.find("{http://maven.apache.org/POM/4.0.0}properties/{http://maven.apache.org/POM/4.0.0}kafka.version")
+    assert version is not None and version.text
+    return version.text

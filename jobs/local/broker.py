@@ -158,7 +158,18 @@ class EmbeddedBroker:
         )
         log4j = self.data_dir / "log4j2.properties"
         log4j.write_text(_log4j_config(self.log_file), encoding="utf-8")
-        java = [self._java, f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+        java = [
+            self._java,
+            "-Xms64m",
+            f"-Xmx{self._heap_mb}m",
+            "-XX:+UseSerialGC",  # one small heap on a 2-core machine: no concurrent GC threads
+            "-XX:TieredStopAtLevel=1",  # C1 only: starts in half the time, plenty for a test broker
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}",
+            "-cp",
+            classpath,
+        ]
         if not formatted:
             done = subprocess.run(
                 [*java, "kafka.tools.StorageTool", "format", "-t", identity.cluster_id, "-c", str(properties)],
@@ -169,17 +180,9 @@ class EmbeddedBroker:
             if done.returncode != 0:
                 raise BrokerError(f"formatting Kafka storage in {self.data_dir} failed: {done.stdout}{done.stderr}")
             (self.data_dir / _STATE_FILE).write_text(json.dumps(identity.__dict__), encoding="utf-8")
-        jvm_options = [
-            "-Xms64m",
-            f"-Xmx{self._heap_mb}m",
-            "-XX:+UseSerialGC",  # one small heap on a 2-core machine: no concurrent GC threads
-            "-XX:TieredStopAtLevel=1",  # C1 only: starts in half the time, plenty for a test broker
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true",
-        ]
         started = time.monotonic()
         with (self.data_dir / "jvm.out").open("ab") as out:
-            self._process = spawn([*java[:1], *jvm_options, *java[1:], "kafka.Kafka", str(properties)], stdout=out)
+            self._process = spawn([*java, "kafka.Kafka", str(properties)], stdout=out)
         self._await_ready(started + timeout_s)
         log.info(
             "Apache Kafka ready on %s in %.1f s (pid %d, data %s)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -57,8 +58,6 @@ def stop_group(process: subprocess.Popen[bytes], timeout_s: float = 20.0, sig: i
             pass
         except ProcessLookupError:
             process.wait()
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)  # leftovers of the group (grandchildren) go too
-    except (ProcessLookupError, PermissionError):
-        pass
     return process.wait()
