@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as sf
 
+from assignor.runtime.kafka_io import TopicReadError
 from jobs.approve import run_approve
 from jobs.engine import EngineError, spark_session
 from jobs.extract import run_extract
@@ -34,7 +35,7 @@ from jobs.plan import run_plan
 from jobs.publish import run_publish
 from jobs.report import run_report
 from jobs.settings import Settings
-from jobs.stage import StageInputError, StageResult
+from jobs.stage import StageInputError, StageResult, StageUnavailable
 from jobs.validate import run_validate
 
 log = logging.getLogger(__name__)
@@ -110,9 +111,22 @@ def snapshot_id_for(dag_id: str, run_id: str, run_after: datetime) -> str:
     return run_after.strftime("%Y%m%dT%H%M%SZ") + "-" + digest
 
 
-def _retryable(err: BaseException) -> bool:
-    """Kafka, Spark and network errors may pass: let Airflow retry with backoff; anything else fails now."""
-    return isinstance(err, KafkaException | PySparkException | EngineError | ConnectionError | TimeoutError | OSError)
+RETRYABLE: tuple[type[BaseException], ...] = (
+    StageUnavailable,  # e.g. BrokerUnreachable: the stage's own bounded retries ran out
+    TopicReadError,
+    KafkaException,
+    PySparkException,
+    EngineError,
+    ConnectionError,
+    TimeoutError,
+    OSError,
+)
+
+
+def retryable(err: BaseException) -> bool:
+    """By the error's type: a part that did not answer (Kafka, Spark, the network) may answer later, so Airflow
+    retries the task with backoff; anything else (bad input, a bug) fails the task at once."""
+    return isinstance(err, RETRYABLE)
 
 
 @contextmanager
@@ -130,7 +144,7 @@ def run_stage(name: str, rt: Runtime, body: Callable[[Lake], T]) -> T:
     except (StageInputError, DecisionError) as err:
         raise TaskFailed(f"{name}: {err}") from err
     except Exception as err:
-        if _retryable(err) or (isinstance(err, RuntimeError) and "not delivered" in str(err)):
+        if retryable(err):
             raise
         raise TaskFailed(f"{name}: {type(err).__name__}: {err}") from err
 

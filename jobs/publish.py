@@ -20,7 +20,7 @@ from assignor.runtime.plans import ApprovedPlan
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lake import Lake, MergeOutcome
 from jobs.settings import Settings
-from jobs.stage import StageInputError, StageResult, resolve_snapshot
+from jobs.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.targets import HISTORY_DDL, history_rows, plan_targets
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
     for record in records:
         producer.produce(topic, key=record["group_id"].encode("utf-8"), value=json.dumps(record).encode("utf-8"))
     if producer.flush(timeout_s) != 0:
-        raise RuntimeError(f"{topic}: plan records not delivered within {timeout_s} s")
+        raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
 
 
 def run_publish(

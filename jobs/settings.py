@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
     kafka_timeout_s: float = Field(default=30.0, gt=0)
+    kafka_connect_attempts: int = Field(default=5, ge=1, description="tries to reach Kafka before a stage gives up")
+    kafka_retry_backoff_s: float = Field(default=1.0, gt=0, description="wait after the first failure; doubles")
+    kafka_retry_backoff_max_s: float = Field(default=30.0, gt=0, description="longest wait between tries")
     jvm_dir: Path = Field(default=Path("./var/jvm"), description="jars fetched from Maven Central (embedded Kafka)")
     # Orchestration (dags/): when the DAGs run and how long a plan waits for a person's decision.
     planning_schedule: str = Field(default="0 2 * * *", description="cron of rebalance_planning; empty: none")

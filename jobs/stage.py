@@ -14,6 +14,25 @@ class StageInputError(ValueError):
     """The stage cannot run on what it was given (unknown snapshot or plan, wrong status); the message says why."""
 
 
+class StageUnavailable(RuntimeError):
+    """A part the stage needs (Kafka, Spark) did not answer: the same run may succeed later, so retry it."""
+
+
+class BrokerUnreachable(StageUnavailable):
+    """No Kafka broker answered at ``bootstrap`` within the bounded retries; the message is one line."""
+
+    def __init__(self, bootstrap: str, attempts: int, waited_s: float, last_error: str) -> None:
+        self.bootstrap, self.attempts, self.waited_s = bootstrap, attempts, waited_s
+        self.last_error = " ".join(last_error.split())
+        super().__init__(
+            f"Kafka broker at {bootstrap} unreachable after {attempts} attempt(s) in {waited_s:.1f} s: "
+            f"{self.last_error}"
+        )
+
+    def __reduce__(self) -> tuple[type[BrokerUnreachable], tuple[str, int, float, str]]:
+        return type(self), (self.bootstrap, self.attempts, self.waited_s, self.last_error)
+
+
 @dataclass(frozen=True)
 class StageResult:
     """One stage run: its snapshot, every table it merged into, and counts worth reporting."""

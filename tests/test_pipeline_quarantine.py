@@ -81,6 +81,12 @@ def test_every_quarantine_reason_is_recorded_and_rows_reconcile(
     assert snap["reports"] == len(records) - 1 == len(kept) + sum(reasons.values())
     assert snap["skipped_groups"] == 2 and snap["groups"] == 1
 
+    # No consumer group g, h or m exists on the broker: every decodable report says so, and stays where it was.
+    checks = lake.read("membership_checks", snapshot).collect()
+    assert {r["code"] for r in checks} == {"group_not_on_broker"}
+    assert sorted(r["report_key"] for r in checks) == ["g/p1", "g/p2", "g/p3", "g/p9", "h/p1", "h/p2", "m/p1"]
+    assert lake.read("group_members", snapshot).count() == 0
+
     # The rest of the group is still used; stale reports are not planned with.
     run_lags(lake, settings, snapshot)
     assert {r["process_id"] for r in lake.read("task_lags", snapshot).collect()} == {"p1", "p2"}

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 # Kafka never compacts the active segment, and rolls it only after segment.ms (default 7 days): with the
 # defaults, a reports topic would keep every report for a week. An hour-long segment and a low dirty ratio
