@@ -30,9 +30,9 @@ from jobs.pipeline_cli import add_pipeline_commands, run_pipeline_command
 from jobs.runtime_cli import add_runtime_commands, run_runtime_command
 from jobs.settings import Settings
 from jobs.simulate_report import print_simulation
+from schemas import read_json
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -124,7 +124,7 @@ def _read_scenario_file(path: Path) -> object:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise ScenarioError(f"cannot read scenario file {str(path)!r}: {err}") from None
-    schema = json.loads((SCHEMAS / "scenario.schema.json").read_text(encoding="utf-8"))
+    schema = read_json("scenario.schema.json")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"

@@ -8,12 +8,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+from schemas import read_json
 
 # Quarantine reason codes; the text after ": " names the offending value.
 MALFORMED_JSON = "malformed_json"
@@ -157,7 +156,7 @@ def _out_of_bounds(fields: Mapping[str, Any]) -> str | None:
 
 @cache
 def _report_validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads((SCHEMAS / "state_report.schema.json").read_text(encoding="utf-8"))
+    schema = read_json("state_report.schema.json")
     return jsonschema.Draft202012Validator(schema)
 
 

@@ -7,7 +7,6 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -22,14 +21,14 @@ from jobs.lake import Lake, MergeOutcome
 from jobs.settings import Settings
 from jobs.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.targets import HISTORY_DDL, history_rows, plan_targets
+from schemas import read_json
 
 log = logging.getLogger(__name__)
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
 
 @cache
 def _plan_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads((SCHEMAS / "plan.schema.json").read_text(encoding="utf-8")))
+    return jsonschema.Draft202012Validator(read_json("plan.schema.json"))
 
 
 def approved_plan(row: Row, target: GroupAssignment, valid_ms: int) -> ApprovedPlan:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-TABLES_DIR = Path(__file__).resolve().parents[1] / "schemas" / "tables"
+from schemas import json_files, read_json, schema_file
 
 
 @dataclass(frozen=True)
@@ -44,14 +42,14 @@ class UnknownTable(KeyError):
 @cache
 def table_schema(name: str) -> TableSchema:
     """The schema of a lake table; UnknownTable names the missing file."""
-    path = TABLES_DIR / f"{name}.schema.json"
-    if not path.is_file():
-        raise UnknownTable(f"no table schema {path}")
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    path = f"tables/{name}.schema.json"
+    if not schema_file(path).is_file():
+        raise UnknownTable(f"no table schema schemas/{path}")
+    doc = read_json(path)
     columns = tuple(Column(c["name"], c["type"], bool(c["nullable"])) for c in doc["columns"])
     return TableSchema(name=doc["table"], keys=tuple(doc["keys"]), columns=columns)
 
 
 def table_names() -> list[str]:
     """Every table with a schema file."""
-    return sorted(p.name.removesuffix(".schema.json") for p in TABLES_DIR.glob("*.schema.json"))
+    return [f.name.removesuffix(".schema.json") for f in json_files("tables") if f.name.endswith(".schema.json")]

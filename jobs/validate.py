@@ -25,9 +25,9 @@ from jobs.checks import assignment_checks, instance_task_checks, step_checks, st
 from jobs.lake import Lake
 from jobs.settings import Settings
 from jobs.stage import StageResult, resolve_snapshot
+from schemas import json_files
 
 log = logging.getLogger(__name__)
-SUITES_DIR = Path(__file__).resolve().parents[1] / "schemas" / "expectations"
 DOCS_SITE = "rebalance_planner"
 
 
@@ -46,10 +46,10 @@ def _substitute(value: Any, params: Mapping[str, Any]) -> Any:
     return value
 
 
-def load_suites(params: Mapping[str, Any], directory: Path = SUITES_DIR) -> list[Suite]:
-    """Every suite file, with ``${name}`` kwargs replaced from ``params`` (e.g. max_warmup_replicas)."""
+def load_suites(params: Mapping[str, Any]) -> list[Suite]:
+    """Every suite file (schemas/expectations), with ``${name}`` kwargs replaced from ``params``."""
     suites = []
-    for path in sorted(directory.glob("*.json")):
+    for path in json_files("expectations"):
         doc = json.loads(path.read_text(encoding="utf-8"))
         expectations = tuple(
             {**e, "kwargs": {k: _substitute(v, params) for k, v in e["kwargs"].items()}} for e in doc["expectations"]
