@@ -11,7 +11,7 @@ from types import MappingProxyType
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
-from assignor.high_availability import assign_high_availability
+from assignor.high_availability import settled_assignment
 from assignor.honor import honor_target, move_order, target_fits
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
@@ -241,22 +241,15 @@ def _cost(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs
 
 
 def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment | None:
-    """Where the KIP-441 assignor would settle (replayed with full catch-up), if it is a balanced end state.
+    """Where the KIP-441 assignor settles (see settled_assignment), if it is a balanced end state.
 
     The planner's two-stage model (actives, then standbys) can miss a joint optimum; comparing against
     the baseline's own end state guarantees it never plans worse than KIP-441 would do.
     """
-    limit = math.ceil(len(group.stateful_tasks) * (1 + configs.num_standby_replicas) / configs.max_warmup_replicas) + 3
-    state = group
-    for _ in range(limit):
-        step = assign_high_availability(state, configs)
-        if not step.probing_rebalance_needed:
-            end_state = GroupAssignment(step.clients)
-            if validity_violations(end_state, group, configs) or balance_violations(end_state, group, replicas=False):
-                return None
-            return end_state
-        state = catch_up_fully(state, step)
-    return None
+    end_state = settled_assignment(group, configs)
+    if validity_violations(end_state, group, configs) or balance_violations(end_state, group, replicas=False):
+        return None
+    return end_state
 
 
 def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
