@@ -54,15 +54,14 @@ class FlowNetwork:
         """
         excess = self.supply  # supply not yet routed: > 0 excess, < 0 deficit
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
-        n = len(excess)
+        sources = {v for v, amount in enumerate(excess) if amount > 0}
         while True:
-            sources = [v for v in range(n) if excess[v] > 0]
             if not sources:
                 return True
             distance: dict[int, int] = dict.fromkeys(sources, 0)
             parent: dict[int, int] = {}
             settled: dict[int, int] = {}
-            heap = [(0, v) for v in sources]
+            heap = [(0, v) for v in sorted(sources)]
             target = -1
             while heap:
                 d, u = heapq.heappop(heap)
@@ -86,9 +85,11 @@ class FlowNetwork:
                         heapq.heappush(heap, (nd, v))
             if target < 0:
                 return False
+            # Raising every potential by min(distance, reach) keeps reduced costs non-negative; shifted by -reach,
+            # only the settled nodes change.
             reach = settled[target]
-            for v in range(n):
-                potential[v] += settled.get(v, reach)
+            for v, d in settled.items():
+                potential[v] += d - reach
             amount = -excess[target]
             v = target
             while v in parent:
@@ -97,6 +98,8 @@ class FlowNetwork:
                 v = head[a ^ 1]
             amount = min(amount, excess[v])
             excess[v] -= amount
+            if excess[v] == 0:
+                sources.discard(v)
             excess[target] += amount
             v = target
             while v in parent:
