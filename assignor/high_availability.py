@@ -24,3 +24,19 @@ def assign_high_availability(group: GroupState, configs: AssignmentConfigs) -> G
     standby_moves = move_standbys(placement, lags, budget)
     deal_actives(placement, sorted(group.stateless_tasks))
     return placement.freeze(probing_rebalance_needed=active_moves + standby_moves > 0)
+
+
+def settled_assignment(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+    """The only assignment assign_high_availability returns without asking for a probing rebalance.
+
+    Its balanced placement (actives dealt by capacity, standbys, stateless actives) depends on the clients,
+    their capacities and tags and the tasks, never on lags or history; movements only change it while one is
+    needed, and then the assignor asks for a probing rebalance. So where KIP-441 settles is known without
+    replaying its rounds.
+    """
+    stateful = sorted(group.stateful_tasks)
+    placement = Placement(group)
+    deal_actives(placement, stateful)
+    place_standbys(placement, stateful, configs.num_standby_replicas, configs.rack_aware_assignment_tags)
+    deal_actives(placement, sorted(group.stateless_tasks))
+    return placement.freeze(probing_rebalance_needed=False)

@@ -22,9 +22,11 @@ def target_fits(target: GroupAssignment, group: GroupState, configs: AssignmentC
     return not validity_violations(target, group, configs)
 
 
-def move_order(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[TaskId]:
-    """Stateful tasks whose target owner must still restore, cheapest restore first."""
-    lags = LagIndex.of(group, configs)
+def move_order(
+    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None
+) -> list[TaskId]:
+    """Stateful tasks whose target owner must still restore, cheapest restore first (``lags``: the group's)."""
+    lags = lags if lags is not None else LagIndex.of(group, configs)
     pending = [
         (lags.lag(pid, task) if lags.lag(pid, task) >= 0 else lags.ends.get(task, 0), task)
         for pid, ca in target.clients.items()
@@ -54,9 +56,11 @@ def honor_target(
     group: GroupState,
     configs: AssignmentConfigs,
     order: Sequence[TaskId] | None = None,
+    lags: LagIndex | None = None,
 ) -> GroupAssignment:
-    """The assignment for this rebalance when ``target`` fits the live group (see honor_plan)."""
-    lags = LagIndex.of(group, configs)
+    """The assignment for this rebalance when ``target`` fits the live group (see honor_plan); ``lags``: the
+    group's, if the caller has them."""
+    lags = lags if lags is not None else LagIndex.of(group, configs)
     placement = Placement(group)
     budget = WarmupBudget(configs.max_warmup_replicas)
     owners = target.active_owners()
@@ -64,7 +68,7 @@ def honor_target(
     for pid, ca in target.clients.items():
         for task in ca.standby:
             standby_holders[task] = standby_holders.get(task, frozenset()) | {pid}
-    first = order if order is not None else move_order(target, group, configs)
+    first = order if order is not None else move_order(target, group, configs, lags)
     ordered = [t for t in dict.fromkeys(first) if t in group.stateful_tasks]
     seen = set(ordered)
     pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]

@@ -61,6 +61,8 @@ def validity_violations(assignment: GroupAssignment, group: GroupState, configs:
     warmups = sum(len(ca.warmup) for ca in assignment.clients.values())
     if warmups > configs.max_warmup_replicas:
         found.append(f"V4: {warmups} warmups exceed max_warmup_replicas={configs.max_warmup_replicas}")
+    if not warmups:
+        return found
     lags = LagIndex.of(group, configs)
     for pid, ca in assignment.clients.items():
         for task in sorted(ca.warmup & group.stateful_tasks):

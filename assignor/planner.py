@@ -11,7 +11,7 @@ from types import MappingProxyType
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
-from assignor.high_availability import assign_high_availability
+from assignor.high_availability import settled_assignment
 from assignor.honor import honor_target, move_order, target_fits
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
@@ -45,9 +45,9 @@ def _previous_owners(group: GroupState) -> dict[TaskId, frozenset[str]]:
     return {t: frozenset(p) for t, p in owners.items()}
 
 
-def plan_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
     """The balanced end state (no warmups) that restores and moves as little as possible."""
-    lags = LagIndex.of(group, configs)
+    lags = lags if lags is not None else LagIndex.of(group, configs)
     costs = ActiveCosts(
         tasks=sorted(group.all_tasks),
         stateful=group.stateful_tasks,
@@ -203,8 +203,7 @@ def _skew(loads: Mapping[str, int], capacity: Mapping[str, int]) -> float:
     return float(max(ratios) - min(ratios)) if ratios else 0.0
 
 
-def _restore_offsets(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> int:
-    lags = LagIndex.of(group, configs)
+def _restore_offsets(target: GroupAssignment, group: GroupState, lags: LagIndex) -> int:
     total = 0
     for pid, ca in target.clients.items():
         for task in (ca.active | ca.standby) & group.stateful_tasks:
@@ -215,13 +214,15 @@ def _restore_offsets(target: GroupAssignment, group: GroupState, configs: Assign
 
 
 def _estimated_seconds(
-    steps: Sequence[GroupAssignment], states: Sequence[GroupState], configs: AssignmentConfigs, rate: float
+    steps: Sequence[GroupAssignment],
+    states: Sequence[tuple[GroupState, LagIndex]],
+    configs: AssignmentConfigs,
+    rate: float,
 ) -> float:
     """Each step lasts at least one probing interval, longer while its slowest instance restores."""
     interval = configs.probing_rebalance_interval_ms / 1000
     seconds = 0.0
-    for step, state in zip(steps, states, strict=True):
-        lags = LagIndex.of(state, configs)
+    for step, (state, lags) in zip(steps, states, strict=True):
         slowest = 0
         for pid, ca in step.clients.items():
             owed = 0
@@ -234,29 +235,22 @@ def _estimated_seconds(
     return seconds
 
 
-def _cost(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> tuple[int, int]:
+def _cost(target: GroupAssignment, group: GroupState, lags: LagIndex) -> tuple[int, int]:
     owners_before = _previous_owners(group)
     moves = sum(1 for t, p in target.active_owners().items() if owners_before.get(t) and p not in owners_before[t])
-    return _restore_offsets(target, group, configs), moves
+    return _restore_offsets(target, group, lags), moves
 
 
 def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment | None:
-    """Where the KIP-441 assignor would settle (replayed with full catch-up), if it is a balanced end state.
+    """Where the KIP-441 assignor settles (see settled_assignment), if it is a balanced end state.
 
     The planner's two-stage model (actives, then standbys) can miss a joint optimum; comparing against
     the baseline's own end state guarantees it never plans worse than KIP-441 would do.
     """
-    limit = math.ceil(len(group.stateful_tasks) * (1 + configs.num_standby_replicas) / configs.max_warmup_replicas) + 3
-    state = group
-    for _ in range(limit):
-        step = assign_high_availability(state, configs)
-        if not step.probing_rebalance_needed:
-            end_state = GroupAssignment(step.clients)
-            if validity_violations(end_state, group, configs) or balance_violations(end_state, group, replicas=False):
-                return None
-            return end_state
-        state = catch_up_fully(state, step)
-    return None
+    end_state = settled_assignment(group, configs)
+    if validity_violations(end_state, group, configs) or balance_violations(end_state, group, replicas=False):
+        return None
+    return end_state
 
 
 def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
@@ -268,11 +262,12 @@ def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: f
     """
     if restore_rate is not None and restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
-    plan = _schedule(plan_target(group, configs), group, configs, restore_rate)
+    lags = LagIndex.of(group, configs)
+    plan = _schedule(plan_target(group, configs, lags), group, configs, restore_rate, lags)
     if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
-            fallback = _schedule(baseline, group, configs, restore_rate)
+            fallback = _schedule(baseline, group, configs, restore_rate, lags)
             keys = ("moves", "warmups", "rounds", "restore_offsets")
             if any(plan.metrics[k] > fallback.metrics[k] for k in keys):
                 return fallback
@@ -280,27 +275,32 @@ def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: f
 
 
 def _schedule(
-    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, restore_rate: float | None
+    target: GroupAssignment,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    restore_rate: float | None,
+    lags: LagIndex,
 ) -> GroupPlan:
-    """The safe steps from the live assignment to ``target``, and the plan's metrics."""
-    order = move_order(target, group, configs)
+    """The safe steps from the live assignment to ``target``, and the plan's metrics (``lags``: the group's)."""
+    order = move_order(target, group, configs, lags)
     limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
     steps: list[GroupAssignment] = []
-    states: list[GroupState] = []
-    state = group
+    states: list[tuple[GroupState, LagIndex]] = []
+    state, state_lags = group, lags
     while True:
-        step = honor_target(target, state, configs, order)
+        step = honor_target(target, state, configs, order, state_lags)
         steps.append(step)
-        states.append(state)
+        states.append((state, state_lags))
         if not step.probing_rebalance_needed:
             break
         if len(steps) > limit:  # pragma: no cover - every step warms up or completes at least one move
             raise RuntimeError(f"schedule did not reach the target within {limit} steps")
         state = catch_up_fully(state, step)
+        state_lags = LagIndex.of(state, configs)
     capacity = {c.process_id: c.capacity for c in group.clients}
     before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
     after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
-    restore, moves = _cost(target, group, configs)
+    restore, moves = _cost(target, group, lags)
     metrics: dict[str, float | int] = {
         "moves": moves,
         "warmups": sum(len(ca.warmup) for step in steps for ca in step.clients.values()),

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
+from assignor.flow import FlowNetwork
 from assignor.lags import LagIndex, lag_is_caught_up
 from assignor.task import TaskId
 
@@ -134,7 +135,8 @@ def solve_active_target(costs: ActiveCosts) -> dict[TaskId, str]:
     """
     if not costs.tasks:
         return {}
-    owners, score = _solve(costs, exact=False)
+    flow = _solve_by_flow(costs)
+    owners, score = flow if flow is not None else _solve(costs, exact=False)
     if max(costs.capacity.values()) > 1 and len(costs.tasks) <= EXACT_MODEL_MAX_TASKS:
         try:
             exact_owners, exact_score = _solve(costs, exact=True)
@@ -143,6 +145,99 @@ def solve_active_target(costs: ActiveCosts) -> dict[TaskId, str]:
         if exact_score < score:
             return exact_owners
     return owners
+
+
+def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, int]] | None:
+    """The proportional-bounds model of _solve as a min-cost flow, solved exactly without HiGHS.
+
+    One cost, restore * (tasks + 1) + move, orders restore before moves as _solve's two stages do. Every task
+    starts on its cheapest edge; the flow then moves only the tasks the bounds do not let stay there.
+    None if the network finds no feasible flow (then HiGHS decides).
+    """
+    pids = list(costs.process_ids)
+    capacity = costs.capacity
+    all_capacity = sum(capacity[p] for p in pids)
+    n_tasks = len(costs.tasks)
+    scale = n_tasks + 1
+    net = FlowNetwork()
+    kind_of_sub: dict[int, set[bool]] = defaultdict(set)
+    for task in costs.tasks:
+        kind_of_sub[task.subtopology].add(task in costs.stateful)
+    by_kind = all(len(kinds) == 1 for kinds in kind_of_sub.values())
+    subs = sorted(kind_of_sub)
+    sub_size = dict.fromkeys(subs, 0)
+    for task in costs.tasks:
+        sub_size[task.subtopology] += 1
+    stateful_count = sum(1 for t in costs.tasks if t in costs.stateful)
+    entry = {(pid, sub): net.node() for pid in pids for sub in subs}
+    inflow = dict.fromkeys(entry, 0)
+    direct: list[tuple[int, TaskId, str]] = []
+    pooled: dict[tuple[int, bool], list[tuple[int, TaskId]]] = defaultdict(list)
+    pool_node: dict[tuple[int, bool], int] = {}
+    for task in costs.tasks:
+        sub = task.subtopology
+        candidates = costs.direct_candidates(task)
+        pool_restore = costs.restore(task, None)
+        if any(costs.restore(task, pid) > pool_restore for pid in candidates):
+            candidates = pids
+        edges = [(costs.restore(task, pid) * scale + costs.move(task, pid), pid) for pid in candidates]
+        pool_cost = pool_restore * scale + costs.move(task, None)
+        best_direct = min((c for c, _ in edges), default=None)
+        use_pool = candidates is not pids and (best_direct is None or pool_cost < best_direct)
+        cheapest = pool_cost if use_pool or best_direct is None else best_direct
+        node = net.node(supply=1, potential=-cheapest)
+        taken = use_pool
+        for cost, pid in edges:
+            flow = 1 if not taken and cost == cheapest else 0
+            taken = taken or flow == 1
+            direct.append((net.arc(node, entry[(pid, sub)], 0, 1, cost, flow), task, pid))
+            inflow[(pid, sub)] += flow
+        if candidates is not pids:
+            key = (sub, task in costs.stateful)
+            if key not in pool_node:
+                pool_node[key] = net.node()
+            flow = 1 if not taken else 0
+            pooled[key].append((net.arc(node, pool_node[key], 0, 1, pool_cost, flow), task))
+    spread: dict[tuple[int, bool], dict[str, int]] = {}
+    for key, pool in sorted(pool_node.items()):
+        spread[key] = {pid: net.arc(pool, entry[(pid, key[0])], 0, n_tasks, 0, 0) for pid in pids}
+    sink = net.node(supply=-n_tasks)
+
+    def forward(tail: int, head: int, arriving: int, share: tuple[int, int]) -> int:
+        """An arc within the share's bounds, carrying what arrives as far as they allow."""
+        flow = min(max(arriving, share[0]), share[1])
+        net.arc(tail, head, share[0], share[1], 0, flow)
+        return flow
+
+    for pid in pids:
+        cap = capacity[pid]
+        client = net.node()
+        kinds: dict[bool, tuple[int, int]] = {}
+        for sub in subs:
+            kind = by_kind and True in kind_of_sub[sub]
+            if kind not in kinds:
+                kinds[kind] = (net.node(), 0)
+            node, arriving = kinds[kind]
+            sent = forward(entry[(pid, sub)], node, inflow[(pid, sub)], _share(sub_size[sub], cap, all_capacity))
+            kinds[kind] = (node, arriving + sent)
+        arriving = 0
+        for kind, (node, sent) in sorted(kinds.items()):
+            share = _share(stateful_count, cap, all_capacity) if kind else (0, n_tasks)
+            arriving += forward(node, client, sent, share)
+        forward(client, sink, arriving, _share(n_tasks, cap, all_capacity))
+    if not net.solve():
+        return None
+    owner: dict[TaskId, str] = {}
+    for arc, task, pid in direct:
+        if net.flow(arc):
+            owner[task] = pid
+    for key, members in sorted(pooled.items()):
+        waiting = [task for arc, task in members if net.flow(arc)]
+        slots = [pid for pid, arc in spread[key].items() for _ in range(net.flow(arc))]
+        for task, pid in zip(waiting, slots, strict=True):
+            owner[task] = pid
+    restore = sum(costs.restore(t, p) for t, p in owner.items())
+    return owner, (restore, sum(costs.move(t, p) for t, p in owner.items()))
 
 
 def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple[int, int]]:
@@ -266,43 +361,48 @@ def solve_standby_target(
     costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int, held_before: Mapping[str, frozenset[TaskId]]
 ) -> dict[str, frozenset[TaskId]] | None:
     """Standbys minimizing restore offsets, then new copies, with every client's stateful replicas
-    (actives + standbys) within the floor/ceiling of its capacity share; None when the model is too big.
+    (actives + standbys) within the floor/ceiling of its capacity share; None when the model is too big
+    or infeasible.
 
-    A transportation problem (task -> client, never its active's client): HiGHS solves it at the root.
+    A transportation problem (task -> client, never its active's client), solved as a min-cost flow.
     """
     stateful = [t for t in costs.tasks if t in costs.stateful]
     pids = list(costs.process_ids)
     if replicas <= 0 or not stateful or len(stateful) * len(pids) > EXACT_STANDBY_MAX_EDGES:
         return None
-    model = _Model()
     weight = len(stateful) * replicas + 1  # new copies never outweigh one restored offset
-    objective: list[float] = []
-    edges: list[tuple[int, TaskId, str]] = []
-    per_client: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for task in stateful:
-        choice = []
-        for pid in pids:
-            if owners[task] == pid:
-                continue
-            col = model.var(upper=1)
-            objective.append(costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1))
-            edges.append((col, task, pid))
-            per_client[pid].append((col, 1))
-            choice.append((col, 1.0))
-        model.row(choice, replicas, replicas)
     copies = len(stateful) * (1 + replicas)
     all_capacity = sum(costs.capacity[p] for p in pids)
-    active_count = defaultdict(int, {p: 0 for p in pids})
+    active_count = dict.fromkeys(pids, 0)
     for task in stateful:
         active_count[owners[task]] += 1
+    net = FlowNetwork()
+    clients = {pid: net.node() for pid in pids}
+    inflow = dict.fromkeys(pids, 0)
+    edges: list[tuple[int, TaskId, str]] = []
+    for task in stateful:
+        # Each task starts on its `replicas` cheapest clients; the flow moves only what the windows forbid.
+        ranked = sorted(
+            (costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1), i, pid)
+            for i, pid in enumerate(pids)
+            if owners[task] != pid
+        )
+        node = net.node(supply=replicas, potential=-ranked[replicas - 1][0])
+        for rank, (cost, _, pid) in enumerate(ranked):
+            flow = 1 if rank < replicas else 0
+            edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
+            inflow[pid] += flow
+    sink = net.node(supply=-len(stateful) * replicas)
     for pid in pids:
         low, high = _share(copies, costs.capacity[pid], all_capacity)
-        model.row(per_client[pid], low - active_count[pid], high - active_count[pid])
-    solution = model.solve(np.array(objective + [0.0] * (len(model.lower) - len(objective))), allow_infeasible=True)
-    if solution is None:
-        return None  # the proportional window is infeasible for these actives; the greedy placement decides
+        low, high = max(0, low - active_count[pid]), high - active_count[pid]
+        if high < low:
+            return None  # the proportional window is infeasible for these actives; the greedy placement decides
+        net.arc(clients[pid], sink, low, high, 0, min(max(inflow[pid], low), high))
+    if not net.solve():
+        return None
     chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
-    for col, task, pid in edges:
-        if solution[col] > 0.5:
+    for arc, task, pid in edges:
+        if net.flow(arc):
             chosen[pid].add(task)
     return {p: frozenset(t) for p, t in chosen.items()}

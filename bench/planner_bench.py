@@ -1,7 +1,9 @@
 """Planner vs the KIP-441 baseline over seeded scenario families: JSON lines, a table and an HTML report.
 
 For every group the baseline is replayed with the simulator (full catch-up) until it stops probing; the
-planner's figures are its plan's metrics. Also times one plan_group for 1,000 tasks x 100 clients.
+planner's figures are its plan's metrics. Also times plan_group (median wall time) on groups of 64 tasks x 6
+clients, 1,000 x 100 and 10,000 x 1,000, each with 1 standby; every timing row records the load average, since
+other work on the machine skews the timings (``--speed`` runs only those).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import random
 import statistics
 import sys
@@ -225,26 +228,143 @@ def _chart(rows: list[dict[str, Any]], metric: str) -> str:
     return f'<h3>median {metric}</h3><svg width="{width}" height="{y}">{legend}{"".join(parts)}</svg>'
 
 
-def write_html(rows: list[dict[str, Any]], big: dict[str, Any], path: Path) -> None:
+def write_html(rows: list[dict[str, Any]], speed: list[dict[str, Any]], path: Path) -> None:
     header = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
     charts = "".join(_chart(rows, m) for m in METRICS)
+    timings = "".join(
+        f"<li>{html.escape(str(r['case']))}: {r['median_s'] * 1000:.1f} ms median of {r['runs']} "
+        f"(load average {r['load_avg_1m']}/{r['load_avg_5m']}/{r['load_avg_15m']})</li>"
+        for r in speed
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         "<!doctype html><meta charset='utf-8'><title>planner vs KIP-441 baseline</title>"
         "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style>"
-        f"<h1>Planner vs KIP-441 baseline</h1><p>plan_group, 1,000 tasks x 100 clients, 1 standby: "
-        f"{big['median_s']} s median</p>{charts}<table><tr>{header}</tr>{body}</table>",
+        f"<h1>Planner vs KIP-441 baseline</h1><p>plan_group wall time:</p><ul>{timings}</ul>{charts}"
+        f"<table><tr>{header}</tr>{body}</table>",
         encoding="utf-8",
     )
+
+
+@dataclass(frozen=True)
+class SpeedCase:
+    name: str
+    tasks: int
+    clients: int
+    subtopologies: int
+    runs: int
+    lagging: bool = False  # one instance restarted with lagging state instead of one new instance
+
+
+SPEED_CASES = (
+    SpeedCase("64 tasks x 6 clients, 1 standby, one new", 64, 6, 2, 51),
+    SpeedCase("64 tasks x 6 clients, 1 standby, one lagging", 64, 6, 2, 51, lagging=True),
+    SpeedCase("1k tasks x 100 clients, 1 standby, one new", 1_000, 100, 10, 7),
+    SpeedCase("10k tasks x 1k clients, 1 standby, one new", 10_000, 1_000, 10, 3),
+)
+
+
+def _one_lagging(group: GroupState, rng: random.Random) -> GroupState:
+    """The first instance restarted with state 20k-400k offsets behind; its actives failed over to their standbys."""
+    ends = group.changelog_end_offset_sums
+    gone, *others = group.clients
+    clients = []
+    for client in others:
+        took = gone.previous_active & client.previous_standby
+        sums = {**client.task_offset_sums, **dict.fromkeys(took, LATEST_OFFSET)}
+        clients.append(
+            replace(
+                client,
+                previous_active=client.previous_active | took,
+                previous_standby=client.previous_standby - took,
+                task_offset_sums=sums,
+            )
+        )
+    behind = {t: ends[t] - rng.randint(20_000, 400_000) for t in gone.previous_active | gone.previous_standby}
+    restarted = replace(gone, previous_active=frozenset(), previous_standby=frozenset(), task_offset_sums=behind)
+    return replace(group, clients=(restarted, *clients))
+
+
+def speed_group(case: SpeedCase) -> tuple[GroupState, AssignmentConfigs]:
+    """A running group with one new instance, or (``lagging``) with one restarted instance that lags."""
+    shape = Case(case.name, case.tasks, case.clients + (1 if case.lagging else 0), 1, case.subtopologies)
+    group, configs = build(shape)
+    if case.lagging:
+        running = replace(group, clients=group.clients[:-1])  # without the new instance
+        group = _one_lagging(running, random.Random(7))
+    return group, configs
+
+
+def measure_speed(case: SpeedCase) -> dict[str, Any]:
+    """Median wall time of plan_group over ``case.runs`` runs (after one warm-up run), with the load average."""
+    group, configs = speed_group(case)
+    plan = plan_group(group, configs)
+    times = []
+    for _ in range(case.runs):
+        start = time.perf_counter()
+        plan_group(group, configs)
+        times.append(time.perf_counter() - start)
+    load = os.getloadavg()
+    return {
+        "bench": "plan_group",
+        "case": case.name,
+        "tasks": case.tasks,
+        "clients": len(group.clients),
+        "runs": case.runs,
+        "median_s": round(statistics.median(times), 5),
+        "min_s": round(min(times), 5),
+        "max_s": round(max(times), 5),
+        "load_avg_1m": round(load[0], 2),
+        "load_avg_5m": round(load[1], 2),
+        "load_avg_15m": round(load[2], 2),
+        "cpus": os.cpu_count(),
+        **{m: int(plan.metrics[m]) for m in METRICS},
+    }
+
+
+def speed_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="plan_group wall time (median; load average recorded at the end of each row)")
+    for column in ("case", "runs", "median ms", "min ms", "max ms", "load 1/5/15 min", "moves", "warmups", "rounds"):
+        table.add_column(column, justify="left" if column == "case" else "right")
+    for r in rows:
+        table.add_row(
+            str(r["case"]),
+            str(r["runs"]),
+            f"{r['median_s'] * 1000:.1f}",
+            f"{r['min_s'] * 1000:.1f}",
+            f"{r['max_s'] * 1000:.1f}",
+            f"{r['load_avg_1m']}/{r['load_avg_5m']}/{r['load_avg_15m']} ({r['cpus']} cpus)",
+            str(r["moves"]),
+            str(r["warmups"]),
+            str(r["rounds"]),
+        )
+    return table
+
+
+def run_speed(console: Console, sizes: int) -> list[dict[str, Any]]:
+    rows = []
+    for case in SPEED_CASES[:sizes]:
+        console.print(f"timing plan_group: {case.name} ({case.runs} runs)")
+        row = measure_speed(case)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--groups", type=int, default=100, help="seeded groups per family")
     parser.add_argument("--html", type=Path, default=Path("bench/results/planner_bench.html"))
+    parser.add_argument("--speed", action="store_true", help="only time plan_group (no scenario families)")
+    parser.add_argument(
+        "--sizes", type=int, default=len(SPEED_CASES), help="time the first N speed cases (the last is 10k x 1k)"
+    )
     args = parser.parse_args()
     console = Console(stderr=True)
+    if args.speed:
+        Console(width=140).print(speed_table(run_speed(console, args.sizes)))  # no wrapping when stdout is a file
+        return
     rows = []
     for family in FAMILIES:
         outcomes = [measure(family, seed) for seed in track(range(args.groups), description=family, console=console)]
@@ -254,18 +374,7 @@ def main() -> None:
         row = _summary(outcomes)
         rows.append(row)
         print(json.dumps({"bench": "planner_family", **row}))
-    group, configs = build(Case("1k tasks x 100 clients, 1 standby", 1_000, 100, 1))
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        plan_group(group, configs)
-        times.append(time.perf_counter() - start)
-    big = {
-        "bench": "plan_group",
-        "case": "1k tasks x 100 clients, 1 standby",
-        "median_s": round(statistics.median(times), 4),
-    }
-    print(json.dumps(big))
+    speed = run_speed(console, args.sizes)
     table = Table(title=f"planner vs KIP-441 baseline ({args.groups} seeded groups per family): median / worst")
     for column in (
         "family",
@@ -299,8 +408,8 @@ def main() -> None:
             f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",
         )
     Console().print(table)
-    Console().print(f"plan_group, 1,000 tasks x 100 clients, 1 standby: {big['median_s']} s median (goal < 1 s)")
-    write_html(rows, big, args.html)
+    Console(width=140).print(speed_table(speed))
+    write_html(rows, speed, args.html)
     Console().print(f"HTML report: {args.html}")
 
 

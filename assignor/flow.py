@@ -1,0 +1,109 @@
+"""Exact minimum-cost flow for the planner's small network models, in pure Python with integer costs.
+
+The caller builds a network, sends every unit of supply along its cheapest arc (a greedy start that is
+already optimal for the imbalance it leaves) and gives node potentials that make every residual arc's
+reduced cost non-negative. Successive shortest paths (Dijkstra over reduced costs) then move only what the
+greedy start got wrong: excess at nodes whose outgoing bounds are exceeded, to nodes short of their lower
+bounds. Integer costs make the optimum exact, so lexicographic objectives can be folded into one cost.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+
+class FlowNetwork:
+    """Nodes with supplies, arcs with bounds ``low <= flow <= high`` and an integer cost per unit."""
+
+    def __init__(self) -> None:
+        self.supply: list[int] = []
+        self.potential: list[int] = []
+        self.adjacency: list[list[int]] = []
+        # Residual arcs in pairs: 2a is arc a forward, 2a + 1 its reverse.
+        self.head: list[int] = []
+        self.residual: list[int] = []
+        self.cost: list[int] = []
+
+    def node(self, supply: int = 0, potential: int = 0) -> int:
+        """A new node; positive supply is produced there, negative supply consumed."""
+        self.supply.append(supply)
+        self.potential.append(potential)
+        self.adjacency.append([])
+        return len(self.supply) - 1
+
+    def arc(self, tail: int, head: int, low: int, high: int, cost: int, flow: int) -> int:
+        """A new arc carrying ``flow`` (within its bounds) to start with; returns its id."""
+        index = len(self.head) // 2
+        self.head += [head, tail]
+        self.residual += [high - flow, flow - low]
+        self.cost += [cost, -cost]
+        self.adjacency[tail].append(2 * index)
+        self.adjacency[head].append(2 * index + 1)
+        self.supply[tail] -= flow
+        self.supply[head] += flow
+        return index
+
+    def flow(self, arc: int, low: int = 0) -> int:
+        """The flow an arc carries now (``low`` is the lower bound it was created with)."""
+        return self.residual[2 * arc + 1] + low
+
+    def solve(self) -> bool:
+        """Route every remaining excess to the nodes short of flow at least cost; False if that is impossible.
+
+        Requires non-negative reduced costs ``cost + potential[tail] - potential[head]`` on every residual arc.
+        """
+        excess = self.supply  # supply not yet routed: > 0 excess, < 0 deficit
+        potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
+        sources = {v for v, amount in enumerate(excess) if amount > 0}
+        while True:
+            if not sources:
+                return True
+            distance: dict[int, int] = dict.fromkeys(sources, 0)
+            parent: dict[int, int] = {}
+            settled: dict[int, int] = {}
+            heap = [(0, v) for v in sorted(sources)]
+            target = -1
+            while heap:
+                d, u = heapq.heappop(heap)
+                if u in settled:
+                    continue
+                settled[u] = d
+                if excess[u] < 0:
+                    target = u
+                    break
+                pu = potential[u]
+                for a in adjacency[u]:
+                    if residual[a] <= 0:
+                        continue
+                    v = head[a]
+                    if v in settled:
+                        continue
+                    nd = d + cost[a] + pu - potential[v]
+                    if nd < distance.get(v, nd + 1):
+                        distance[v] = nd
+                        parent[v] = a
+                        heapq.heappush(heap, (nd, v))
+            if target < 0:
+                return False
+            # Raising every potential by min(distance, reach) keeps reduced costs non-negative; shifted by -reach,
+            # only the settled nodes change.
+            reach = settled[target]
+            for v, d in settled.items():
+                potential[v] += d - reach
+            amount = -excess[target]
+            v = target
+            while v in parent:
+                a = parent[v]
+                amount = min(amount, residual[a])
+                v = head[a ^ 1]
+            amount = min(amount, excess[v])
+            excess[v] -= amount
+            if excess[v] == 0:
+                sources.discard(v)
+            excess[target] += amount
+            v = target
+            while v in parent:
+                a = parent[v]
+                residual[a] -= amount
+                residual[a ^ 1] += amount
+                v = head[a ^ 1]
