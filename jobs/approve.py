@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from pyspark.sql import functions as sf
 
 from jobs.lake import Lake
+from jobs.plan_status import APPROVED_LATER, PlanStatus
 from jobs.settings import Settings
 from jobs.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.targets import HISTORY_DDL, history_rows, plan_targets
 
 log = logging.getLogger(__name__)
-DECIDED = {"APPROVED": ("APPROVED", "PUBLISHED", "SUPERSEDED", "EXPIRED", "REALIZED"), "REJECTED": ("REJECTED",)}
+DECIDED = {PlanStatus.APPROVED: APPROVED_LATER, PlanStatus.REJECTED: (PlanStatus.REJECTED,)}
 
 
 def run_approve(
@@ -31,7 +32,7 @@ def run_approve(
     approved; a plan that already carries this decision is left as it is, so a re-run writes nothing."""
     if not by.strip():
         raise StageInputError("approve needs the name of who decides (--by)")
-    decision = "REJECTED" if reject else "APPROVED"
+    decision = PlanStatus.REJECTED if reject else PlanStatus.APPROVED
     plans = lake.read("plans")
     if plan_ids:
         chosen = plans.where(sf.col("plan_id").isin(list(plan_ids)))
@@ -42,9 +43,9 @@ def run_approve(
         snapshot = None
     else:
         snapshot = resolve_snapshot(lake, snapshot_id)
-        chosen = plans.where((sf.col("snapshot_id") == snapshot) & (sf.col("status") == "VALIDATED"))
+        chosen = plans.where((sf.col("snapshot_id") == snapshot) & (sf.col("status") == PlanStatus.VALIDATED))
         found = {r["plan_id"]: r["status"] for r in chosen.select("plan_id", "status").collect()}
-    allowed = ("VALIDATED", "PENDING") if reject else ("VALIDATED",)
+    allowed = (PlanStatus.VALIDATED, PlanStatus.PENDING) if reject else (PlanStatus.VALIDATED,)
     wrong = {p: s for p, s in found.items() if s not in allowed and s not in DECIDED[decision]}
     if wrong:
         detail = ", ".join(f"{p} is {s}" for p, s in sorted(wrong.items()))

@@ -35,6 +35,7 @@ from jobs.fleet import Fleet, FleetConfig, InputLoad
 from jobs.fleet_events import all_tasks_processed_once, converged
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.processes import free_port
+from jobs.plan_status import PlanStatus
 from jobs.polling import wait_until
 from jobs.settings import Settings
 
@@ -308,7 +309,7 @@ def _final_table(console: Console, snapshot: str, plans: dict[str, dict[str, Any
             str(p.get("status", "-")),
             str(p.get("moves", "-")),
             str(p.get("rounds", "-")),
-            "yes" if done or p.get("status") == "NOOP" else "no",
+            "yes" if done or p.get("status") == PlanStatus.NOOP else "no",
             f"{times[g]:.1f}s" if done else "-",
         )
     console.print(table)

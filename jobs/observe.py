@@ -13,6 +13,7 @@ from assignor import ClientAssignment, GroupAssignment, TaskId
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.intake import Report, parse_records
 from jobs.lake import Lake
+from jobs.plan_status import PlanStatus
 from jobs.settings import Settings
 from jobs.stage import StageResult
 from jobs.targets import HISTORY_DDL, plan_targets
@@ -74,13 +75,13 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     log.info("observe: %d reports (%d fresh, %d unreadable)", len(reports), len(fresh), len(intake.quarantine))
     rows = observed_rows(reports)
     outcomes = [lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL))]
-    plans = lake.read("plans").where(sf.col("status") == "PUBLISHED")
+    plans = lake.read("plans").where(sf.col("status") == PlanStatus.PUBLISHED)
     published = {r["plan_id"]: r["group_id"] for r in plans.select("plan_id", "group_id").collect()}
     done = realized_plans(published, plan_targets(lake, list(published)), live_assignments(fresh))
     if done:
         updates = (
             plans.where(sf.col("plan_id").isin(done))
-            .withColumn("status", sf.lit("REALIZED"))
+            .withColumn("status", sf.lit(PlanStatus.REALIZED))
             .withColumn("realized_at", sf.lit(now).cast("bigint"))
         )
         outcomes.append(lake.merge("plans", updates, update=["status", "realized_at"]))
@@ -88,7 +89,7 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     expired = plans.where(
         ~sf.col("plan_id").isin(done) & (sf.col("approved_at") + sf.lit(settings.plan_valid_ms) < sf.lit(now))
     )
-    expired = expired.withColumn("status", sf.lit("EXPIRED")).withColumn(
+    expired = expired.withColumn("status", sf.lit(PlanStatus.EXPIRED)).withColumn(
         "reason", sf.lit("not realized before valid_until")
     )
     outcome = lake.merge("plans", expired, update=["status", "reason"])

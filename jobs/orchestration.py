@@ -32,6 +32,7 @@ from jobs.lags import run_lags
 from jobs.lake import Lake
 from jobs.observe import run_observe
 from jobs.plan import run_plan
+from jobs.plan_status import PlanStatus
 from jobs.publish import run_publish
 from jobs.report import run_report
 from jobs.settings import Settings
@@ -214,7 +215,7 @@ def approval_body(
         "| group | moves | warmups | rounds | restore offsets | validation |",
         "|---|---:|---:|---:|---:|---|",
     ]
-    ranked = sorted(plans, key=lambda p: (p["status"] != "VALIDATED", -(p["moves"] or 0), p["group_id"]))
+    ranked = sorted(plans, key=lambda p: (p["status"] != PlanStatus.VALIDATED, -(p["moves"] or 0), p["group_id"]))
     for p in ranked[:BODY_ROWS]:
         outcome = str(p["status"]) + (f": {p['reason']}" if p.get("reason") else "")
         cells = [p["group_id"], p["moves"], p["warmups"], p["rounds"], p["restore_offsets"], outcome]
@@ -246,8 +247,10 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
         ]
         shown = [r for r in rows if in_filter(r["group_id"], groups)]
         report = run_report(lake, snapshot_id, None, [r["group_id"] for r in shown] if groups else None, limit=100)
-        candidates = {r["group_id"]: r["plan_id"] for r in shown if r["status"] == "VALIDATED"}
-        outside = sorted(r["plan_id"] for r in rows if r["status"] == "VALIDATED" and r["group_id"] not in candidates)
+        candidates = {r["group_id"]: r["plan_id"] for r in shown if r["status"] == PlanStatus.VALIDATED}
+        outside = sorted(
+            r["plan_id"] for r in rows if r["status"] == PlanStatus.VALIDATED and r["group_id"] not in candidates
+        )
         log.info(
             "review %s: %d plan(s), %d awaiting approval, report %s", snapshot_id, len(rows), len(candidates), report
         )

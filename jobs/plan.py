@@ -19,6 +19,7 @@ from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
 from jobs.lake import Lake
+from jobs.plan_status import PlanStatus
 from jobs.settings import Settings
 from jobs.stage import StageResult, resolve_snapshot
 
@@ -176,11 +177,11 @@ def plan_record(
         group = group_state(rows)
         plan = plan_group(group, configs, restore_rate=restore_rate)
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
-        out.update(status="REJECTED", reason=f"planning failed: {err}", assignments="", move_order="")
+        out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments="", move_order="")
         return out
     metrics = plan.metrics
     out.update(
-        status="NOOP" if is_noop(plan, group) else "PENDING",
+        status=PlanStatus.NOOP if is_noop(plan, group) else PlanStatus.PENDING,
         moves=int(metrics["moves"]),
         warmups=int(metrics["warmups"]),
         rounds=int(metrics["rounds"]),

@@ -18,6 +18,7 @@ from assignor import AssignmentConfigs, GroupAssignment, TaskId
 from assignor.runtime.plans import ApprovedPlan
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lake import Lake, MergeOutcome
+from jobs.plan_status import PlanStatus
 from jobs.settings import Settings
 from jobs.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.targets import HISTORY_DDL, history_rows, plan_targets
@@ -82,7 +83,7 @@ def run_publish(
     if plan_ids:
         chosen = plans.where(sf.col("plan_id").isin(list(plan_ids)))
         found = {r["plan_id"]: r["status"] for r in chosen.select("plan_id", "status").collect()}
-        wrong = {p: s for p, s in found.items() if s not in ("APPROVED", "PUBLISHED")}
+        wrong = {p: s for p, s in found.items() if s not in (PlanStatus.APPROVED, PlanStatus.PUBLISHED)}
         missing = sorted(set(plan_ids) - set(found))
         if missing or wrong:
             detail = [f"{p} is unknown" for p in missing] + [f"{p} is {s}" for p, s in sorted(wrong.items())]
@@ -91,7 +92,7 @@ def run_publish(
     else:
         snapshot = resolve_snapshot(lake, snapshot_id)
         chosen = plans.where(sf.col("snapshot_id") == snapshot)
-    approved, older = _latest_per_group(chosen.where(sf.col("status") == "APPROVED").collect())
+    approved, older = _latest_per_group(chosen.where(sf.col("status") == PlanStatus.APPROVED).collect())
     if not approved:
         log.info("publish: no APPROVED plans")
         return StageResult("publish", snapshot)
@@ -114,14 +115,16 @@ def run_publish(
     log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)
     outcomes: list[MergeOutcome] = [lake.merge("assignment_history", lake.spark.createDataFrame(history, HISTORY_DDL))]
     published = {r["plan_id"]: r["group_id"] for r in approved}
-    outcomes.append(_set_status(lake, plans.where(sf.col("plan_id").isin(list(published))), "PUBLISHED", None, now))
+    outcomes.append(
+        _set_status(lake, plans.where(sf.col("plan_id").isin(list(published))), PlanStatus.PUBLISHED, None, now)
+    )
     earlier_published = (
         sf.col("group_id").isin(list(set(published.values())))
         & ~sf.col("plan_id").isin(list(published))
-        & (sf.col("status") == "PUBLISHED")
+        & (sf.col("status") == PlanStatus.PUBLISHED)
     )
     superseded = plans.where(earlier_published | sf.col("plan_id").isin([r["plan_id"] for r in older]))
-    outcomes.append(_set_status(lake, superseded, "SUPERSEDED", "superseded by a newer published plan", None))
+    outcomes.append(_set_status(lake, superseded, PlanStatus.SUPERSEDED, "superseded by a newer published plan", None))
     return StageResult("publish", snapshot, tuple(outcomes), {"published": len(records)})
 
 

@@ -23,6 +23,7 @@ from pyspark.sql import functions as sf
 
 from jobs.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
 from jobs.lake import Lake
+from jobs.plan_status import PlanStatus
 from jobs.settings import Settings
 from jobs.stage import StageResult, resolve_snapshot
 from schemas import json_files
@@ -145,7 +146,7 @@ def run_validate(
 ) -> StageResult:
     """Validate the snapshot's PENDING plans (or the given ones); record every outcome; set VALIDATED/REJECTED."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    pending = lake.read("plans", snapshot_id).where(sf.col("status") == "PENDING")
+    pending = lake.read("plans", snapshot_id).where(sf.col("status") == PlanStatus.PENDING)
     if plan_ids:
         pending = pending.where(sf.col("plan_id").isin(list(plan_ids)))
     staging = lake.root / "validate-staging" / uuid.uuid4().hex
@@ -175,7 +176,7 @@ def run_validate(
         for o in outcomes:
             count = o.failures_by_plan.get(plan_id, 0)
             results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
-        status, reason = ("REJECTED", rejection_reason(failed)) if failed else ("VALIDATED", None)
+        status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
         statuses.append((plan_id, snapshot_id, status, reason))
     spark = lake.spark
     result_frame = spark.createDataFrame(
@@ -189,7 +190,7 @@ def run_validate(
         lake.merge("validation_results", result_frame),
         lake.merge("plans", updates, update=["status", "reason"]),
     )
-    rejected = sum(1 for s in statuses if s[2] == "REJECTED")
+    rejected = sum(1 for s in statuses if s[2] == PlanStatus.REJECTED)
     log.info(
         "validate %s: %d validated, %d rejected; data docs %s",
         snapshot_id,
