@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
 
 from assignor.configs import AssignmentConfigs
 from assignor.runtime.events import read_events
 from assignor.runtime.group_assignor import Subtopology, Topology
 from assignor.runtime.instance import EVENTS_FILE
 from assignor.runtime.state_dir import StateDirectory
+from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.local.processes import spawn
 
 log = logging.getLogger(__name__)
 
@@ -31,25 +31,6 @@ log = logging.getLogger(__name__)
 def group_topology(group_id: str) -> Topology:
     """The demo application: one stateful subtopology counting input records per key."""
     return Topology((Subtopology(0, (f"{group_id}-input",), (f"{group_id}-counts-changelog",)),))
-
-
-def ensure_topics(bootstrap: str, topics: Mapping[str, tuple[int, bool]], kafka: Mapping[str, str]) -> None:
-    """Create missing topics: name -> (partitions, compacted)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **kafka})
-    existing = set(admin.list_topics(timeout=10).topics)
-    wanted = [
-        NewTopic(name, partitions, 1, config={"cleanup.policy": "compact"} if compacted else {})
-        for name, (partitions, compacted) in sorted(topics.items())
-        if name not in existing
-    ]
-    if not wanted:
-        return
-    for name, future in admin.create_topics(wanted).items():
-        try:
-            future.result(15)
-        except Exception as err:
-            if "already exists" not in str(err).lower() and "TOPIC_ALREADY_EXISTS" not in str(err):
-                raise RuntimeError(f"cannot create topic {name}: {err}") from err
 
 
 @dataclass(frozen=True)
@@ -92,18 +73,20 @@ class Fleet:
     def __init__(self, config: FleetConfig) -> None:
         self.config = config
         self.instances: dict[tuple[str, str], InstanceProcess] = {}
-        ensure_topics(
-            config.bootstrap,
-            {config.reports_topic: (1, True), config.plans_topic: (1, True)},
-            config.kafka_config,
-        )
+        # Compacted with segments that roll, so real Kafka compacts them (assignor.runtime.topics says how).
+        self._ensure([TopicSpec(config.reports_topic, compacted=True), TopicSpec(config.plans_topic, compacted=True)])
 
     def create_group(self, group_id: str) -> Topology:
         topology = group_topology(group_id)
-        topics = {t: (self.config.partitions, False) for s in topology.subtopologies for t in s.source_topics}
-        topics.update({t: (self.config.partitions, True) for s in topology.subtopologies for t in s.changelog_topics})
-        ensure_topics(self.config.bootstrap, topics, self.config.kafka_config)
+        count = self.config.partitions
+        self._ensure(
+            [TopicSpec(t, count) for s in topology.subtopologies for t in s.source_topics]
+            + [TopicSpec(t, count, compacted=True) for s in topology.subtopologies for t in s.changelog_topics]
+        )
         return topology
+
+    def _ensure(self, specs: list[TopicSpec]) -> None:
+        ensure_topics({"bootstrap.servers": self.config.bootstrap, **self.config.kafka_config}, specs)
 
     def state_dir(self, group_id: str, name: str) -> Path:
         return self.config.root / group_id / name
@@ -170,7 +153,7 @@ class Fleet:
         }
         state_dir.mkdir(parents=True, exist_ok=True)
         with (state_dir / "instance.log").open("ab") as out:
-            popen = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            popen = spawn(args, stdout=out, env=env)  # its own process group; it dies with this process
         instance = InstanceProcess(group_id, name, state_dir, process_id, popen)
         self.instances[(group_id, name)] = instance
         log.info("started %s/%s (process %s, pid %d)", group_id, name, process_id[:8], popen.pid)

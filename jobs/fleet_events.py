@@ -71,6 +71,26 @@ def all_tasks_processed_once(fleet: Fleet, group_id: str, tasks: set[str]) -> bo
     return sorted(running) == sorted(tasks)
 
 
+def settled(fleet: Fleet, group_id: str, tasks: set[str]) -> bool:
+    """Every task processed once, by live instances that all hold the same generation's assignment, with no
+    warmup in flight and no probing rebalance scheduled: nothing moves until something changes.
+
+    Processing every task once is not enough: the first instance to start forms a generation alone and
+    processes everything until the next joins."""
+    live = [i for i in fleet.members(group_id) if i.alive]
+    generations = set()
+    held: list[str] = []
+    for instance in live:
+        events = instance.events()
+        assigned = _last(events, "assigned")
+        now = set(_stretches(events)[1])
+        if assigned is None or assigned["warmup"] or assigned["probing_at"] or set(assigned["active"]) != now:
+            return False
+        generations.add(assigned["generation"])
+        held.extend(now)
+    return len(generations) == 1 and sorted(held) == sorted(tasks)
+
+
 def converged(fleet: Fleet, group_id: str, target: GroupAssignment, plan_id: str) -> bool:
     """Every live instance holds exactly its target tasks, processes its actives, and nothing is moving."""
     by_pid = {i.process_id: i for i in fleet.members(group_id) if i.alive}

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kafka import KafkaConsumer
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import TopicPartition
 
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
+from assignor.runtime.membership import poll_membership, subscribe_once_known
 from jobs.polling import wait_until
 
 
@@ -29,6 +31,24 @@ class Member:
         return self.held[-1][1] if self.held else frozenset()
 
 
+class _Holdings(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
+    """Records what a member holds when kafka-python hands partitions over, not when a poll returns: a member
+    gives partitions up before it rejoins, and a poll may return after another member already got them."""
+
+    def __init__(self, member: Member) -> None:
+        self.member = member
+
+    def _record(self, now: frozenset[TopicPartition]) -> None:
+        if not self.member.held or self.member.held[-1][1] != now:
+            self.member.held.append((time.monotonic(), now))
+
+    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        self._record(self.member.partitions - frozenset(revoked))
+
+    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        self._record(self.member.partitions | frozenset(assigned))
+
+
 def _run(member: Member, bootstrap: str, group_id: str, topics: list[str]) -> None:
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -39,12 +59,11 @@ def _run(member: Member, bootstrap: str, group_id: str, topics: list[str]) -> No
         enable_auto_commit=False,
     )
     try:
-        consumer.subscribe(topics)
+        subscribe_once_known(consumer, topics, _Holdings(member))
         while not member.stop.is_set():
-            consumer.poll(timeout_ms=100)
-            now = frozenset(consumer.assignment())
-            if not member.held or member.held[-1][1] != now:
-                member.held.append((time.monotonic(), now))
+            if not poll_membership(consumer, timeout_ms=100):
+                member.stop.wait(0.5)  # back off while the broker is unreachable
+                continue
             if member.view.rejoin_due(int(time.time() * 1000)):
                 consumer._coordinator.request_rejoin()  # kafka-python has no public call for it
     except BaseException as err:

@@ -33,13 +33,13 @@ def test_fleet_runs_groups_and_applies_its_schedule(broker: EmbeddedBroker, tmp_
         "--status-interval",
         "10",
         "--probing-rebalance-interval-ms",
-        "6000",
+        "3000",
         "--schedule",
-        "8:add:group-1",
+        "5:add:group-1",
         "--schedule",
-        "20:kill:group-1/i1",
-        "--duration",
-        "50",
+        "15:kill:group-1/i1",
+        "--duration",  # a killed member leaves after its session (6 s); Kafka rebalances at once after that
+        "35",
     ]
     result = subprocess.run(
         args, capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL, check=False

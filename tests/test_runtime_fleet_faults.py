@@ -104,7 +104,7 @@ def test_a_new_leader_continues_the_plan_after_the_leader_is_killed_mid_move(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     bootstrap = broker.bootstrap
-    configs = AssignmentConfigs(acceptable_recovery_lag=100, max_warmup_replicas=1, probing_rebalance_interval_ms=6_000)
+    configs = AssignmentConfigs(acceptable_recovery_lag=100, max_warmup_replicas=1, probing_rebalance_interval_ms=3_000)
     with Fleet(fleet_config(bootstrap, tmp_path, configs)) as fleet:
         topology = fleet.create_group("orders")
         with InputLoad(bootstrap, topology.source_topics, 150):

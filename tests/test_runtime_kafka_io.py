@@ -28,7 +28,7 @@ def compacted(broker: EmbeddedBroker, topic: str, partitions: int) -> None:
 
 def test_plan_source_returns_the_latest_record_per_group_and_honours_tombstones(broker: EmbeddedBroker) -> None:
     compacted(broker, "_rebalance_plans", 3)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
     for key, value in [
         (b"orders", b'{"plan_id": "1"}'),
         (b"payments", b'{"plan_id": "2"}'),
@@ -76,7 +76,7 @@ def test_state_reports_match_the_schema_and_fold_to_the_latest_per_instance(brok
 
 def test_changelog_end_offsets_are_the_high_watermarks(broker: EmbeddedBroker) -> None:
     compacted(broker, "chg-0", 2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(7):
         producer.produce("chg-0", key=f"k{i}".encode(), value=b"v", partition=i % 2)
     assert producer.flush(10) == 0

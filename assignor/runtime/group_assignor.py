@@ -10,6 +10,7 @@ another member is withheld for one rebalance; kafka-python's coordinator then re
 from __future__ import annotations
 
 import logging
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ from kafka.structs import TopicPartition
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
-from assignor.runtime.leader import LeaderDecision, decide
+from assignor.runtime.leader import LeaderDecision, decide, keep_previous
 from assignor.runtime.protocol import (
     LATEST_VERSION,
     AssignmentInfo,
@@ -115,19 +116,29 @@ class MemberView:
     rejoin_requested: bool = False
     last_error_code: ErrorCode = ErrorCode.NONE  # of the latest assignment (its info is kept only without error)
     rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
+    sent_epoch: int = 0  # the rejoin_epoch of the subscription sent last
     decisions: list[LeaderDecision] = field(default_factory=list)  # decisions taken while leader (newest last)
+    # The consumer's I/O thread (subscription, assignment) and the member's own loop (rejoin_due) both change
+    # info and the rejoin fields: one lock, or an assignment arriving mid-update is overwritten by the old one.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    def request_rejoin(self) -> None:
+        """Ask for a rebalance (an upgrade, an operator): served by the next ``rejoin_due``."""
+        with self.lock:
+            self.rejoin_requested = True
 
     def rejoin_due(self, now_ms: int) -> bool:
         """Whether this member must rejoin now: asked to (version change, error), or its probing time came."""
-        due = self.rejoin_requested
-        probing_at = self.info.next_probing_rebalance_ms if self.info else None
-        if probing_at is not None and now_ms >= probing_at and self.info is not None:
-            self.info = replace(self.info, next_probing_rebalance_ms=None)  # once per schedule
-            due = True
-        self.rejoin_requested = False
-        if due:
-            self.rejoin_epoch += 1
-        return due
+        with self.lock:
+            due = self.rejoin_requested
+            probing_at = self.info.next_probing_rebalance_ms if self.info else None
+            if probing_at is not None and now_ms >= probing_at and self.info is not None:
+                self.info = replace(self.info, next_probing_rebalance_ms=None)  # once per schedule
+                due = True
+            self.rejoin_requested = False
+            if due:
+                self.rejoin_epoch += 1
+            return due
 
 
 class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
@@ -153,7 +164,9 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
     # -- member side ---------------------------------------------------------------------------------
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
-        info = self.member.info
+        with self.member.lock:
+            info, version, latest = self.member.info, self.member.version, self.member.latest_supported_version
+            self.member.sent_epoch = epoch = self.member.rejoin_epoch
         previous_active = frozenset(info.active_tasks) if info else frozenset()
         previous_standby = frozenset(info.standby_tasks) | frozenset(info.warmup_tasks) if info else frozenset()
         subscription = Subscription(
@@ -164,9 +177,9 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             task_offset_sums=dict(self.member.offset_sums()),
             endpoint=self.member.endpoint,
             client_tags=self.member.client_tags,
-            version=self.member.version,
-            latest_supported_version=self.member.latest_supported_version,
-            rejoin_epoch=self.member.rejoin_epoch,
+            version=version,
+            latest_supported_version=latest,
+            rejoin_epoch=epoch,
         )
         owned = []
         if info is not None and self.protocol == RebalanceProtocol.COOPERATIVE:
@@ -190,16 +203,22 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             info = AssignmentInfo.decode(bytes(assignment.user_data or b""))
         except ProtocolError as err:
             log.error("unreadable assignment user data in generation %s: %s", generation, err)
-            self.member.rejoin_requested = True
+            self.member.request_rejoin()
             return
-        version, rejoin = next_version(self.member.version, info, self.member.latest_supported_version)
-        if version != self.member.version:
-            log.info("protocol version %d -> %d (generation %s)", self.member.version, version, generation)
-        self.member.version = version
-        self.member.last_error_code = info.error_code
-        self.member.rejoin_requested = rejoin  # version changes only: a malformed member retrying would churn
-        if info.error_code is ErrorCode.NONE:
-            self.member.info = info
+        member = self.member
+        with member.lock:
+            version, rejoin = next_version(member.version, info, member.latest_supported_version)
+            if version != member.version:
+                log.info("protocol version %d -> %d (generation %s)", member.version, version, generation)
+            member.version = version
+            member.last_error_code = info.error_code
+            # Rejoin for a version change (not for an error code: a malformed member retrying would churn), and
+            # for a rejoin asked for after the JoinGroup this answers was sent: kafka-python lets a join already in
+            # flight absorb a new request, which would then never be served.
+            unserved = member.rejoin_epoch > member.sent_epoch
+            member.rejoin_requested = member.rejoin_requested or rejoin or unserved
+            if info.error_code is ErrorCode.NONE:
+                member.info = info
 
     # -- leader side ---------------------------------------------------------------------------------
 
@@ -252,8 +271,6 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         tasks = self.topology.tasks(cluster.partitions_for_topic)
         stateful = frozenset(t for t, sub in tasks.items() if sub.stateful)
         changelogs = [p for t in sorted(stateful) for p in self.topology.changelog_partitions(t)]
-        ends = self.leader.changelog_end_offsets(changelogs) if changelogs else {}
-        end_sums = {t: sum(ends.get(p, 0) for p in self.topology.changelog_partitions(t)) for t in stateful}
         member_of: dict[str, str] = {}
         clients = []
         for member_id, sub in sorted(subscriptions.items()):
@@ -274,18 +291,21 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
                     client_tags=sub.client_tags,
                 )
             )
-        group = GroupState(clients, stateful, frozenset(tasks) - stateful, end_sums)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
         now = self.leader.now_ms()
-        choice = decide(
-            self.leader.group_id,
-            group,
-            self.leader.configs,
-            self.leader.latest_plan(self.leader.group_id),
-            self.leader.signing_key,
-            now,
-        )
+        try:
+            ends = self.leader.changelog_end_offsets(changelogs) if changelogs else {}
+            plan_record = self.leader.latest_plan(self.leader.group_id)
+        except Exception as err:  # any failure to read (a broker restarting, a partition leader moving)
+            log.warning(
+                "leader of %s cannot read its inputs, keeping the previous assignment: %s", self.leader.group_id, err
+            )
+            choice = keep_previous(clients, f"leader could not read changelog end offsets and plans: {err}")
+        else:
+            end_sums = {t: sum(ends.get(p, 0) for p in self.topology.changelog_partitions(t)) for t in stateful}
+            group = GroupState(clients, stateful, frozenset(tasks) - stateful, end_sums)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
+            choice = decide(self.leader.group_id, group, self.leader.configs, plan_record, self.leader.signing_key, now)
         self.member.decisions.append(choice)
         log.info(
             "leader decision for %s: plan=%s fallback=%s probing=%s",
@@ -306,7 +326,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
     ) -> dict[str, ConsumerProtocolAssignment]:
         assignment: GroupAssignment = choice.assignment
         owner_now = {tp: m for m, tps in owned.items() for tp in tps}
-        probing_at = now + self.leader.configs.probing_rebalance_interval_ms
+        probing_at = now + (choice.retry_in_ms or self.leader.configs.probing_rebalance_interval_ms)
         schedule_holder = min(member_of) if assignment.probing_rebalance_needed and member_of else None
         result = {}
         for pid, member_id in sorted(member_of.items()):

@@ -11,19 +11,22 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kafka import KafkaConsumer
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.abstract import RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kafka.structs import TopicPartition
 
 from assignor.configs import AssignmentConfigs
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher
+from assignor.runtime.membership import poll_membership, subscribe_once_known
 from assignor.runtime.protocol import LATEST_VERSION, Partition
 from assignor.runtime.reports import state_report
 from assignor.runtime.state_dir import StateDirectory
@@ -59,16 +62,22 @@ class InstanceConfig:
 class InstanceAssignor(PlanHonoringAssignor):
     """The plan-honoring assignor, writing each protocol step to the instance's event log."""
 
-    def __init__(self, *args: Any, events: EventLog, corrupt: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        events: EventLog,
+        processed: Callable[[], Mapping[str, int]] = dict,
+        corrupt: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.events, self.corrupt = events, corrupt
+        self.events, self.processed, self.corrupt = events, processed, corrupt
         self.assigned = threading.Event()
-        self.joining_since: float | None = None  # monotonic time the pending join started
+        self._processed_at_join: Mapping[str, int] = {}
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         subscription = super().metadata(topics)
-        if self.joining_since is None:
-            self.joining_since = time.monotonic()
+        self._processed_at_join = self.processed()
         sums = self.member.offset_sums()
         self.events.emit("joining", version=self.member.version, offset_sums={str(t): s for t, s in sums.items()})
         if not self.corrupt:
@@ -82,8 +91,10 @@ class InstanceAssignor(PlanHonoringAssignor):
 
     def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         super().on_assignment(assignment, generation)
-        self.joining_since = None
         info = self.member.info
+        before, now = self._processed_at_join, self.processed()
+        # KIP-429: what the tasks processed while the rebalance was in flight (JoinGroup sent -> assignment).
+        during = {task: n - before.get(task, 0) for task, n in sorted(now.items()) if n > before.get(task, 0)}
         self.events.emit(
             "assigned",
             generation=generation,
@@ -95,6 +106,7 @@ class InstanceAssignor(PlanHonoringAssignor):
             plan_id=info.plan_id if info else None,
             fallback_reason=info.fallback_reason if info else None,
             probing_at=info.next_probing_rebalance_ms if info else None,
+            processed_while_joining=during,
         )
         self.assigned.set()
 
@@ -148,6 +160,7 @@ class Instance:
             leader,
             config.rebalance_protocol,
             events=self.events,
+            processed=self.tasks.processed,
             corrupt=config.corrupt_user_data,
         )
         self._reports = ReportPublisher(config.bootstrap, config.reports_topic, config.kafka_config)
@@ -162,16 +175,10 @@ class Instance:
         next_report = time.monotonic() + config.report_interval_s
         try:
             while not self.stop.is_set() and membership.is_alive():
+                # KIP-429: the partitions owned stay owned (and processed) while a rebalance is in flight. A member
+                # the group dropped learns it from its next JoinGroup, SyncGroup or heartbeat, and kafka-python then
+                # revokes everything it owned (partitions lost), which reaches the tasks through `owned`.
                 now_owned = membership.owned
-                joining_since = self.assignor.joining_since
-                suspend_after_s = 3 * config.session_timeout_ms / 1000
-                if joining_since is not None and time.monotonic() - joining_since > suspend_after_s:
-                    # A join this slow (three sessions; a healthy one takes a round, one that missed a generation
-                    # about two sessions) means the group may have moved on without us (a broker may complete a
-                    # generation while our SyncGroup waits): stop processing until we hear our assignment.
-                    if owned:
-                        self.events.emit("suspended", waited_s=round(time.monotonic() - joining_since, 1))
-                    now_owned = frozenset()
                 if self.assignor.assigned.is_set() or now_owned != owned:
                     changed_assignment = self.assignor.assigned.is_set()
                     self.assignor.assigned.clear()
@@ -241,9 +248,11 @@ class _Membership(threading.Thread):
             self.error = err
             return
         try:
-            consumer.subscribe(config.topology.source_topics)
+            subscribe_once_known(consumer, config.topology.source_topics, _HandOver(instance.tasks))
             while not instance.stop.is_set():
-                consumer.poll(timeout_ms=200)
+                if not poll_membership(consumer, timeout_ms=200):
+                    instance.stop.wait(0.5)  # back off while the broker is unreachable
+                    continue
                 assigned = frozenset(consumer.assignment())
                 if assigned - frozenset(consumer.paused()):
                     consumer.pause(*assigned)  # membership only: the task runtime reads the input itself
@@ -259,6 +268,20 @@ class _Membership(threading.Thread):
             instance.stop.set()
         finally:
             consumer.close()
+
+
+class _HandOver(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
+    """KIP-429: kafka-python calls this on its I/O thread after an assignment takes partitions away and before
+    the member rejoins to let them move, so the tasks stop processing them before any other member can start."""
+
+    def __init__(self, tasks: TaskManager) -> None:
+        self.tasks = tasks
+
+    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        self.tasks.release(frozenset((tp.topic, tp.partition) for tp in revoked))
+
+    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        """Nothing now: the task loop activates what the assignment names (after restoring)."""
 
 
 def _owned(metadata: Any) -> list[str]:

@@ -15,11 +15,14 @@ class TopicReadError(RuntimeError):
     """A topic could not be read to its end in time."""
 
 
-def read_latest_by_key(
+Record = tuple[int, int, bytes | None, bytes | None]  # (partition, offset, key, value)
+
+
+def read_records(
     bootstrap: str, topic: str, config: Mapping[str, str] | None = None, timeout_s: float = 30.0
-) -> dict[bytes, bytes | None]:
-    """Fold a (compacted) topic from the beginning to its current end: the latest value per key, None for a
-    tombstone. Readers fold themselves because a broker may not have compacted yet."""
+) -> list[Record]:
+    """Every record of a topic from its beginning to its current end, in offset order per partition (a topic
+    that does not exist reads as empty)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -32,14 +35,14 @@ def read_latest_by_key(
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if metadata is None or metadata.error is not None:
-            return {}
+            return []
         partitions = [TopicPartition(topic, p, 0) for p in sorted(metadata.partitions)]
         ends = {}
         for tp in partitions:
             _, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
             ends[tp.partition] = high
         consumer.assign([tp for tp in partitions if ends[tp.partition] > 0])
-        latest: dict[bytes, bytes | None] = {}
+        records: list[Record] = []
         done = {p for p, end in ends.items() if end == 0}
         deadline = time.monotonic() + timeout_s
         while len(done) < len(partitions):
@@ -48,7 +51,7 @@ def read_latest_by_key(
             message = consumer.poll(0.2)
             if message is None:
                 continue
-            error, partition, offset, key = message.error(), message.partition(), message.offset(), message.key()
+            error, partition, offset = message.error(), message.partition(), message.offset()
             if partition is None:
                 continue
             if error is not None:
@@ -56,13 +59,26 @@ def read_latest_by_key(
                     done.add(partition)
                     continue
                 raise KafkaException(error)
-            if key is not None:
-                latest[key] = message.value()
-            if offset is not None and offset + 1 >= ends[partition]:
+            if offset is None or offset >= ends[partition]:
+                continue  # written after we looked at the end
+            records.append((partition, offset, message.key(), message.value()))
+            if offset + 1 >= ends[partition]:
                 done.add(partition)
-        return latest
+        return records
     finally:
         consumer.close()
+
+
+def read_latest_by_key(
+    bootstrap: str, topic: str, config: Mapping[str, str] | None = None, timeout_s: float = 30.0
+) -> dict[bytes, bytes | None]:
+    """Fold a (compacted) topic from the beginning to its current end: the latest value per key, None for a
+    tombstone. Readers fold themselves because a broker compacts only segments that have rolled."""
+    latest: dict[bytes, bytes | None] = {}
+    for _, _, key, value in read_records(bootstrap, topic, config, timeout_s):
+        if key is not None:
+            latest[key] = value
+    return latest
 
 
 class ChangelogEndOffsets:
@@ -75,6 +91,17 @@ class ChangelogEndOffsets:
     def __call__(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
         if not partitions:
             return {}
+        try:
+            return self._list(partitions)
+        except KafkaException:
+            # librdkafka's admin client asks with the partition leader epochs it has cached and does not refresh
+            # them when the broker answers FENCED_LEADER_EPOCH (a broker restart starts new epochs): refresh the
+            # metadata, then ask once more.
+            for topic in sorted({topic for topic, _ in partitions}):
+                self._admin.list_topics(topic, timeout=self.timeout_s)
+            return self._list(partitions)
+
+    def _list(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
         wanted = {TopicPartition(topic, partition): latest for topic, partition in partitions}
         futures = self._admin.list_offsets(wanted, request_timeout=self.timeout_s)
@@ -101,9 +128,8 @@ class ReportPublisher:
     """Publishes state reports to the compacted reports topic, key ``<group_id>/<process_id>``."""
 
     def __init__(self, bootstrap: str, topic: str, config: Mapping[str, str] | None = None) -> None:
-        # One record per batch: Tansu reports exact end offsets only then (shared/ENVIRONMENT.md).
         self.topic = topic
-        self._producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, **dict(config or {})})
+        self._producer = Producer({"bootstrap.servers": bootstrap, **dict(config or {})})
 
     def publish(self, report: Mapping[str, Any], timeout_s: float = 10.0) -> None:
         key = f"{report['group_id']}/{report['process_id']}".encode()

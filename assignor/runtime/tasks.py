@@ -8,6 +8,7 @@ their stores. Offset sums for the subscription come from the checkpoints, -2 for
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import Topology
@@ -24,6 +25,7 @@ from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.store import ChangelogRecord, TaskStore
 from assignor.task import LATEST_OFFSET, TaskId
 
+log = logging.getLogger(__name__)
 _RESTORE_BATCH = 5_000
 _PROCESS_BATCH = 500
 _PROGRESS_EVERY_S = 1.0
@@ -63,8 +65,9 @@ class TaskManager:
         pid = state.process_id
         self._restore = Consumer({**base, "group.id": f"rbp-restore-{pid}"})
         self._input = Consumer({**base, "group.id": f"rbp-input-{pid}"})
-        # One record per batch: Tansu reports exact end offsets only then (shared/ENVIRONMENT.md).
-        self._producer = Producer({**kafka, "batch.num.messages": 1, "linger.ms": 0})
+        # Idempotent: a batch retried after a lost connection or a broker restart is neither duplicated nor
+        # reordered, so a key's newest changelog record is always its newest count.
+        self._producer = Producer({**kafka, "enable.idempotence": True})
         self.tasks: dict[TaskId, _Task] = {}
         self._by_changelog: dict[Partition, _Task] = {}  # per record on the hot path: a lookup, not a scan
         self._by_input: dict[Partition, _Task] = {}
@@ -72,6 +75,8 @@ class TaskManager:
         for task in state.local_tasks():
             self._remember_closed(task)
         self._restore_assigned: set[Partition] = set()
+        self._unactivated: set[TaskId] = set()  # owned actives whose changelog ends could not be read yet
+        self._closed = False
         self._input_assigned: set[Partition] = set()
         self._last_progress = time.monotonic()
         self._lock = threading.RLock()  # the membership thread reads offset sums while this one works
@@ -104,7 +109,23 @@ class TaskManager:
             if task.processing:
                 self._stop_processing(task, "revoked" if role == "active" else f"now {role}")
             task.restore_to = None  # restore continues as a replica; activation checks the lag again
+            self._unactivated.discard(task_id)
         self._assign_consumers()
+
+    def release(self, inputs: frozenset[Partition]) -> None:
+        """Stop processing, now, every task that reads one of these input partitions: a member gives them up
+        before it rejoins (KIP-429), so their next owner never processes them at the same time."""
+        with self._lock:
+            if self._closed:
+                return  # closing the group consumer revokes everything, after the tasks were closed
+            for task in self.tasks.values():
+                if not inputs.intersection(task.inputs):
+                    continue
+                if task.processing:
+                    self._stop_processing(task, "revoked")
+                task.restore_to = None  # an active about to start does not; reconcile decides again
+                self._unactivated.discard(task.id)
+            self._assign_consumers()
 
     def _open(self, task_id: TaskId, role: str) -> _Task:
         task = _Task(
@@ -123,6 +144,7 @@ class TaskManager:
 
     def _close(self, task_id: TaskId) -> None:
         task = self.tasks.pop(task_id)
+        self._unactivated.discard(task_id)
         for partition in task.changelogs:
             self._by_changelog.pop(partition, None)
         for partition in task.inputs:
@@ -144,7 +166,14 @@ class TaskManager:
 
     def _activate(self, task: _Task) -> None:
         """The task's input is ours: restore to the changelog's end first (the lag here is what KIP-441 bounds)."""
-        ends = self._end_offsets(task.changelogs)
+        try:
+            ends = self._end_offsets(task.changelogs)
+        except KafkaException as err:  # a broker restarting, a partition leader moving: try again next step
+            if task.id not in self._unactivated:
+                log.warning("task %s: changelog end offsets not readable yet: %s", task.id, err)
+            self._unactivated.add(task.id)
+            return
+        self._unactivated.discard(task.id)
         lag = task.lag(ends)
         self.events.emit("activate", task=str(task.id), lag=lag, offset_sum=task.store.offset_sum(task.changelogs))
         task.restore_to = ends
@@ -160,7 +189,7 @@ class TaskManager:
         return True
 
     def _stop_processing(self, task: _Task, why: str) -> None:
-        self._producer.flush(10)
+        self._flush()
         task.processing = False
         self.events.emit("stop", task=str(task.id), why=why, processed=task.processed)
 
@@ -198,6 +227,10 @@ class TaskManager:
     def step(self) -> int:
         """Restore a batch, process a batch; the number of records handled."""
         with self._lock:
+            if self._unactivated:
+                for task_id in sorted(self._unactivated):
+                    self._activate(self.tasks[task_id])  # still owned: reconcile and release drop it otherwise
+                self._assign_consumers()
             handled = self._restore_batch() + self._process_batch()
         if time.monotonic() - self._last_progress >= _PROGRESS_EVERY_S:
             self._last_progress = time.monotonic()
@@ -256,10 +289,21 @@ class TaskManager:
             task.processed += 1
         if not pending:
             return 0
-        self._producer.flush(10)
+        self._flush()
         for task_id, records in written.items():
             self.tasks[task_id].store.apply(records, inputs[task_id])
         return sum(len(r) for r in written.values())
+
+    def _flush(self) -> None:
+        """Wait for the delivery report of every changelog write, so the store applies what the changelog holds.
+
+        librdkafka retries a write through a lost connection or a broker restart and fails it only after
+        ``message.timeout.ms`` (5 minutes by default); a failed write is not applied."""
+        if self._producer.flush(10) == 0:
+            return
+        log.warning("changelog writes unacknowledged for 10 s; waiting for the broker")
+        while self._producer.flush(1.0) > 0:
+            continue
 
     def _log_progress(self) -> None:
         processing = {str(t.id): t.processed for t in self.tasks.values() if t.processing}
@@ -292,6 +336,11 @@ class TaskManager:
                     sums[task.id] = LATEST_OFFSET if task.processing else task.store.offset_sum(task.changelogs)
             return sums
 
+    def processed(self) -> dict[str, int]:
+        """Input records each task held now has processed since this instance took it."""
+        with self._lock:
+            return {str(t.id): t.processed for t in self.tasks.values()}
+
     def summary(self) -> dict[str, Any]:
         with self._lock:
             return self._summary()
@@ -306,6 +355,7 @@ class TaskManager:
         with self._lock:
             for task_id in sorted(self.tasks):
                 self._close(task_id)
+            self._closed = True
         self._producer.flush(10)
         self._restore.close()
         self._input.close()
@@ -330,8 +380,11 @@ def _good(messages: list[Message]) -> list[Message]:
         error = message.error()
         if error is None:
             good.append(message)
-        elif error.code() != KafkaError._PARTITION_EOF:
+        elif error.fatal():
             raise RuntimeError(f"reading {message.topic()}[{message.partition()}] failed: {error}")
+        elif error.code() != KafkaError._PARTITION_EOF:
+            # librdkafka recovers from every other error itself (a broker down, a leader moving): informational
+            log.warning("reading %s[%s]: %s", message.topic(), message.partition(), error)
     return good
 
 
