@@ -8,7 +8,7 @@ UV_VERSION := 0.13.8
 JVM_DIR := var/jvm
 KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
 
-.PHONY: install jvm lint test browser bench bench-pipeline bench-runtime demo simulate lock clean
+.PHONY: install jvm lint test test-fast browser bench bench-pipeline bench-runtime demo simulate lock clean
 
 install: $(STAMP) $(KAFKA_JARS)
 
@@ -35,6 +35,10 @@ lint: $(STAMP)
 
 test: lint browser $(KAFKA_JARS)
 	$(BIN)/pytest
+
+# The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.
+test-fast: $(STAMP)
+	$(BIN)/pytest tests/unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/assignor_bench.py

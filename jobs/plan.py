@@ -19,6 +19,7 @@ from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
 from jobs.lake import Lake
+from jobs.local.processes import die_with_parent
 from jobs.plan_status import PlanStatus
 from jobs.settings import Settings
 from jobs.stage import StageResult, resolve_snapshot
@@ -202,7 +203,9 @@ _pools: dict[int, ProcessPoolExecutor] = {}
 def _pool(processes: int) -> ProcessPoolExecutor:
     if processes not in _pools:
         # spawn, not fork: the engine's threads are running in this process.
-        _pools[processes] = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+        _pools[processes] = ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent
+        )
     return _pools[processes]
 
 

@@ -39,3 +39,11 @@ def spark() -> Iterator[SparkSession]:
     """One embedded Sail engine (Spark Connect) for the whole test session."""
     with spark_session(None) as session:
         yield session
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its tier, from the folder it lives in (tests/unit, integration, system)."""
+    for item in items:
+        tier = item.path.parent.name
+        if tier in {"unit", "integration", "system"}:
+            item.add_marker(getattr(pytest.mark, tier))

@@ -22,8 +22,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: if our process dies (even by SIGKILL) the kernel sends SIGTERM.
+def die_with_parent() -> None:
+    """Ask the kernel to SIGTERM this process when its parent dies (a child-side call: preexec or initializer)."""
+    # If the parent dies, even by SIGKILL, the kernel sends SIGTERM: no orphan keeps running.
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
@@ -44,7 +45,7 @@ def spawn(
         env=dict(env) if env is not None else None,
         cwd=cwd,
         start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the child's whole group
-        preexec_fn=_die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there; we start no threads first)
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there; we start no threads first)
     )
 
 
