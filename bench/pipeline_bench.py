@@ -23,16 +23,16 @@ from rich.console import Console
 from rich.table import Table
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
-from jobs.engine import spark_session
-from jobs.extract import BrokerState, write_snapshot
-from jobs.intake import intake_records
-from jobs.lags import run_lags
-from jobs.lake import Lake
-from jobs.plan import run_plan
+from jobs.lakehouse.engine import spark_session
+from jobs.lakehouse.lake import Lake
+from jobs.local.synthetic import SyntheticGroup, fleet_end_offsets, fleet_partitions, fleet_records, synthetic_fleet
+from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.intake import intake_records
+from jobs.pipeline.lags import run_lags
+from jobs.pipeline.plan import run_plan
+from jobs.pipeline.stage import StageResult
+from jobs.pipeline.validate import run_validate
 from jobs.settings import Settings
-from jobs.stage import StageResult
-from jobs.synthetic import SyntheticGroup, fleet_end_offsets, fleet_partitions, fleet_records, synthetic_fleet
-from jobs.validate import run_validate
 
 CAPTURED_AT = 1_700_000_000_000
 GOAL_SECONDS, GOAL_RATIO = 300.0, 2.0

@@ -25,15 +25,15 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assignor import AssignmentConfigs
-from jobs.direct_plan import approved_plan, group_state, live_reports, publish_record
-from jobs.fleet import Fleet, FleetConfig, InputLoad, InstanceProcess
-from jobs.fleet_events import (
+from jobs.local.broker import EmbeddedBroker
+from jobs.local.direct_plan import approved_plan, group_state, live_reports, publish_record
+from jobs.local.fleet import Fleet, FleetConfig, InputLoad, InstanceProcess
+from jobs.local.fleet_events import (
     all_tasks_processed_once,
     converged,
     last_event,
     processing_intervals,
 )
-from jobs.local.broker import EmbeddedBroker
 from jobs.polling import wait_until
 
 KEY = "runtime-bench-key"

@@ -1,6 +1,6 @@
 """Frequent observation: what every live instance holds now, and which published plans are realized or expired."""
 
-# ruff: noqa: PLC0415 -- tasks import jobs.orchestration (Spark, the stages) when they run, not when the file is parsed
+# ruff: noqa: PLC0415 -- tasks import jobs.orchestration.tasks (Spark, the stages) when they run, not when the file is parsed
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -26,7 +26,7 @@ def rebalance_observe() -> None:
 
     @task
     def observe() -> dict[str, int]:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         return o.observe(o.runtime())
 

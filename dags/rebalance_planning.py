@@ -1,9 +1,9 @@
 """Nightly rebalance planning: extract → lags → plan → validate → approval by a person → publish.
 
-Wiring only: every task calls jobs.orchestration, imported inside the task so parsing this file stays light.
+Wiring only: every task calls jobs.orchestration.tasks, imported inside the task so parsing this file stays light.
 """
 
-# ruff: noqa: PLC0415 -- tasks import jobs.orchestration (Spark, the stages) when they run, not when the file is parsed
+# ruff: noqa: PLC0415 -- tasks import jobs.orchestration.tasks (Spark, the stages) when they run, not when the file is parsed
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
-from jobs.hitl import OPTIONS, REJECT_ALL, PlanApprovalOperator
+from jobs.orchestration.hitl import OPTIONS, REJECT_ALL, PlanApprovalOperator
 from jobs.settings import Settings
 
 SETTINGS = Settings()  # parse time: only the schedule (empty: triggered runs only); tasks build their own
@@ -64,7 +64,7 @@ def rebalance_planning() -> None:
 
     @task
     def extract() -> str:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         ctx = get_current_context()
         snapshot_id = o.snapshot_id_for(ctx["dag"].dag_id, ctx["run_id"], ctx["dag_run"].run_after)
@@ -72,38 +72,38 @@ def rebalance_planning() -> None:
 
     @task
     def lags(snapshot_id: str) -> str:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         return o.lags(o.runtime(get_current_context()["params"]), snapshot_id)
 
     @task
     def plan(snapshot_id: str) -> str:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         return o.plan(o.runtime(get_current_context()["params"]), snapshot_id)
 
     @task
     def validate(snapshot_id: str) -> str:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         return o.validate(o.runtime(get_current_context()["params"]), snapshot_id)
 
     @task
     def review(snapshot_id: str) -> dict[str, Any]:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         params = get_current_context()["params"]
         return o.review(o.runtime(params), snapshot_id, params["groups"], params["approval_timeout_s"])
 
     @task
     def decide(reviewed: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         return o.decide(o.runtime(get_current_context()["params"]), reviewed, answer)
 
     @task
     def publish(decided: dict[str, Any]) -> int:
-        from jobs import orchestration as o
+        from jobs.orchestration import tasks as o
 
         return o.publish(o.runtime(get_current_context()["params"]), decided)
 

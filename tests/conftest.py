@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from pyspark.sql import SparkSession
 
-from jobs.engine import spark_session
+from jobs.lakehouse.engine import spark_session
 from jobs.local.broker import EmbeddedBroker
-from tests.kafka_isolation import isolated
+from tests.support.kafka_isolation import isolated
 
 settings.register_profile(
     "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]

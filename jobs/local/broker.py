@@ -18,7 +18,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir
-from jobs.local.processes import free_port, spawn, stop_group
+from jobs.processes import free_port, spawn, stop_group
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The `rebalance-planner` command line: one parser, pipeline, runtime and local commands."""

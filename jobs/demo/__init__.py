@@ -1,0 +1,1 @@
+"""`rebalance-planner demo`: the whole product on embedded parts, in phases."""

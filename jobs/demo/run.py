@@ -1,0 +1,362 @@
+"""`rebalance-planner demo`: the whole product on one machine — embedded broker, live groups of real instance
+processes (one scaled out during the demo), a few hundred report-only groups, Airflow standalone running the
+planning DAG, an approval, and the live groups converging to their approved plans."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import secrets
+import shutil
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from confluent_kafka import Producer
+from deltalake import DeltaTable
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from assignor import AssignmentConfigs
+from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
+from assignor.runtime.plans import ApprovedPlan, parse_plan
+from jobs.demo.groups import simulated_groups, write_simulated_groups
+from jobs.local.airflow import AirflowError, LocalAirflow
+from jobs.local.broker import EmbeddedBroker
+from jobs.local.direct_plan import live_reports
+from jobs.local.fleet import Fleet, FleetConfig, InputLoad
+from jobs.local.fleet_events import all_tasks_processed_once, converged
+from jobs.pipeline.status import PlanStatus
+from jobs.polling import wait_until
+from jobs.processes import free_port
+from jobs.settings import Settings
+
+EXIT_OK, EXIT_FAILURE = 0, 1
+PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
+LIVE_GROUPS = ("orders", "payments", "clicks")
+SCALED_OUT, NEWCOMER = "orders", "i4"
+INSTANCES = ("i1", "i2", "i3")
+PARTITIONS = 6
+TASKS = {f"0_{p}" for p in range(PARTITIONS)}
+# Small enough that the newcomer must warm up, probing often enough that the groups converge within the demo.
+CONFIGS = AssignmentConfigs(
+    acceptable_recovery_lag=100, max_warmup_replicas=2, num_standby_replicas=1, probing_rebalance_interval_ms=10_000
+)
+MIN_CHANGELOG = 300  # records per changelog partition before planning: well beyond the acceptable lag
+STAGES = ("extract", "lags", "plan", "validate", "review", "approval", "decide", "publish")
+
+
+class DemoError(RuntimeError):
+    """A part of the demo failed (a task of the DAG run, an announcement)."""
+
+
+def add_demo_command(commands: Any) -> None:
+    """Register ``demo`` on the CLI's subparsers."""
+    demo = commands.add_parser(
+        "demo",
+        help="everything on embedded parts: broker, live fleet, Airflow, approval, convergence",
+        description="Run the whole product on this machine and print where the Airflow UI and the reports are.",
+    )
+    demo.add_argument("--interactive", action="store_true", help="wait for a person to approve in the Airflow UI")
+    demo.add_argument("--simulated", type=int, default=300, help="report-only simulated groups (default 300)")
+    demo.add_argument("--root", type=Path, default=Path("var/demo"), help="working directory (wiped first)")
+    demo.add_argument("--port", type=int, default=8080, help="Airflow UI port (default 8080; busy: a free one)")
+    demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for each phase (default 600)")
+
+
+@dataclass
+class Progress:
+    """Timestamped progress lines on the console."""
+
+    console: Console
+    started: float
+
+    def __call__(self, message: str) -> None:
+        self.console.print(f"[dim]{time.monotonic() - self.started:6.1f}s[/dim] {message}")
+
+
+@contextmanager
+def _interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the demo like Ctrl-C: every context unwinds and stops what it started."""
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _changelogs_filled(ends: ChangelogEndOffsets, fleet: Fleet) -> bool:
+    parts = [(f"{g}-counts-changelog", p) for g in LIVE_GROUPS for p in range(PARTITIONS)]
+    return min(ends(parts).values()) >= MIN_CHANGELOG
+
+
+def _announce(bootstrap: str, topic: str, group_id: str, process_id: str) -> None:
+    """An empty report for an instance about to be added, so tonight's plan already gives it its share."""
+    reports = read_latest_by_key(bootstrap, topic)
+    template = next(
+        json.loads(v) for k, v in reports.items() if v is not None and k.decode().startswith(f"{group_id}/")
+    )
+    report = {
+        **template,
+        "process_id": process_id,
+        "member_id": "",
+        "client_id": f"{group_id}-{process_id[:8]}",
+        "generation": 0,
+        "reported_at": int(time.time() * 1000),
+        "active_tasks": [],
+        "standby_tasks": [],
+        "warmup_tasks": [],
+        "task_offset_sums": {},
+        "plan_id": None,
+        "fallback_reason": None,
+    }
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, json.dumps(report).encode(), f"{group_id}/{process_id}".encode())
+    if producer.flush(30):
+        raise DemoError(f"the announcement of {group_id}/{process_id} was not delivered")
+
+
+def _published(bootstrap: str, settings: Settings, key: str) -> dict[str, ApprovedPlan]:
+    records = read_latest_by_key(bootstrap, settings.plans_topic)
+    return {k.decode(): parse_plan(v, key.encode()) for k, v in records.items() if v is not None}
+
+
+def _reported(bootstrap: str, settings: Settings, plans: dict[str, ApprovedPlan]) -> bool:
+    """Whether every live group's latest reports show exactly its plan's target, warmups done."""
+    for group, plan in plans.items():
+        reports = live_reports(bootstrap, settings.reports_topic, group)
+        if set(reports) != set(plan.target.clients):
+            return False
+        for pid, wanted in plan.target.clients.items():
+            r = reports[pid]
+            if r["warmup_tasks"] or (set(r["active_tasks"]), set(r["standby_tasks"])) != (
+                {str(t) for t in wanted.active},
+                {str(t) for t in wanted.standby},
+            ):
+                return False
+    return True
+
+
+def _plans(lake: Path, snapshot_id: str) -> dict[str, dict[str, Any]]:
+    frame = DeltaTable(str(lake / "plans")).to_pandas()
+    frame = frame[frame["snapshot_id"] == snapshot_id]
+    return {str(r["group_id"]): dict(r) for _, r in frame.iterrows()}
+
+
+def _follow_run(
+    airflow: LocalAirflow, run_id: str, say: Progress, until: set[str], timeout_s: float, seen: set[str]
+) -> None:
+    """Print each task as it finishes (once: ``seen`` remembers), until ``until`` are done or waiting for a person."""
+
+    def advanced() -> bool:
+        states = airflow.task_states(PLANNING, run_id)
+        for task in STAGES:
+            state = states.get(task)
+            if task not in seen and state in ("success", "awaiting_input"):
+                seen.add(task)
+                say(f"  {task}: {state.replace('_', ' ')}")
+            if state in ("failed", "upstream_failed"):
+                raise DemoError(f"task {task} {state}; see the Airflow UI or {airflow.home / 'logs'}")
+        return until <= seen
+
+    wait_until(advanced, timeout_s, f"the DAG run to reach {', '.join(sorted(until))}", poll_s=1.0)
+
+
+def run_demo(args: argparse.Namespace, console: Console) -> int:
+    """The demo from an empty working directory to converged groups; every process started here is stopped."""
+    say = Progress(console, time.monotonic())
+    root: Path = args.root.resolve()
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    logging.basicConfig(level=logging.WARNING, filename=str(root / "demo.log"))
+    logging.getLogger("jobs").setLevel(logging.WARNING)  # the progress lines say what happens
+    key = secrets.token_hex(16)
+    with ExitStack() as stack, _interrupt_on_sigterm():
+        broker = stack.enter_context(EmbeddedBroker(data_dir=root / "kafka"))
+        bootstrap = broker.bootstrap
+        say(f"Apache Kafka (KRaft) on [bold]{bootstrap}[/bold], data in {broker.data_dir}")
+        settings = Settings(
+            lake_root=root / "lake",
+            kafka_bootstrap=bootstrap,
+            plan_signing_key=key,
+            acceptable_recovery_lag=CONFIGS.acceptable_recovery_lag,
+            max_warmup_replicas=CONFIGS.max_warmup_replicas,
+            num_standby_replicas=CONFIGS.num_standby_replicas,
+            probing_rebalance_interval_ms=CONFIGS.probing_rebalance_interval_ms,
+        )
+        port = args.port if _free(args.port) else free_port()
+        airflow = LocalAirflow(root / "airflow", port=port, extra_env=_airflow_env(settings, key))
+        stack.callback(airflow.stop)
+        airflow.launch("standalone")
+        say(f"Airflow standalone starting on {airflow.url} (log {airflow.home / 'standalone.log'})")
+
+        fleet = stack.enter_context(
+            Fleet(FleetConfig(bootstrap, root / "fleet", key, configs=CONFIGS, partitions=PARTITIONS,
+                              report_interval_s=2.0))
+        )  # fmt: skip
+        sources = [t for g in LIVE_GROUPS for t in fleet.create_group(g).source_topics]
+        for group in LIVE_GROUPS:
+            for name in INSTANCES:
+                fleet.start(group, name)
+        stack.enter_context(InputLoad(bootstrap, sources, rate_per_s=100.0 * len(LIVE_GROUPS)))
+        say(f"live fleet: {len(LIVE_GROUPS)} groups x {len(INSTANCES)} instance processes, input load running")
+
+        simulated = simulated_groups(args.simulated)
+        written = write_simulated_groups(bootstrap, settings.reports_topic, simulated)
+        say(f"{len(simulated)} report-only simulated groups written ({written:,} records)")
+
+        ends = ChangelogEndOffsets(bootstrap)
+        stack.callback(ends.close)
+        settled = lambda: all(all_tasks_processed_once(fleet, g, TASKS) for g in LIVE_GROUPS)  # noqa: E731
+        wait_until(settled, args.timeout, "the live groups to settle")
+        say("live groups settled: every task processed by exactly one instance")
+        wait_until(lambda: _changelogs_filled(ends, fleet), args.timeout, "the live changelogs to fill")
+        say(f"live state built: every changelog partition holds >= {MIN_CHANGELOG} records")
+
+        newcomer = fleet.process_id(SCALED_OUT, NEWCOMER)
+        _announce(bootstrap, settings.reports_topic, SCALED_OUT, newcomer)
+        say(f"scale-out announced: {SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joins after the approval")
+
+        airflow.wait_ready(args.timeout)
+        airflow.wait_for_dag(PLANNING, args.timeout)
+        console.rule("Airflow")
+        console.print(f"UI: [bold]{airflow.url}[/bold]  user [bold]admin[/bold]  password [bold]{airflow.password()}")
+        params = {
+            "acceptable_recovery_lag": CONFIGS.acceptable_recovery_lag,
+            "max_warmup_replicas": CONFIGS.max_warmup_replicas,
+            "num_standby_replicas": CONFIGS.num_standby_replicas,
+            "probing_rebalance_interval_ms": CONFIGS.probing_rebalance_interval_ms,
+        }
+        if args.interactive:
+            params["approval_timeout_s"] = 3600
+        run_id = airflow.trigger(PLANNING, params)
+        say(f"triggered {PLANNING} run {run_id}")
+        seen: set[str] = set()
+        _follow_run(airflow, run_id, say, {"review", "approval"}, args.timeout, seen)
+        detail = airflow.wait_for_approval(PLANNING, run_id, "approval", args.timeout)
+        console.rule(detail["subject"])
+        console.print(Markdown(detail["body"]))
+        approval_url = f"{airflow.url}/dags/{PLANNING}/runs/{quote(run_id)}/tasks/approval/required_actions"
+        if args.interactive:
+            console.print(f"Waiting for your decision in the UI: [bold]{approval_url}[/bold]")
+        else:
+            # Imported here: Airflow takes seconds to import and every other CLI command would pay for it.
+            from jobs.orchestration.hitl import APPROVE_ALL  # noqa: PLC0415
+
+            airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {"selected_groups": None, "reason": "demo"})
+            say(f"approved through the REST API as admin ({APPROVE_ALL}); the page was {approval_url}")
+        state = airflow.wait_for_run(PLANNING, run_id, 3700 if args.interactive else args.timeout)
+        if state != "success":
+            raise DemoError(f"the DAG run ended {state}; see {airflow.url}")
+        _follow_run(airflow, run_id, say, set(STAGES), 30, seen)
+        snapshot = str(airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{quote(run_id)}/taskInstances/extract/"
+                                          "xcomEntries/return_value")["value"])  # fmt: skip
+
+        published = _published(bootstrap, settings, key)
+        live_plans = {g: p for g, p in published.items() if g in LIVE_GROUPS and p.snapshot_id == snapshot}
+        say(f"{len(published)} signed plan(s) on {settings.plans_topic}; live groups with a plan: "
+            f"{', '.join(sorted(live_plans)) or 'none'}")  # fmt: skip
+        fleet.start(SCALED_OUT, NEWCOMER)
+        scaled_at = time.monotonic()
+        say(f"scale-out: started {SCALED_OUT}/{NEWCOMER} with an empty state directory")
+        times: dict[str, float] = {}
+
+        def all_converged() -> bool:
+            for g, plan in live_plans.items():
+                if g not in times and converged(fleet, g, plan.target, plan.plan_id):
+                    times[g] = time.monotonic() - scaled_at
+                    say(f"  {g} converged to plan {plan.plan_id} after {times[g]:.1f}s")
+            return set(times) == set(live_plans)
+
+        wait_until(all_converged, args.timeout, "the live groups to converge to their plans", poll_s=1.0)
+        try:  # observe judges by the reports, which follow the assignment by up to a report interval
+            wait_until(lambda: _reported(bootstrap, settings, live_plans), 60, "the reports to show the plans", 1.0)
+        except TimeoutError as err:
+            say(f"[yellow]{err}: observe may not mark every plan REALIZED yet[/yellow]")
+        observe_run = airflow.trigger(OBSERVE, {})
+        airflow.wait_for_run(OBSERVE, observe_run, args.timeout)
+        say(f"{OBSERVE} recorded the live assignment")
+        _final_table(console, snapshot, _plans(settings.lake_root, snapshot), times)
+        report = settings.lake_root.parent / "reports" / f"{snapshot}.html"
+        console.print(f"HTML report:   [bold]{report}[/bold]")
+        console.print(f"GX Data Docs:  [bold]{settings.data_docs / 'index.html'}[/bold]")
+        console.print(f"Airflow UI:    [bold]{airflow.url}[/bold] (stops with the demo)")
+        say("done; stopping everything the demo started")
+    return EXIT_OK
+
+
+def _final_table(console: Console, snapshot: str, plans: dict[str, dict[str, Any]], times: dict[str, float]) -> None:
+    table = Table(title=f"live groups: plans of snapshot {snapshot}")
+    for column in ("group", "plan", "moves", "rounds", "converged", "time"):
+        table.add_column(column, justify="right" if column in ("moves", "rounds", "time") else "left")
+    for g in LIVE_GROUPS:
+        p = plans.get(g, {})
+        done = g in times
+        table.add_row(
+            g,
+            str(p.get("status", "-")),
+            str(p.get("moves", "-")),
+            str(p.get("rounds", "-")),
+            "yes" if done or p.get("status") == PlanStatus.NOOP else "no",
+            f"{times[g]:.1f}s" if done else "-",
+        )
+    console.print(table)
+    sims = [p for g, p in plans.items() if g not in LIVE_GROUPS]
+    statuses: dict[str, int] = {}
+    for p in sims:
+        statuses[str(p["status"])] = statuses.get(str(p["status"]), 0) + 1
+    moves = sum(int(p["moves"]) for p in sims)
+    console.print(
+        f"{len(sims)} report-only simulated groups (no instances run them; observe compares their last reports): "
+        + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+        + f"; {moves} moves planned"
+    )
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _airflow_env(settings: Settings, key: str) -> dict[str, str]:
+    """The RBP_ settings Airflow's tasks read, as environment variables."""
+    return {
+        "RBP_LAKE_ROOT": str(settings.lake_root),
+        "RBP_KAFKA_BOOTSTRAP": str(settings.kafka_bootstrap),
+        "RBP_PLAN_SIGNING_KEY": key,
+        "RBP_REPORTS_TOPIC": settings.reports_topic,
+        "RBP_PLANS_TOPIC": settings.plans_topic,
+        "RBP_ACCEPTABLE_RECOVERY_LAG": str(settings.acceptable_recovery_lag),
+        "RBP_MAX_WARMUP_REPLICAS": str(settings.max_warmup_replicas),
+        "RBP_NUM_STANDBY_REPLICAS": str(settings.num_standby_replicas),
+        "RBP_PROBING_REBALANCE_INTERVAL_MS": str(settings.probing_rebalance_interval_ms),
+        "RBP_PLANNING_SCHEDULE": "",  # the demo triggers its runs
+        "RBP_OBSERVE_SCHEDULE": "",
+        "RBP_PLANNER_PROCESSES": "2",
+    }
+
+
+def run_demo_command(args: argparse.Namespace, console: Console) -> int | None:
+    """Run ``demo``; None when ``args.command`` is another command."""
+    if args.command != "demo":
+        return None
+    try:
+        return run_demo(args, console)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: every process the demo started was stopped[/yellow]")
+        return 130
+    except (DemoError, AirflowError, TimeoutError) as err:
+        console.print(f"[red]demo failed:[/red] {err}")
+        return EXIT_FAILURE

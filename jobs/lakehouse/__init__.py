@@ -1,0 +1,1 @@
+"""The lakehouse: the Spark session, Delta tables declared by schemas/tables, and the Lake facade."""

@@ -1,0 +1,137 @@
+"""The Delta lake: create tables from their schema files, read them (also as of a version), MERGE into them."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as sf
+
+from jobs.lakehouse.tables import TableSchema, table_schema
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    """What one MERGE changed; ``version`` is the table's version afterwards (unchanged when nothing was new)."""
+
+    table: str
+    inserted: int
+    updated: int
+    version: int
+
+    @property
+    def changed(self) -> bool:
+        return self.inserted + self.updated > 0
+
+
+def _keys_match(keys: Sequence[str], left: str, right: str) -> Column:
+    # Null-safe: a null key (e.g. an observed row without a plan) must match itself, or re-runs would re-insert it.
+    return reduce(lambda a, b: a & b, [sf.col(f"{left}.{k}").eqNullSafe(sf.col(f"{right}.{k}")) for k in keys])
+
+
+class Lake:
+    """Tables under one root directory, read and written through one Spark session."""
+
+    def __init__(self, spark: SparkSession, root: Path) -> None:
+        self.spark = spark
+        self.root = Path(root).resolve()
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def exists(self, name: str) -> bool:
+        return (self.path(name) / "_delta_log").is_dir()
+
+    def ensure(self, name: str) -> TableSchema:
+        """Create the table, empty, from its schema file unless it exists."""
+        schema = table_schema(name)
+        if not self.exists(name):
+            self.root.mkdir(parents=True, exist_ok=True)
+            empty = self.spark.createDataFrame([], schema=schema.ddl)
+            empty.write.format("delta").mode("append").save(str(self.path(name)))
+            log.info("created table %s", self.path(name))
+        return schema
+
+    def read(self, name: str, snapshot_id: str | None = None, version: int | None = None) -> DataFrame:
+        """The table's rows in schema column order, optionally one snapshot's, optionally as of a Delta version."""
+        schema = table_schema(name)
+        if not self.exists(name):  # reading creates nothing: an absent table reads as empty
+            return self.spark.createDataFrame([], schema=schema.ddl)
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        frame = reader.load(str(self.path(name))).select(*schema.column_names)
+        return frame if snapshot_id is None else frame.where(sf.col("snapshot_id") == snapshot_id)
+
+    def version(self, name: str) -> int:
+        """The table's current Delta version (-1 when it does not exist)."""
+        return DeltaTable(str(self.path(name))).version() if self.exists(name) else -1
+
+    def history(self, name: str) -> list[dict[str, Any]]:
+        """Delta commits, newest first (delta-rs: Sail has no DESCRIBE HISTORY)."""
+        return DeltaTable(str(self.path(name))).history() if self.exists(name) else []
+
+    def conform(self, name: str, rows: DataFrame) -> DataFrame:
+        """``rows`` with exactly the table's columns, cast to its types; missing nullable columns become null."""
+        schema = table_schema(name)
+        present = set(rows.columns)
+        missing = [c.name for c in schema.columns if c.name not in present and not c.nullable]
+        if missing:
+            raise ValueError(f"rows for table {name} lack required columns: {', '.join(missing)}")
+        return rows.select(
+            *[
+                (sf.col(c.name) if c.name in present else sf.lit(None)).cast(c.type).alias(c.name)
+                for c in schema.columns
+            ]
+        )
+
+    def merge(self, name: str, rows: DataFrame, update: Sequence[str] = ()) -> MergeOutcome:
+        """MERGE ``rows`` on the table's keys: insert new keys; for matched keys update ``update`` columns
+        that differ. Only changed rows reach the MERGE, so a re-run commits no new version."""
+        schema = self.ensure(name)
+        source = self.conform(name, rows).alias("s")
+        target = self.read(name).alias("t")
+        keys = schema.keys
+        new = source.join(target, _keys_match(keys, "s", "t"), "left_anti").select("s.*", sf.lit(True).alias("is_new"))
+        if update:
+            differs = reduce(lambda a, b: a | b, [~sf.col(f"s.{c}").eqNullSafe(sf.col(f"t.{c}")) for c in update])
+            changed = (
+                source.join(target, _keys_match(keys, "s", "t"), "inner")
+                .where(differs)
+                .select("s.*", sf.lit(False).alias("is_new"))
+            )
+            new = new.unionByName(changed)
+        # Materialize the source once: a MERGE whose source is recomputed against its own target misbehaves.
+        staging = self.root / "merge-staging" / f"{name}-{uuid.uuid4().hex}"
+        try:
+            new.write.mode("overwrite").parquet(str(staging))
+            # An empty result writes no file, so the schema comes from the table, not from the files.
+            staged = self.spark.read.schema(f"{schema.ddl}, is_new boolean").parquet(str(staging))
+            counts = {bool(r["is_new"]): int(r["count"]) for r in staged.groupBy("is_new").count().collect()}
+            inserted, updated = counts.get(True, 0), counts.get(False, 0)
+            if inserted + updated:
+                view = f"rbp_merge_{uuid.uuid4().hex}"
+                staged.drop("is_new").createOrReplaceTempView(view)
+                on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+                sets = ", ".join(f"t.`{c}` = s.`{c}`" for c in update)
+                matched = f"WHEN MATCHED THEN UPDATE SET {sets} " if update else ""
+                self.spark.sql(
+                    f"MERGE INTO delta.`{self.path(name)}` AS t USING {view} AS s ON {on} "
+                    f"{matched}WHEN NOT MATCHED THEN INSERT *"
+                ).collect()
+                self.spark.catalog.dropTempView(view)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        outcome = MergeOutcome(name, inserted, updated, self.version(name))
+        log.info("%s: %d inserted, %d updated, version %d", name, inserted, updated, outcome.version)
+        return outcome

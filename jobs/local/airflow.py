@@ -1,0 +1,232 @@
+"""Airflow on one machine for the demo and the tests: a temporary AIRFLOW_HOME on SQLite, `airflow standalone`
+or an api-server in its own process group, and a REST client that triggers runs and answers approvals."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from jobs.polling import wait_until
+from jobs.processes import free_port
+
+log = logging.getLogger(__name__)
+DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+FINISHED = {"success", "failed"}
+
+
+class AirflowError(RuntimeError):
+    """Airflow did not start, refused a request, or a run did not get where it was expected to within the deadline."""
+
+
+def _airflow_bin() -> str:
+    return str(Path(sys.executable).with_name("airflow"))
+
+
+@dataclass
+class LocalAirflow:
+    """One Airflow installation under ``home`` (SQLite), serving its UI and REST API on ``port``."""
+
+    home: Path
+    port: int = field(default_factory=free_port)
+    # The scheduler's and triggerer's log servers have fixed default ports: two installations would collide.
+    log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    _token: str | None = None
+    _what: str = "standalone"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment every Airflow command of this installation runs with."""
+        return {
+            **os.environ,
+            # standalone runs its parts as `airflow ...` commands: the venv's bin must come first on PATH
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__API__PORT": str(self.port),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_ports[0]),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(self.log_ports[1]),
+            "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
+        }
+
+    def migrate(self) -> None:
+        """Create the metadata database (idempotent)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.command("db", "migrate", timeout_s=300)
+
+    def command(self, *args: str, timeout_s: float = 120) -> str:
+        """Run an ``airflow`` CLI command against this installation; its stdout."""
+        done = subprocess.run(
+            [_airflow_bin(), *args], env=self.env(), capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+        if done.returncode != 0:
+            raise AirflowError(f"airflow {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+        return done.stdout
+
+    def launch(self, what: str = "standalone") -> LocalAirflow:
+        """Start ``airflow standalone`` (or ``api-server``) in its own process group without waiting for it."""
+        self.migrate()
+        self._what = what
+        logfile = (self.home / f"{what}.log").open("ab")
+        args = [_airflow_bin(), what] + (["--port", str(self.port)] if what == "api-server" else [])
+        self.process = subprocess.Popen(
+            args, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.info("airflow %s starting on %s (pid %d, log %s)", what, self.url, self.process.pid, logfile.name)
+        return self
+
+    def wait_ready(self, timeout_s: float = 180) -> LocalAirflow:
+        """Until the REST API answers and a token can be had."""
+
+        def answering() -> bool:
+            if self.process is None or self.process.poll() is not None:
+                code = None if self.process is None else self.process.returncode
+                raise AirflowError(f"airflow {self._what} exited ({code}); see {self.home / (self._what + '.log')}")
+            try:
+                if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2).status_code == 200:
+                    self.token()
+                    return True
+            except (httpx.HTTPError, AirflowError):
+                pass
+            return False
+
+        _until(answering, timeout_s, f"airflow {self._what} to answer on {self.url}")
+        return self
+
+    def start(self, what: str = "standalone", timeout_s: float = 180) -> LocalAirflow:
+        """Launch, then wait until it answers."""
+        return self.launch(what).wait_ready(timeout_s)
+
+    def stop(self) -> None:
+        """Stop the whole process group (the parent alone would leave scheduler and workers running)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        pgid = os.getpgid(self.process.pid)
+        os.killpg(pgid, signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(pgid, signal.SIGKILL)
+            self.process.wait()
+        with contextlib.suppress(ProcessLookupError):  # children that outlived their parent
+            os.killpg(pgid, signal.SIGKILL)
+
+    def __enter__(self) -> LocalAirflow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- REST API -------------------------------------------------------------------------------------------
+
+    def password(self, user: str = "admin") -> str:
+        """The generated password of the simple auth manager's user."""
+        path = self.home / "simple_auth_manager_passwords.json.generated"
+        if not path.exists():
+            raise AirflowError(f"{path} not written yet")
+        return str(json.loads(path.read_text())[user])
+
+    def token(self, user: str = "admin") -> str:
+        if self._token is None:
+            response = httpx.post(
+                f"{self.url}/auth/token", json={"username": user, "password": self.password(user)}, timeout=10
+            )
+            if response.status_code >= 300:
+                raise AirflowError(f"token for {user}: HTTP {response.status_code} {response.text[:200]}")
+            self._token = str(response.json()["access_token"])
+        return self._token
+
+    def api(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201)) -> Any:
+        """One REST call to /api/v2; AirflowError on an unexpected status."""
+        response = httpx.request(
+            method,
+            f"{self.url}/api/v2{path}",
+            json=body,
+            headers={"Authorization": f"Bearer {self.token()}"},
+            timeout=30,
+        )
+        if response.status_code not in ok:
+            raise AirflowError(f"{method} {path}: HTTP {response.status_code} {response.text[:500]}")
+        return response.json() if response.content else None
+
+    def wait_for_dag(self, dag_id: str, timeout_s: float = 120) -> None:
+        """Until the dag-processor has parsed ``dag_id`` (a run can only be triggered then)."""
+        _until(lambda: self.api("GET", f"/dags/{dag_id}", ok=(200, 404)).get("dag_id") == dag_id, timeout_s, dag_id)
+
+    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None) -> str:
+        """Unpause and trigger a run with ``conf`` (the DAG's params); its run id."""
+        self.api("PATCH", f"/dags/{dag_id}", {"is_paused": False})
+        now = datetime.now(UTC).isoformat()
+        run = self.api("POST", f"/dags/{dag_id}/dagRuns", {"logical_date": now, "conf": dict(conf or {})})
+        return str(run["dag_run_id"])
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        return str(self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"])
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
+        tis = self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return {str(t["task_id"]): str(t["state"]) for t in tis}
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout_s: float) -> str:
+        """Until the run finishes; its final state."""
+        _until(lambda: self.run_state(dag_id, run_id) in FINISHED, timeout_s, f"run {run_id} to finish")
+        return self.run_state(dag_id, run_id)
+
+    def wait_for_approval(
+        self, dag_id: str, run_id: str, task_id: str, timeout_s: float, settle_s: float = 2.0
+    ) -> dict[str, Any]:
+        """The approval's HITL detail once its task has waited ``settle_s``: an answer sooner races the task's
+        own transition into awaiting_input and fails it (an Airflow 3.3 race)."""
+        path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails"
+        found: dict[str, Any] = {}
+
+        def ready() -> bool:
+            states = self.task_states(dag_id, run_id)
+            failed = sorted(t for t, s in states.items() if s in ("failed", "upstream_failed"))
+            if failed:
+                raise AirflowError(f"run {run_id}: task(s) {', '.join(failed)} failed before the approval")
+            if states.get(task_id) != "awaiting_input":
+                return False
+            detail = self.api("GET", path)
+            created = datetime.fromisoformat(str(detail["created_at"]).replace("Z", "+00:00"))
+            found.update(detail)
+            return (datetime.now(UTC) - created).total_seconds() >= settle_s
+
+        _until(ready, timeout_s, f"{task_id} of {run_id} to await input")
+        return found
+
+    def answer(
+        self, dag_id: str, run_id: str, task_id: str, options: list[str], params_input: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Answer a waiting approval as the logged-in user."""
+        path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails"
+        return dict(self.api("PATCH", path, {"chosen_options": options, "params_input": dict(params_input)}))
+
+
+def _until(condition: Any, timeout_s: float, what: str) -> None:
+    wait_until(condition, timeout_s, what, poll_s=0.5, error=AirflowError)

@@ -1,0 +1,323 @@
+"""What the Airflow tasks of dags/ run: settings from params and Connections, one stage per task, the review.
+
+Imported inside the running tasks (never at DAG parse time), so it may import Spark and the stages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+from confluent_kafka import KafkaException
+from pyspark.errors import PySparkException
+from pyspark.sql import functions as sf
+
+from assignor.runtime.kafka_io import TopicReadError
+from jobs.lakehouse.engine import EngineError, spark_session
+from jobs.lakehouse.lake import Lake
+from jobs.orchestration.hitl import DecisionError, decision, duration, in_filter
+from jobs.pipeline.approve import run_approve
+from jobs.pipeline.extract import run_extract
+from jobs.pipeline.lags import run_lags
+from jobs.pipeline.observe import run_observe
+from jobs.pipeline.plan import run_plan
+from jobs.pipeline.publish import run_publish
+from jobs.pipeline.report import run_report
+from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
+from jobs.pipeline.status import PlanStatus
+from jobs.pipeline.validate import run_validate
+from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
+KAFKA_CONN_ID = "rbp_kafka"
+SPARK_CONN_ID = "rbp_spark_connect"
+KIP441_PARAMS = (
+    "acceptable_recovery_lag",
+    "max_warmup_replicas",
+    "num_standby_replicas",
+    "probing_rebalance_interval_ms",
+)
+BODY_ROWS = 40  # the approval page lists the groups with the most moves; the HTML report has them all
+T = TypeVar("T")
+
+
+class TaskFailed(AirflowFailException):
+    """A failure a retry cannot fix (bad input, a wrong answer): the task fails at once, without retries."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where a task's stages run: the settings, the Kafka bootstrap and the Spark Connect URL (None: Sail)."""
+
+    settings: Settings
+    bootstrap: str | None
+    spark_remote: str | None
+
+
+def _connection(conn_id: str) -> Any | None:
+    """The Airflow Connection, or None when it is not defined (then the RBP_ settings apply)."""
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return None
+
+
+def kafka_from_connection(extra: Mapping[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """(bootstrap, extra client properties) from a Kafka Connection's extra, as the Kafka provider stores it."""
+    properties = {str(k): str(v) for k, v in extra.items()}
+    return properties.pop("bootstrap.servers", None), properties
+
+
+def spark_url(host: str | None, port: int | None, extra: Mapping[str, Any]) -> str | None:
+    """``sc://host:port[/;params]`` from a Spark Connect Connection (host may already be a full sc:// URL)."""
+    if not host:
+        return None
+    if host.startswith("sc://"):
+        return host
+    params = ";".join(f"{k}={v}" for k, v in sorted(extra.items()) if k in ("token", "use_ssl", "user_id"))
+    return f"sc://{host}:{port or 15002}" + (f"/;{params}" if params else "")
+
+
+def runtime(params: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Runtime:
+    """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params."""
+    env = os.environ if env is None else env
+    overrides: dict[str, Any] = {k: v for k, v in (params or {}).items() if k in KIP441_PARAMS and v is not None}
+    settings = Settings(**overrides)
+    bootstrap, remote = settings.kafka_bootstrap, env.get("SPARK_REMOTE") or None
+    kafka = _connection(KAFKA_CONN_ID)
+    if kafka is not None:
+        conn_bootstrap, properties = kafka_from_connection(kafka.extra_dejson)
+        bootstrap = conn_bootstrap or bootstrap
+        settings = settings.model_copy(update={"kafka_bootstrap": bootstrap, "kafka_config": properties})
+    spark = _connection(SPARK_CONN_ID)
+    if spark is not None:
+        remote = spark_url(spark.host, spark.port, spark.extra_dejson) or remote
+    return Runtime(settings, bootstrap, remote)
+
+
+def snapshot_id_for(dag_id: str, run_id: str, run_after: datetime) -> str:
+    """One snapshot per DAG run, the same on every retry: the run's time plus a digest of its id."""
+    digest = hashlib.sha1(f"{dag_id}/{run_id}".encode()).hexdigest()[:6]
+    return run_after.strftime("%Y%m%dT%H%M%SZ") + "-" + digest
+
+
+RETRYABLE: tuple[type[BaseException], ...] = (
+    StageUnavailable,  # e.g. BrokerUnreachable: the stage's own bounded retries ran out
+    TopicReadError,
+    KafkaException,
+    PySparkException,
+    EngineError,
+    ConnectionError,
+    TimeoutError,
+    OSError,
+)
+
+
+def retryable(err: BaseException) -> bool:
+    """By the error's type: a part that did not answer (Kafka, Spark, the network) may answer later, so Airflow
+    retries the task with backoff; anything else (bad input, a bug) fails the task at once."""
+    return isinstance(err, RETRYABLE)
+
+
+@contextmanager
+def _lake(rt: Runtime) -> Iterator[Lake]:
+    with spark_session(rt.spark_remote) as spark:
+        yield Lake(spark, rt.settings.lake_root)
+
+
+def run_stage(name: str, rt: Runtime, body: Callable[[Lake], T]) -> T:
+    """Run one stage on a fresh session; bad input raises TaskFailed (no retry), Kafka/Spark errors propagate."""
+    logging.getLogger("jobs").setLevel(logging.INFO)
+    try:
+        with _lake(rt) as lake:
+            return body(lake)
+    except (StageInputError, DecisionError) as err:
+        raise TaskFailed(f"{name}: {err}") from err
+    except Exception as err:
+        if retryable(err):
+            raise
+        raise TaskFailed(f"{name}: {type(err).__name__}: {err}") from err
+
+
+def _need_bootstrap(rt: Runtime) -> str:
+    if not rt.bootstrap:
+        raise StageInputError(f"no Kafka bootstrap: define the {KAFKA_CONN_ID} Connection or set RBP_KAFKA_BOOTSTRAP")
+    return rt.bootstrap
+
+
+def _logged(result: StageResult) -> StageResult:
+    log.info("%s %s: %s", result.stage, result.snapshot_id or "-", dict(result.counts) or "nothing new")
+    return result
+
+
+def extract(rt: Runtime, snapshot_id: str) -> str:
+    """Stage 1 for the run's snapshot; returns the snapshot id."""
+    return str(
+        run_stage(
+            "extract", rt, lambda lake: _logged(run_extract(lake, rt.settings, _need_bootstrap(rt), snapshot_id))
+        ).snapshot_id
+    )
+
+
+def lags(rt: Runtime, snapshot_id: str) -> str:
+    run_stage("lags", rt, lambda lake: _logged(run_lags(lake, rt.settings, snapshot_id)))
+    return snapshot_id
+
+
+@contextmanager
+def _spawnable_main() -> Iterator[None]:
+    """The planner's spawned worker processes re-run ``__main__``, here Airflow's task runner, which refuses to
+    start without its database: let them see a bare ``__main__`` while the stage runs."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def plan(rt: Runtime, snapshot_id: str) -> str:
+    with _spawnable_main():
+        run_stage("plan", rt, lambda lake: _logged(run_plan(lake, rt.settings, snapshot_id)))
+    return snapshot_id
+
+
+def validate(rt: Runtime, snapshot_id: str) -> str:
+    run_stage("validate", rt, lambda lake: _logged(run_validate(lake, rt.settings, snapshot_id)))
+    return snapshot_id
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def approval_body(
+    plans: Sequence[Mapping[str, Any]], report: Path, data_docs: Path, filtered_out: int, timeout_s: float
+) -> str:
+    """The approval page (Markdown): the plans as a table, most moves first, and where the reports are."""
+    counts: dict[str, int] = {}
+    for p in plans:
+        counts[str(p["status"])] = counts.get(str(p["status"]), 0) + 1
+    lines = [
+        f"**{len(plans)} plan(s)**: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+        "",
+        "| group | moves | warmups | rounds | restore offsets | validation |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    ranked = sorted(plans, key=lambda p: (p["status"] != PlanStatus.VALIDATED, -(p["moves"] or 0), p["group_id"]))
+    for p in ranked[:BODY_ROWS]:
+        outcome = str(p["status"]) + (f": {p['reason']}" if p.get("reason") else "")
+        cells = [p["group_id"], p["moves"], p["warmups"], p["rounds"], p["restore_offsets"], outcome]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if len(ranked) > BODY_ROWS:
+        lines.append(f"\n… and {len(ranked) - BODY_ROWS} more group(s): see the HTML report.")
+    if filtered_out:
+        lines.append(f"\n{filtered_out} plan(s) outside this run's group filter are not offered and get rejected.")
+    lines += [
+        "",
+        f"HTML report: `{report}`  ",
+        f"Great Expectations Data Docs: `{data_docs / 'index.html'}`",
+        "",
+        "*Approve all validated* approves every VALIDATED plan above; *Approve selected groups* approves the groups "
+        "listed in the form (the others are rejected); *Reject all* publishes nothing. "
+        f"Without an answer within {duration(timeout_s)} every plan is rejected.",
+    ]
+    return "\n".join(lines)
+
+
+def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: float | None) -> dict[str, Any]:
+    """Write the HTML report and build the approval page; the candidates are the VALIDATED plans in the filter."""
+    timeout = float(timeout_s) if timeout_s else rt.settings.approval_timeout_s
+
+    def body(lake: Lake) -> dict[str, Any]:
+        columns = ("plan_id", "group_id", "status", "moves", "warmups", "rounds", "restore_offsets", "reason")
+        rows = [
+            r.asDict() for r in lake.read("plans", snapshot_id).select(*columns).orderBy(sf.col("group_id")).collect()
+        ]
+        shown = [r for r in rows if in_filter(r["group_id"], groups)]
+        report = run_report(lake, snapshot_id, None, [r["group_id"] for r in shown] if groups else None, limit=100)
+        candidates = {r["group_id"]: r["plan_id"] for r in shown if r["status"] == PlanStatus.VALIDATED}
+        outside = sorted(
+            r["plan_id"] for r in rows if r["status"] == PlanStatus.VALIDATED and r["group_id"] not in candidates
+        )
+        log.info(
+            "review %s: %d plan(s), %d awaiting approval, report %s", snapshot_id, len(rows), len(candidates), report
+        )
+        return {
+            "snapshot_id": snapshot_id,
+            "candidates": candidates,
+            "outside_filter": outside,
+            "report": str(report),
+            "data_docs": str(rt.settings.data_docs / "index.html"),
+            "approval_timeout_s": timeout,
+            "body": approval_body(shown, report, rt.settings.data_docs, len(outside), timeout),
+        }
+
+    return run_stage("review", rt, body)
+
+
+def decide(rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Record the person's answer on the plans (approved_by is who answered); a timeout rejects everything."""
+    snapshot_id = str(reviewed["snapshot_id"])
+    try:
+        d = decision(answer, dict(reviewed["candidates"]), float(reviewed["approval_timeout_s"]))
+    except DecisionError as err:
+        raise TaskFailed(f"decide: {err}") from err
+
+    def body(lake: Lake) -> dict[str, Any]:
+        if d.approve:
+            run_approve(lake, rt.settings, by=d.by, plan_ids=d.approve, reason=d.reason)
+        if d.reject:
+            run_approve(lake, rt.settings, by=d.by, plan_ids=d.reject, reject=True, reason=d.reject_reason)
+        outside = list(reviewed.get("outside_filter") or [])
+        if outside:
+            run_approve(
+                lake,
+                rt.settings,
+                by="rebalance_planning",
+                plan_ids=outside,
+                reject=True,
+                reason="outside the group filter",
+            )
+        log.info(
+            "decide %s: %d approved, %d rejected by %s%s",
+            snapshot_id,
+            len(d.approve),
+            len(d.reject),
+            d.by,
+            " (timed out)" if d.timed_out else "",
+        )
+        return {"snapshot_id": snapshot_id, "approved": len(d.approve), "rejected": len(d.reject), "by": d.by}
+
+    return run_stage("decide", rt, body)
+
+
+def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
+    """Publish the snapshot's APPROVED plans (there are none unless a person approved some); the count published."""
+    snapshot_id = str(decided["snapshot_id"])
+    if not decided.get("approved"):
+        log.info("publish %s: nothing approved, nothing published", snapshot_id)
+        return 0
+    result = run_stage(
+        "publish",
+        rt,
+        lambda lake: _logged(run_publish(lake, rt.settings, _need_bootstrap(rt), snapshot_id=snapshot_id)),
+    )
+    return int(result.counts.get("published", 0))
+
+
+def observe(rt: Runtime) -> dict[str, int]:
+    """Record the live assignment from the latest reports; mark realized and expired plans."""
+    result = run_stage("observe", rt, lambda lake: _logged(run_observe(lake, rt.settings, _need_bootstrap(rt))))
+    return dict(result.counts)

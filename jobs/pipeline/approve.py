@@ -1,0 +1,81 @@
+"""Stage 5, approve: a person approves or rejects VALIDATED plans; who decided and when is recorded on the plan."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from pyspark.sql import functions as sf
+
+from jobs.lakehouse.lake import Lake
+from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
+from jobs.pipeline.status import APPROVED_LATER, PlanStatus
+from jobs.pipeline.targets import HISTORY_DDL, history_rows, plan_targets
+from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
+DECIDED = {PlanStatus.APPROVED: APPROVED_LATER, PlanStatus.REJECTED: (PlanStatus.REJECTED,)}
+
+
+def run_approve(
+    lake: Lake,
+    settings: Settings,
+    *,
+    by: str,
+    plan_ids: Sequence[str] = (),
+    snapshot_id: str | None = None,
+    reject: bool = False,
+    reason: str | None = None,
+) -> StageResult:
+    """Approve (or reject) the given plans, or every VALIDATED plan of the snapshot. Only VALIDATED plans can be
+    approved; a plan that already carries this decision is left as it is, so a re-run writes nothing."""
+    if not by.strip():
+        raise StageInputError("approve needs the name of who decides (--by)")
+    decision = PlanStatus.REJECTED if reject else PlanStatus.APPROVED
+    plans = lake.read("plans")
+    if plan_ids:
+        chosen = plans.where(sf.col("plan_id").isin(list(plan_ids)))
+        found = {r["plan_id"]: r["status"] for r in chosen.select("plan_id", "status").collect()}
+        unknown = sorted(set(plan_ids) - set(found))
+        if unknown:
+            raise StageInputError(f"unknown plan_id(s): {', '.join(unknown)}")
+        snapshot = None
+    else:
+        snapshot = resolve_snapshot(lake, snapshot_id)
+        chosen = plans.where((sf.col("snapshot_id") == snapshot) & (sf.col("status") == PlanStatus.VALIDATED))
+        found = {r["plan_id"]: r["status"] for r in chosen.select("plan_id", "status").collect()}
+    allowed = (PlanStatus.VALIDATED, PlanStatus.PENDING) if reject else (PlanStatus.VALIDATED,)
+    wrong = {p: s for p, s in found.items() if s not in allowed and s not in DECIDED[decision]}
+    if wrong:
+        detail = ", ".join(f"{p} is {s}" for p, s in sorted(wrong.items()))
+        raise StageInputError(f"only {' or '.join(allowed)} plans can be {decision.lower()}: {detail}")
+    todo = sorted(p for p, s in found.items() if s in allowed)
+    if not todo:
+        log.info("approve: nothing to %s", "reject" if reject else "approve")
+        return StageResult("approve", snapshot)
+    now = int(time.time() * 1000)
+    note = f"rejected by {by}: {reason}" if reject else reason
+    updates = (
+        chosen.where(sf.col("plan_id").isin(todo))
+        .withColumn("status", sf.lit(decision))
+        .withColumn("approved_by", sf.lit(by))
+        .withColumn("approved_at", sf.lit(now).cast("bigint"))
+        .withColumn("reason", sf.lit(note).cast("string"))
+    )
+    outcomes = []
+    if not reject:  # what a person approved is the 'planned' assignment, whether or not it gets published
+        targets = plan_targets(lake, todo)
+        meta = {r["plan_id"]: r for r in updates.select("plan_id", "group_id", "snapshot_id").collect()}
+        rows = [
+            row
+            for plan_id, target in targets.items()
+            for row in history_rows(
+                meta[plan_id]["group_id"], plan_id, meta[plan_id]["snapshot_id"], target, "planned", now
+            )
+        ]
+        outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL)))
+    # The plans row last: once it says APPROVED, a re-run has nothing left to do.
+    outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
+    log.info("approve: %d plan(s) %s by %s", len(todo), decision, by)
+    return StageResult("approve", snapshot, tuple(outcomes), {decision.lower(): len(todo)})

@@ -1,0 +1,309 @@
+"""Stage 3, plan: plan_group for every group in parallel (applyInPandas) → plans and plan_assignments."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
+from jobs.lakehouse.lake import Lake
+from jobs.pipeline.stage import StageResult, resolve_snapshot
+from jobs.pipeline.status import PlanStatus
+from jobs.processes import die_with_parent
+from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# One row per planned group; ``assignments`` packs every (step, process, task, role) so one UDF call
+# returns one row, and explode_assignments unpacks it with plain Spark functions.
+FIELD_SEP, ROW_SEP = "\x1f", "\x1e"
+PLANNED_SCHEMA = (
+    "plan_id string, snapshot_id string, group_id string, status string, moves int, warmups int, rounds int, "
+    "restore_offsets bigint, max_load_skew_before double, max_load_skew_after double, estimated_seconds double, "
+    "move_order string, created_at bigint, reason string, assignments string"
+)
+_PROGRESS_EVERY = 1_000
+_planned = itertools.count(1)
+
+
+def plan_id_of(snapshot_id: str, group_id: str) -> str:
+    """A plan's id: one plan per group per snapshot, so re-planning a snapshot finds the same ids."""
+    return f"{snapshot_id}/{group_id}"
+
+
+def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
+    """One long frame per group for the planner UDF: client, held, task and offset rows (primitive columns only).
+
+    ``reports``: member_reports; ``tasks``: group_tasks; ``lags``: task_lags of the same snapshot.
+    """
+    key = ["snapshot_id", "group_id"]
+    fresh = reports.where(~sf.col("stale"))
+    nulls = {
+        "process_id": "string",
+        "capacity": "int",
+        "task_id": "string",
+        "role": "string",
+        "stateful": "boolean",
+        "end_offset_sum": "bigint",
+        "offset_sum": "bigint",
+    }
+
+    def shaped(frame: DataFrame, kind: str) -> DataFrame:
+        present = set(frame.columns)
+        columns = [sf.col(c).cast(t) if c in present else sf.lit(None).cast(t) for c, t in nulls.items()]
+        return frame.select(
+            *key, sf.lit(kind).alias("kind"), *[c.alias(n) for c, n in zip(columns, nulls, strict=True)]
+        )
+
+    clients = shaped(fresh.select(*key, "process_id", "capacity"), "client")
+    held = [
+        shaped(
+            fresh.select(*key, "process_id", sf.explode(column).alias("task_id"), sf.lit(role).alias("role")), "held"
+        )
+        for column, role in (("active_tasks", "ACTIVE"), ("standby_tasks", "STANDBY"), ("warmup_tasks", "WARMUP"))
+    ]
+    ends = lags.groupBy(*key, "task_id").agg(sf.max("end_offset_sum").alias("end_offset_sum"))
+    task_rows = shaped(
+        tasks.join(ends, [*key, "task_id"], "left").select(*key, "task_id", "stateful", "end_offset_sum"), "task"
+    )
+    offsets = shaped(
+        lags.where(sf.col("offset_sum").isNotNull()).select(*key, "process_id", "task_id", "offset_sum"), "offset"
+    )
+    frame = clients
+    for part in [*held, task_rows, offsets]:
+        frame = frame.unionByName(part)
+    return frame
+
+
+def group_state(rows: pd.DataFrame) -> GroupState:
+    """The assignor's input from one group's planning_input rows."""
+    kinds = rows["kind"].to_numpy()
+    pids, tids = rows["process_id"].to_numpy(), rows["task_id"].to_numpy()
+    stateful: set[TaskId] = set()
+    stateless: set[TaskId] = set()
+    ends: dict[TaskId, int] = {}
+    capacity: dict[str, int] = {}
+    held: dict[str, dict[str, set[TaskId]]] = {}
+    sums: dict[str, dict[TaskId, int]] = {}
+    for kind, pid, tid, cap, role, is_stateful, end, offset in zip(
+        kinds,
+        pids,
+        tids,
+        rows["capacity"],
+        rows["role"],
+        rows["stateful"],
+        rows["end_offset_sum"],
+        rows["offset_sum"],
+        strict=True,
+    ):
+        if kind == "client":
+            capacity[pid] = int(cap)
+        elif kind == "held":
+            held.setdefault(pid, {}).setdefault(role, set()).add(TaskId.parse(tid))
+        elif kind == "task":
+            task = TaskId.parse(tid)
+            if is_stateful:
+                stateful.add(task)
+                ends[task] = 0 if pd.isna(end) else int(end)
+            else:
+                stateless.add(task)
+        else:
+            sums.setdefault(pid, {})[TaskId.parse(tid)] = int(offset)
+    clients = []
+    for pid in sorted(capacity):
+        roles = held.get(pid, {})
+        clients.append(
+            ClientState(
+                pid,
+                capacity=capacity[pid],
+                previous_active=frozenset(roles.get("ACTIVE", ())),
+                # Streams counts a warmup as a standby in the previous assignment.
+                previous_standby=frozenset(roles.get("STANDBY", set()) | roles.get("WARMUP", set())),
+                task_offset_sums=sums.get(pid, {}),
+            )
+        )
+    return GroupState(
+        clients=clients,
+        stateful_tasks=frozenset(stateful),
+        stateless_tasks=frozenset(stateless),
+        changelog_end_offset_sums=ends,
+    )
+
+
+def is_noop(plan: GroupPlan, group: GroupState) -> bool:
+    """Balanced already: the target is what the group runs now and nothing needs a probing rebalance."""
+    if len(plan.steps) != 1 or plan.steps[0].probing_rebalance_needed:
+        return False
+    return all(
+        plan.target.clients[c.process_id].active == c.previous_active
+        and plan.target.clients[c.process_id].standby == c.previous_standby
+        for c in group.clients
+    )
+
+
+def packed_assignments(plan: GroupPlan) -> str:
+    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, packed in one string."""
+    rows = []
+    for number, step in enumerate(plan.steps, start=1):
+        for pid in sorted(step.clients):
+            for task, role in sorted(step.clients[pid].roles()):
+                rows.append(FIELD_SEP.join((str(number), pid, str(task), role.name)))
+    return ROW_SEP.join(rows)
+
+
+def plan_record(
+    rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float | None, created_at: int
+) -> dict[str, Any]:
+    """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses gets a REJECTED row saying why."""
+    snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
+    out: dict[str, Any] = {
+        "plan_id": plan_id_of(snapshot_id, group_id),
+        "snapshot_id": snapshot_id,
+        "group_id": group_id,
+        "created_at": created_at,
+    }
+    try:
+        group = group_state(rows)
+        plan = plan_group(group, configs, restore_rate=restore_rate)
+    except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
+        out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments="", move_order="")
+        return out
+    metrics = plan.metrics
+    out.update(
+        status=PlanStatus.NOOP if is_noop(plan, group) else PlanStatus.PENDING,
+        moves=int(metrics["moves"]),
+        warmups=int(metrics["warmups"]),
+        rounds=int(metrics["rounds"]),
+        restore_offsets=int(metrics["restore_offsets"]),
+        max_load_skew_before=float(metrics["max_load_skew_before"]),
+        max_load_skew_after=float(metrics["max_load_skew_after"]),
+        estimated_seconds=float(metrics["estimated_seconds"]) if "estimated_seconds" in metrics else None,
+        move_order=",".join(str(t) for t in plan.move_order),
+        reason=None,
+        assignments=packed_assignments(plan),
+    )
+    return out
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(processes: int) -> ProcessPoolExecutor:
+    if processes not in _pools:
+        # spawn, not fork: the engine's threads are running in this process.
+        _pools[processes] = ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent
+        )
+    return _pools[processes]
+
+
+def planner_udf(
+    configs: AssignmentConfigs, restore_rate: float | None, created_at: int, processes: int
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The applyInPandas function: one group's rows in, one PLANNED_SCHEMA row out."""
+    driver = os.getpid()
+
+    def plan_one(rows: pd.DataFrame) -> pd.DataFrame:
+        if processes > 1 and os.getpid() == driver:
+            # An in-process engine (Sail) calls this from several threads under one GIL: planning is
+            # CPU-bound Python, so each call hands its group to a worker process and waits without the GIL.
+            out = _pool(processes).submit(plan_record, rows, configs, restore_rate, created_at).result()
+        else:  # a Python worker process of a JVM engine: already one process per core
+            out = plan_record(rows, configs, restore_rate, created_at)
+        done = next(_planned)
+        if done % _PROGRESS_EVERY == 0:
+            log.info("planned %d groups", done)
+        return pd.DataFrame([out])
+
+    return plan_one
+
+
+def explode_assignments(planned: DataFrame) -> DataFrame:
+    """plan_assignments rows from the planner's packed ``assignments`` column."""
+    entries = planned.where(sf.length("assignments") > 0).select(
+        "plan_id", "snapshot_id", "group_id", sf.explode(sf.split("assignments", ROW_SEP)).alias("entry")
+    )
+    parts = sf.split("entry", FIELD_SEP)
+    return entries.select(
+        "plan_id",
+        "snapshot_id",
+        "group_id",
+        parts.getItem(0).cast("int").alias("step"),
+        parts.getItem(1).alias("process_id"),
+        parts.getItem(2).alias("task_id"),
+        parts.getItem(3).alias("role"),
+    )
+
+
+def plan_rows(planned: DataFrame, configs: AssignmentConfigs) -> DataFrame:
+    """plans rows from the planner's output, with the configs the plans were made with."""
+    return planned.select(
+        "plan_id",
+        "snapshot_id",
+        "group_id",
+        "status",
+        "moves",
+        "warmups",
+        "rounds",
+        "restore_offsets",
+        "max_load_skew_before",
+        "max_load_skew_after",
+        "estimated_seconds",
+        sf.when(sf.length("move_order") > 0, sf.split("move_order", ",")).alias("move_order"),
+        sf.lit(configs.acceptable_recovery_lag).alias("acceptable_recovery_lag"),
+        sf.lit(configs.max_warmup_replicas).alias("max_warmup_replicas"),
+        sf.lit(configs.num_standby_replicas).alias("num_standby_replicas"),
+        sf.lit(configs.probing_rebalance_interval_ms).alias("probing_rebalance_interval_ms"),
+        "created_at",
+        "reason",
+    )
+
+
+def plan_groups(
+    inputs: DataFrame, configs: AssignmentConfigs, restore_rate: float | None, created_at: int, processes: int = 1
+) -> DataFrame:
+    """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions."""
+    udf = planner_udf(configs, restore_rate, created_at, processes)
+    return inputs.groupBy("group_id").applyInPandas(udf, PLANNED_SCHEMA)
+
+
+def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
+    """Plan every group of the snapshot that has no plan yet; MERGE plans and plan_assignments."""
+    snapshot_id = resolve_snapshot(lake, snapshot_id)
+    configs = settings.assignment_configs()
+    done = lake.read("plans", snapshot_id).select("group_id")
+    inputs = planning_input(
+        lake.read("member_reports", snapshot_id),
+        lake.read("group_tasks", snapshot_id),
+        lake.read("task_lags", snapshot_id),
+    ).join(done, "group_id", "left_anti")
+    created_at = int(time.time() * 1000)
+    # The planner's output feeds two tables: write it once, read it twice (persist() is a no-op on Sail).
+    staging = lake.root / "plan-staging" / uuid.uuid4().hex
+    try:
+        plan_groups(inputs, configs, settings.restore_rate, created_at, settings.planner_processes).write.mode(
+            "overwrite"
+        ).parquet(str(staging))
+        planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
+        statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}
+        log.info(
+            "plan %s: %s", snapshot_id, ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "no new groups"
+        )
+        # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
+        assignments = lake.merge("plan_assignments", explode_assignments(planned))
+        outcomes = (lake.merge("plans", plan_rows(planned, configs)), assignments)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return StageResult("plan", snapshot_id, outcomes, {f"plans[{s}]": n for s, n in sorted(statuses.items())})

@@ -1,0 +1,139 @@
+"""Stage 6, publish: APPROVED plans as signed records to the plans topic; history rows; PUBLISHED/SUPERSEDED."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+import jsonschema
+from confluent_kafka import Producer
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as sf
+
+from assignor import AssignmentConfigs, GroupAssignment, TaskId
+from assignor.runtime.plans import ApprovedPlan
+from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
+from jobs.pipeline.status import PlanStatus
+from jobs.pipeline.targets import HISTORY_DDL, history_rows, plan_targets
+from jobs.settings import Settings
+from schemas import read_json
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def _plan_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(read_json("plan.schema.json"))
+
+
+def approved_plan(row: Row, target: GroupAssignment, valid_ms: int) -> ApprovedPlan:
+    """The record-to-be of one APPROVED plans row and its target."""
+    configs = AssignmentConfigs(
+        acceptable_recovery_lag=int(row["acceptable_recovery_lag"]),
+        max_warmup_replicas=int(row["max_warmup_replicas"]),
+        num_standby_replicas=int(row["num_standby_replicas"]),
+        probing_rebalance_interval_ms=int(row["probing_rebalance_interval_ms"]),
+    )
+    return ApprovedPlan(
+        plan_id=row["plan_id"],
+        group_id=row["group_id"],
+        snapshot_id=row["snapshot_id"],
+        created_at=int(row["created_at"]),
+        valid_until=int(row["approved_at"]) + valid_ms,
+        approved_by=row["approved_by"],
+        approved_at=int(row["approved_at"]),
+        configs=configs,
+        target=target,
+        move_order=tuple(TaskId.parse(t) for t in (row["move_order"] or [])),
+    )
+
+
+def _latest_per_group(rows: Iterable[Row]) -> tuple[list[Row], list[Row]]:
+    """The newest approved plan of each group, and the older ones it makes obsolete."""
+    newest: dict[str, Row] = {}
+    older: list[Row] = []
+    for row in sorted(rows, key=lambda r: (r["created_at"], r["plan_id"])):
+        if row["group_id"] in newest:
+            older.append(newest[row["group_id"]])
+        newest[row["group_id"]] = row
+    return list(newest.values()), older
+
+
+def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], timeout_s: float) -> None:
+    for record in records:
+        producer.produce(topic, key=record["group_id"].encode("utf-8"), value=json.dumps(record).encode("utf-8"))
+    if producer.flush(timeout_s) != 0:
+        raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
+
+
+def run_publish(
+    lake: Lake, settings: Settings, bootstrap: str, *, snapshot_id: str | None = None, plan_ids: Sequence[str] = ()
+) -> StageResult:
+    """Sign and publish the APPROVED plans of a snapshot (or the given ones); older PUBLISHED plans of the same
+    groups become SUPERSEDED. Published plans are no longer APPROVED, so a re-run publishes nothing."""
+    if not settings.plan_signing_key:
+        raise StageInputError("RBP_PLAN_SIGNING_KEY is not set: plans cannot be signed")
+    plans = lake.read("plans")
+    if plan_ids:
+        chosen = plans.where(sf.col("plan_id").isin(list(plan_ids)))
+        found = {r["plan_id"]: r["status"] for r in chosen.select("plan_id", "status").collect()}
+        wrong = {p: s for p, s in found.items() if s not in (PlanStatus.APPROVED, PlanStatus.PUBLISHED)}
+        missing = sorted(set(plan_ids) - set(found))
+        if missing or wrong:
+            detail = [f"{p} is unknown" for p in missing] + [f"{p} is {s}" for p, s in sorted(wrong.items())]
+            raise StageInputError(f"only APPROVED plans can be published: {', '.join(detail)}")
+        snapshot = None
+    else:
+        snapshot = resolve_snapshot(lake, snapshot_id)
+        chosen = plans.where(sf.col("snapshot_id") == snapshot)
+    approved, older = _latest_per_group(chosen.where(sf.col("status") == PlanStatus.APPROVED).collect())
+    if not approved:
+        log.info("publish: no APPROVED plans")
+        return StageResult("publish", snapshot)
+    targets = plan_targets(lake, [r["plan_id"] for r in approved])
+    now = int(time.time() * 1000)
+    key = settings.plan_signing_key.encode("utf-8")
+    records, history = [], []
+    for row in approved:
+        plan = approved_plan(row, targets[row["plan_id"]], settings.plan_valid_ms)
+        record = plan.to_record(key)
+        error = jsonschema.exceptions.best_match(_plan_validator().iter_errors(record))
+        if error is not None:
+            raise StageInputError(f"plan {plan.plan_id} does not match plan.schema.json: {error.message}")
+        records.append(record)
+        history.extend(history_rows(plan.group_id, plan.plan_id, plan.snapshot_id, plan.target, "published", now))
+    client = settings.kafka_properties(bootstrap)
+    ensure_topics(client, [TopicSpec(settings.plans_topic, compacted=True)], settings.kafka_timeout_s)
+    producer = Producer(client)
+    _produce(producer, settings.plans_topic, records, settings.kafka_timeout_s)
+    log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)
+    outcomes: list[MergeOutcome] = [lake.merge("assignment_history", lake.spark.createDataFrame(history, HISTORY_DDL))]
+    published = {r["plan_id"]: r["group_id"] for r in approved}
+    outcomes.append(
+        _set_status(lake, plans.where(sf.col("plan_id").isin(list(published))), PlanStatus.PUBLISHED, None, now)
+    )
+    earlier_published = (
+        sf.col("group_id").isin(list(set(published.values())))
+        & ~sf.col("plan_id").isin(list(published))
+        & (sf.col("status") == PlanStatus.PUBLISHED)
+    )
+    superseded = plans.where(earlier_published | sf.col("plan_id").isin([r["plan_id"] for r in older]))
+    outcomes.append(_set_status(lake, superseded, PlanStatus.SUPERSEDED, "superseded by a newer published plan", None))
+    return StageResult("publish", snapshot, tuple(outcomes), {"published": len(records)})
+
+
+def _set_status(lake: Lake, rows: DataFrame, status: str, reason: str | None, published_at: int | None) -> MergeOutcome:
+    updates = rows.withColumn("status", sf.lit(status))
+    columns = ["status"]
+    if reason is not None:
+        updates, columns = updates.withColumn("reason", sf.lit(reason)), [*columns, "reason"]
+    if published_at is not None:
+        updates = updates.withColumn("published_at", sf.lit(published_at).cast("bigint"))
+        columns.append("published_at")
+    return lake.merge("plans", updates, update=columns)

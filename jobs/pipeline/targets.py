@@ -1,0 +1,55 @@
+"""A plan's target (its last step) read back from plan_assignments, as the assignor's GroupAssignment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from assignor import ClientAssignment, GroupAssignment, TaskId
+from jobs.lakehouse.lake import Lake
+
+HISTORY_DDL = (
+    "event_time bigint, group_id string, plan_id string, snapshot_id string, process_id string, task_id string, "
+    "role string, source string"
+)
+
+
+def target_rows(assignments: DataFrame) -> DataFrame:
+    """The ACTIVE and STANDBY rows of each plan's last step (the target; warmups are gone by then)."""
+    last = assignments.groupBy("plan_id").agg(sf.max("step").alias("step"))
+    return assignments.join(last, ["plan_id", "step"]).where(sf.col("role").isin("ACTIVE", "STANDBY"))
+
+
+def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignment]:
+    """plan_id -> target, for the given plans."""
+    if not plan_ids:
+        return {}
+    assignments = lake.read("plan_assignments").where(sf.col("plan_id").isin(list(plan_ids)))
+    held: dict[str, dict[str, dict[str, set[TaskId]]]] = {}
+    for r in target_rows(assignments).select("plan_id", "process_id", "task_id", "role").collect():
+        roles = held.setdefault(r["plan_id"], {}).setdefault(r["process_id"], {"ACTIVE": set(), "STANDBY": set()})
+        roles[r["role"]].add(TaskId.parse(r["task_id"]))
+    return {
+        plan_id: GroupAssignment(
+            {
+                pid: ClientAssignment(active=frozenset(r["ACTIVE"]), standby=frozenset(r["STANDBY"]))
+                for pid, r in by.items()
+            }
+        )
+        for plan_id, by in held.items()
+    }
+
+
+def history_rows(
+    group_id: str, plan_id: str, snapshot_id: str, target: GroupAssignment, source: str, event_time: int
+) -> list[tuple[Any, ...]]:
+    """assignment_history rows (HISTORY_DDL) of a plan's target: who holds what, as planned or published."""
+    return [
+        (event_time, group_id, plan_id, snapshot_id, pid, str(task), role, source)
+        for pid, ca in target.clients.items()
+        for role, tasks in (("ACTIVE", ca.active), ("STANDBY", ca.standby))
+        for task in sorted(tasks)
+    ]

@@ -1,0 +1,203 @@
+"""Stage 4, validate: the Great Expectations suites of schemas/expectations on PENDING plans → VALIDATED/REJECTED."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import great_expectations as gx
+from great_expectations.checkpoint.actions import UpdateDataDocsAction
+from great_expectations.checkpoint.checkpoint import Checkpoint
+from great_expectations.core.expectation_suite import ExpectationSuite
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from jobs.lakehouse.lake import Lake
+from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
+from jobs.pipeline.stage import StageResult, resolve_snapshot
+from jobs.pipeline.status import PlanStatus
+from jobs.settings import Settings
+from schemas import json_files
+
+log = logging.getLogger(__name__)
+DOCS_SITE = "rebalance_planner"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One suite file: the dataset it checks and its expectations (GX configurations, named in meta.name)."""
+
+    name: str
+    dataset: str
+    expectations: tuple[Mapping[str, Any], ...]
+
+
+def _substitute(value: Any, params: Mapping[str, Any]) -> Any:
+    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        return params[value[2:-1]]
+    return value
+
+
+def load_suites(params: Mapping[str, Any]) -> list[Suite]:
+    """Every suite file (schemas/expectations), with ``${name}`` kwargs replaced from ``params``."""
+    suites = []
+    for path in json_files("expectations"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        expectations = tuple(
+            {**e, "kwargs": {k: _substitute(v, params) for k, v in e["kwargs"].items()}} for e in doc["expectations"]
+        )
+        suites.append(Suite(doc["name"], doc["dataset"], expectations))
+    return suites
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    """One expectation over a whole dataset, and how many failing rows each plan contributed."""
+
+    suite: str
+    expectation: str
+    success: bool
+    unexpected_count: int
+    failures_by_plan: Mapping[str, int]
+
+
+class PlanValidator:
+    """An ephemeral GX context with the suites registered and a Data Docs site at ``docs_dir``."""
+
+    def __init__(self, suites: Sequence[Suite], docs_dir: Path) -> None:
+        self.context = gx.get_context(mode="ephemeral")
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        docs_dir.mkdir(parents=True, exist_ok=True)
+        self.context.add_data_docs_site(
+            site_name=DOCS_SITE,
+            site_config={
+                "class_name": "SiteBuilder",
+                "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            },
+        )
+        self.docs_index = docs_dir / "index.html"
+        source = self.context.data_sources.add_spark("lake")
+        self.checkpoints: dict[str, Checkpoint] = {}
+        for suite in suites:
+            batch = source.add_dataframe_asset(suite.dataset).add_batch_definition_whole_dataframe("snapshot")
+            gx_suite = self.context.suites.add(
+                ExpectationSuite(name=suite.name, expectations=[dict(e) for e in suite.expectations])
+            )
+            definition = self.context.validation_definitions.add(
+                gx.ValidationDefinition(name=suite.name, data=batch, suite=gx_suite)
+            )
+            self.checkpoints[suite.name] = self.context.checkpoints.add(
+                Checkpoint(
+                    name=suite.name,
+                    validation_definitions=[definition],
+                    actions=[UpdateDataDocsAction(name="data_docs", site_names=[DOCS_SITE])],
+                    result_format={"result_format": "COMPLETE", "unexpected_index_column_names": ["plan_id"]},
+                )
+            )
+
+    def run(self, suite: Suite, frame: DataFrame) -> list[ExpectationOutcome]:
+        """Validate one dataset; every expectation's failing rows are attributed to their plan_id."""
+        result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame})
+        outcomes = []
+        for run in result.run_results.values():
+            for r in run.results:
+                config = r.expectation_config
+                name = str((config.meta or {}).get("name") or config.type) if config else suite.name
+                rows = r.result.get("unexpected_index_list") or []
+                by_plan = Counter(str(row["plan_id"]) for row in rows if isinstance(row, dict))
+                count = int(r.result.get("unexpected_count") or 0)
+                outcomes.append(ExpectationOutcome(suite.name, name, bool(r.success), count, by_plan))
+        return outcomes
+
+
+def datasets(lake: Lake, snapshot_id: str, pending: DataFrame) -> dict[str, DataFrame]:
+    """Every suite's dataset for the pending plans of a snapshot."""
+    ids = pending.select("plan_id")
+    assignments = lake.read("plan_assignments", snapshot_id).join(ids, "plan_id", "left_semi")
+    tasks = lake.read("group_tasks", snapshot_id)
+    return {
+        "plan_assignments": assignment_checks(
+            assignments, lake.read("member_reports", snapshot_id), tasks, lake.read("task_lags", snapshot_id)
+        ),
+        "step_tasks": step_task_checks(assignments, tasks),
+        "instance_tasks": instance_task_checks(assignments),
+        "steps": step_checks(assignments),
+        "plans": pending.select("plan_id", "status", "rounds"),
+    }
+
+
+def rejection_reason(failed: Sequence[tuple[str, int]]) -> str:
+    """The plans.reason of a rejected plan: every failed expectation with its failing row count."""
+    return "failed expectations: " + ", ".join(f"{name} ({count} rows)" for name, count in failed)
+
+
+def run_validate(
+    lake: Lake, settings: Settings, snapshot_id: str | None = None, plan_ids: Sequence[str] = ()
+) -> StageResult:
+    """Validate the snapshot's PENDING plans (or the given ones); record every outcome; set VALIDATED/REJECTED."""
+    snapshot_id = resolve_snapshot(lake, snapshot_id)
+    pending = lake.read("plans", snapshot_id).where(sf.col("status") == PlanStatus.PENDING)
+    if plan_ids:
+        pending = pending.where(sf.col("plan_id").isin(list(plan_ids)))
+    staging = lake.root / "validate-staging" / uuid.uuid4().hex
+    try:
+        # Each suite computes several metrics over its dataset: materialize the datasets once.
+        frames = {}
+        for name, frame in datasets(lake, snapshot_id, pending).items():
+            frame.write.mode("overwrite").parquet(str(staging / name))
+            frames[name] = lake.spark.read.schema(frame.schema).parquet(str(staging / name))
+        plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
+        if not plans:
+            log.info("validate %s: no PENDING plans", snapshot_id)
+            return StageResult("validate", snapshot_id)
+        log.info("validate %s: %d pending plans", snapshot_id, len(plans))
+        suites = load_suites({"max_warmup_replicas": settings.max_warmup_replicas})
+        validator = PlanValidator(suites, settings.data_docs)
+        outcomes: list[ExpectationOutcome] = []
+        for suite in suites:
+            outcomes.extend(validator.run(suite, frames[suite.dataset]))
+            log.info("validate %s: suite %s done", snapshot_id, suite.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    now = int(time.time() * 1000)
+    results, statuses = [], []
+    for plan_id in plans:
+        failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in outcomes if o.failures_by_plan.get(plan_id)]
+        for o in outcomes:
+            count = o.failures_by_plan.get(plan_id, 0)
+            results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
+        status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
+        statuses.append((plan_id, snapshot_id, status, reason))
+    spark = lake.spark
+    result_frame = spark.createDataFrame(
+        results,
+        "plan_id string, snapshot_id string, suite string, expectation string, success boolean, "
+        "unexpected_count bigint, validated_at bigint",
+    )
+    status_frame = spark.createDataFrame(statuses, "plan_id string, snapshot_id string, status string, reason string")
+    updates = lake.read("plans").drop("status", "reason").join(status_frame.drop("snapshot_id"), "plan_id")
+    outcome_rows = (
+        lake.merge("validation_results", result_frame),
+        lake.merge("plans", updates, update=["status", "reason"]),
+    )
+    rejected = sum(1 for s in statuses if s[2] == PlanStatus.REJECTED)
+    log.info(
+        "validate %s: %d validated, %d rejected; data docs %s",
+        snapshot_id,
+        len(plans) - rejected,
+        rejected,
+        validator.docs_index,
+    )
+    return StageResult(
+        "validate", snapshot_id, outcome_rows, {"validated": len(plans) - rejected, "rejected": rejected}
+    )

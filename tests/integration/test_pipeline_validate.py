@@ -1,0 +1,83 @@
+"""Great Expectations on real plans: deliberately broken plans are REJECTED naming the expectation they broke."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as sf
+
+from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.tables import table_schema
+from jobs.local.synthetic import fleet_end_offsets, fleet_partitions, fleet_records, synthetic_group
+from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.intake import intake_records
+from jobs.pipeline.lags import run_lags
+from jobs.pipeline.plan import run_plan
+from jobs.pipeline.validate import run_validate
+from jobs.settings import Settings
+
+CAPTURED_AT = 1_700_000_000_000
+
+
+def planned_lake(spark: SparkSession, root: Path, settings: Settings) -> tuple[Lake, dict[str, str]]:
+    """Four small synthetic groups extracted, lagged and planned; group_id -> plan_id."""
+    rng = random.Random(11)
+    fleet = [
+        synthetic_group(f"g{i}", rng, subtopologies=2, partitions=6, instances=4, scenario="scaled_out")
+        for i in range(4)
+    ]
+    intake = intake_records(fleet_records(fleet), fleet_partitions(fleet), CAPTURED_AT, 10**13)
+    lake = Lake(spark, root)
+    state = BrokerState(fleet_partitions(fleet), fleet_end_offsets(fleet), {})
+    write_snapshot(lake, "s1", CAPTURED_AT, intake, state)
+    run_lags(lake, settings, "s1")
+    run_plan(lake, settings, "s1")
+    return lake, {r["group_id"]: r["plan_id"] for r in lake.read("plans", "s1").collect()}
+
+
+def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSession, tmp_path: Path) -> None:
+    settings = Settings(lake_root=tmp_path / "lake", num_standby_replicas=1, planner_processes=1)
+    lake, plans = planned_lake(spark, settings.lake_root, settings)
+    step1 = lake.read("plan_assignments", "s1").where(sf.col("step") == 1).collect()
+
+    def held(plan_id: str) -> dict[str, set[str]]:
+        by: dict[str, set[str]] = {}
+        for r in step1:
+            if r["plan_id"] == plan_id:
+                by.setdefault(r["process_id"], set()).add(r["task_id"])
+        return by
+
+    def free_slots(plan_id: str) -> list[tuple[str, str]]:
+        """(instance, task) pairs the instance does not hold at step 1."""
+        by = held(plan_id)
+        tasks = sorted(set().union(*by.values()))
+        return [(pid, t) for pid in sorted(by) for t in tasks if t not in by[pid]]
+
+    def row(group: str, pid: str, task: str, role: str) -> tuple[object, ...]:
+        return (plans[group], "s1", group, 1, pid, task, role)
+
+    twice_active = row("g0", *free_slots(plans["g0"])[0], "ACTIVE")
+    warmups = [row("g1", pid, task, "WARMUP") for pid, task in free_slots(plans["g1"])[:3]]
+    ghost = row("g2", "ghost", sorted(held(plans["g2"]).popitem()[1])[0], "STANDBY")
+    tampered = spark.createDataFrame([twice_active, *warmups, ghost], table_schema("plan_assignments").ddl)
+    lake.merge("plan_assignments", tampered)
+
+    run_validate(lake, settings, "s1")
+
+    status = {r["group_id"]: (r["status"], r["reason"] or "") for r in lake.read("plans", "s1").collect()}
+    assert status["g0"][0] == "REJECTED" and "one_active_per_task_per_step (1 rows)" in status["g0"][1]
+    assert status["g1"][0] == "REJECTED" and "warmups_within_budget (1 rows)" in status["g1"][1]
+    assert status["g2"][0] == "REJECTED" and "instance_known_to_snapshot (1 rows)" in status["g2"][1]
+    assert status["g3"] == ("VALIDATED", "")
+    results = {
+        (r["plan_id"], r["expectation"]): (r["success"], r["unexpected_count"])
+        for r in lake.read("validation_results").collect()
+    }
+    assert results[(plans["g0"], "one_active_per_task_per_step")] == (False, 1)
+    assert results[(plans["g3"], "one_active_per_task_per_step")] == (True, 0)
+    assert results[(plans["g1"], "warmups_within_budget")] == (False, 1)
+    assert all(ok for (plan, _), (ok, _) in results.items() if plan == plans["g3"])
+    docs = settings.data_docs / "index.html"
+    assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")

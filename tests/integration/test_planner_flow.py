@@ -1,0 +1,113 @@
+"""The planner's min-cost flows find the same optimum as HiGHS on the same models."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from assignor import GroupState
+from assignor.lags import LagIndex
+from assignor.planner import _previous_owners
+from assignor.target import ActiveCosts, _share, _solve, _solve_by_flow, solve_active_target, solve_standby_target
+from assignor.task import TaskId
+from tests.support.strategies import Case, cases
+
+
+def active_costs(case: Case) -> ActiveCosts:
+    group = case.group
+    lags = LagIndex.of(group, case.configs)
+    return ActiveCosts(
+        tasks=sorted(group.all_tasks),
+        stateful=group.stateful_tasks,
+        process_ids=lags.process_ids,
+        capacity={c.process_id: c.capacity for c in group.clients},
+        previous_owners=_previous_owners(group),
+        lags=lags,
+    )
+
+
+def shares_hold(owners: dict[TaskId, str], group: GroupState, costs: ActiveCosts) -> bool:
+    """Every client's count of actives, and of each subtopology's actives, is a floor or ceiling of its share."""
+    total = sum(costs.capacity.values())
+    for pid, cap in costs.capacity.items():
+        mine = [t for t, p in owners.items() if p == pid]
+        low, high = _share(len(owners), cap, total)
+        if not low <= len(mine) <= high:
+            return False
+        for sub in {t.subtopology for t in owners}:
+            size = sum(1 for t in owners if t.subtopology == sub)
+            low, high = _share(size, cap, total)
+            if not low <= sum(1 for t in mine if t.subtopology == sub) <= high:
+                return False
+    return True
+
+
+@given(cases(max_clients=12, max_tasks=150))
+def test_active_flow_restores_and_moves_as_little_as_the_milp(case: Case) -> None:
+    costs = active_costs(case)
+    if not costs.tasks:
+        return
+    solved = _solve_by_flow(costs)
+    assert solved is not None, "the proportional bounds are always feasible"
+    owners, score = solved
+    assert set(owners) == set(costs.tasks)
+    assert shares_hold(owners, case.group, costs)
+    _, milp_score = _solve(costs, exact=False)
+    assert score == milp_score
+
+
+def standby_objective_by_milp(
+    costs: ActiveCosts, owners: dict[TaskId, str], replicas: int, held: dict[str, frozenset[TaskId]]
+) -> float | None:
+    """The transportation model the planner solves, handed to HiGHS: its optimal objective, or None."""
+    stateful = [t for t in costs.tasks if t in costs.stateful]
+    pids = list(costs.process_ids)
+    weight = len(stateful) * replicas + 1
+    edges = [(t, p) for t in stateful for p in pids if owners[t] != p]
+    objective = np.array([costs.restore(t, p) * weight + (0 if t in held[p] else 1) for t, p in edges], dtype=float)
+    rows, lower, upper = [], [], []
+    for task in stateful:
+        rows.append([1.0 if t == task else 0.0 for t, _ in edges])
+        lower.append(replicas)
+        upper.append(replicas)
+    total = sum(costs.capacity[p] for p in pids)
+    copies = len(stateful) * (1 + replicas)
+    for pid in pids:
+        actives = sum(1 for t in stateful if owners[t] == pid)
+        low, high = _share(copies, costs.capacity[pid], total)
+        rows.append([1.0 if p == pid else 0.0 for _, p in edges])
+        lower.append(low - actives)
+        upper.append(high - actives)
+    result = milp(
+        objective,
+        constraints=LinearConstraint(np.array(rows), lower, upper),
+        integrality=np.ones(len(edges)),
+        bounds=Bounds(0, 1),
+        options={"mip_rel_gap": 0.0},
+    )
+    return None if result.x is None else float(result.fun)
+
+
+@given(cases(max_clients=10, max_tasks=80))
+def test_standby_flow_restores_as_little_as_the_milp(case: Case) -> None:
+    costs = active_costs(case)
+    owners = solve_active_target(costs)
+    replicas = min(len(case.group.clients) - 1, case.configs.num_standby_replicas)
+    stateful = [t for t in costs.tasks if t in costs.stateful]
+    if replicas <= 0 or not stateful:
+        return
+    held = {c.process_id: c.previous_standby | c.previous_active for c in case.group.clients}
+    standbys = solve_standby_target(costs, owners, replicas, held)
+    expected = standby_objective_by_milp(costs, owners, replicas, held)
+    assert (standbys is None) == (expected is None)
+    if standbys is None or expected is None:
+        return
+    weight = len(stateful) * replicas + 1
+    found = sum(
+        costs.restore(t, p) * weight + (0 if t in held[p] else 1) for p, tasks in standbys.items() for t in tasks
+    )
+    assert found == round(expected)
+    for task in stateful:
+        holders = [p for p, tasks in standbys.items() if task in tasks]
+        assert len(holders) == replicas and owners[task] not in holders

@@ -1,0 +1,139 @@
+"""Real Airflow for the DAG tests: a seeded broker, an installation on SQLite, `airflow dags test` runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+
+from assignor.runtime.kafka_io import read_latest_by_key
+from jobs.local.airflow import LocalAirflow, _airflow_bin
+from jobs.polling import wait_until
+from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
+
+KEY = "dag-test-signing-key"
+DAG_ID = "rebalance_planning"
+ENDS = {0: [40, 50, 60, 70], 1: [30, 40, 50, 60]}  # subtopology -> changelog end offset per partition
+
+
+def _scaled_out(group_id: str) -> list[dict[str, Any]]:
+    """Instances a and b hold every task (each the other's standby); c just joined with nothing."""
+    topology = stateful_topology(group_id, 2)
+    tasks = [f"{s}_{p}" for s in ENDS for p in range(4)]
+    a, b = tasks[::2], tasks[1::2]
+    end = {f"{s}_{p}": e for s, es in ENDS.items() for p, e in enumerate(es)}
+    sums_a, sums_b = {t: -2 for t in a} | {t: end[t] for t in b}, {t: -2 for t in b} | {t: end[t] for t in a}
+    return [
+        report(group_id, "a", active=a, standby=b, topology=topology, offset_sums=sums_a),
+        report(group_id, "b", active=b, standby=a, topology=topology, offset_sums=sums_b),
+        report(group_id, "c", topology=topology),
+    ]
+
+
+def seed_groups(bootstrap: str, reports_topic: str) -> None:
+    """'orders' and 'payments' need moves to their new instance c; 'clicks' is balanced (a NOOP plan)."""
+    topics = {reports_topic: 1, "clicks-in0": 2, "clicks-store0-changelog": 2}
+    for g in ("orders", "payments"):
+        topics |= {f"{g}-in{s}": 4 for s in ENDS} | {f"{g}-store{s}-changelog": 4 for s in ENDS}
+    create_topics(bootstrap, topics, compacted=[reports_topic])
+    for g in ("orders", "payments"):
+        for s, ends in ENDS.items():
+            fill_changelog(bootstrap, f"{g}-store{s}-changelog", ends)
+    fill_changelog(bootstrap, "clicks-store0-changelog", [20, 20])
+    clicks = stateful_topology("clicks", 1)
+    publish_reports(
+        bootstrap,
+        reports_topic,
+        [
+            *_scaled_out("orders"),
+            *_scaled_out("payments"),
+            report("clicks", "x", active=["0_0"], standby=["0_1"], topology=clicks, offset_sums={"0_0": -2, "0_1": 20}),
+            report("clicks", "y", active=["0_1"], standby=["0_0"], topology=clicks, offset_sums={"0_1": -2, "0_0": 20}),
+        ],
+    )
+
+
+def rbp_env(bootstrap: str, lake: Path) -> dict[str, str]:
+    """The RBP_ settings the DAG's tasks read."""
+    return {
+        "RBP_KAFKA_BOOTSTRAP": bootstrap,
+        "RBP_LAKE_ROOT": str(lake),
+        "RBP_PLAN_SIGNING_KEY": KEY,
+        "RBP_NUM_STANDBY_REPLICAS": "1",
+        "RBP_PLANNER_PROCESSES": "2",  # the planner's worker processes under an Airflow task too
+        "RBP_PLANNING_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run too
+        "RBP_OBSERVE_SCHEDULE": "",
+    }
+
+
+def start_dags_test(
+    airflow: LocalAirflow, conf: Mapping[str, Any], log: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """`airflow dags test` of the planning DAG in the background; SIGINT is what stops it (it ignores SIGTERM)."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [_airflow_bin(), "dags", "test", DAG_ID, "--conf", json.dumps(dict(conf))],
+            env={**airflow.env(), **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def plan_rows(lake: Path, snapshot_id: str | None = None) -> dict[str, dict[str, Any]]:
+    """group_id -> the latest plans row (of one snapshot if given), read with delta-rs (no Spark needed)."""
+    frame = DeltaTable(str(lake / "plans")).to_pandas().sort_values("created_at")
+    if snapshot_id is not None:
+        frame = frame[frame["snapshot_id"] == snapshot_id]
+
+    def scalar(value: Any) -> Any:  # delta-rs gives NaN for a null number
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    return {str(r["group_id"]): {k: scalar(v) for k, v in r.items()} for _, r in frame.iterrows()}
+
+
+def published_plans(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
+    """group_id -> the plan record on the plans topic."""
+    records = read_latest_by_key(bootstrap, topic, {}, 10.0)
+    return {k.decode(): json.loads(v) for k, v in records.items() if v is not None}
+
+
+def run_of(airflow: LocalAirflow, process: subprocess.Popen[bytes], before: set[str], timeout_s: float = 300) -> str:
+    """The run id `airflow dags test` created (one not in ``before``), once the api-server sees it."""
+    new: set[str] = set()
+
+    def appeared() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"airflow dags test exited {process.returncode} before its run appeared")
+        new.update(run_ids(airflow) - before)
+        return bool(new)
+
+    wait_until(appeared, timeout_s, f"a new run of {DAG_ID}", poll_s=0.5, error=AssertionError)
+    return new.pop()
+
+
+def run_ids(airflow: LocalAirflow) -> set[str]:
+    found = airflow.api("GET", f"/dags/{DAG_ID}/dagRuns", ok=(200, 404)) or {}
+    return {str(r["dag_run_id"]) for r in found.get("dag_runs", [])}
+
+
+def finish(process: subprocess.Popen[bytes], timeout_s: float = 300) -> int:
+    """Wait for `airflow dags test` to end; interrupt it (SIGINT) if it does not, so no test leaves it behind."""
+    try:
+        return process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        process.wait(30)
+        raise
+
+
+def snapshot_of(airflow: LocalAirflow, run_id: str) -> str:
+    """The snapshot id the run's extract task returned."""
+    path = f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/extract/xcomEntries/return_value"
+    return str(airflow.api("GET", path)["value"])

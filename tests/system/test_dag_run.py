@@ -1,0 +1,137 @@
+"""The planning DAG end to end with `airflow dags test` on the embedded broker and engine, the approval answered
+through the REST API of a real api-server on the same metadata database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignor.runtime.plans import parse_plan
+from jobs.local.airflow import LocalAirflow
+from jobs.local.broker import EmbeddedBroker
+from jobs.orchestration.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
+from jobs.orchestration.tasks import KAFKA_CONN_ID
+from tests.support.airflow_harness import (
+    DAG_ID,
+    KEY,
+    finish,
+    plan_rows,
+    published_plans,
+    rbp_env,
+    run_ids,
+    run_of,
+    seed_groups,
+    start_dags_test,
+)
+from tests.support.kafka_isolation import isolated
+from tests.support.pipeline_kafka import create_topics
+
+REPORTS = "_rebalance_reports"
+
+
+@pytest.fixture(scope="module")
+def module_broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
+    """The session's broker, seeded for this module; its topics and groups are deleted after the module."""
+    with isolated(kafka) as broker:
+        seed_groups(broker.bootstrap, REPORTS)
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory: pytest.TempPathFactory, module_broker: EmbeddedBroker) -> Iterator[LocalAirflow]:
+    home = tmp_path_factory.mktemp("airflow")
+    with LocalAirflow(home, extra_env=rbp_env(module_broker.bootstrap, home / "lake")).start("api-server") as airflow:
+        yield airflow
+
+
+def run_and_answer(
+    airflow: LocalAirflow,
+    broker: EmbeddedBroker,
+    tmp_path: Path,
+    conf: dict[str, object],
+    answer: list[str],
+    form: dict[str, Any],
+    extra_env: dict[str, str] | None = None,
+) -> tuple[Path, str]:
+    """One `airflow dags test` run with its own lake and plans topic, answered over REST; (lake, plans topic)."""
+    lake, plans_topic = tmp_path / "lake", f"_plans_{tmp_path.name}"
+    create_topics(broker.bootstrap, {plans_topic: 1}, compacted=[plans_topic])
+    env = {**rbp_env(broker.bootstrap, lake), "RBP_PLANS_TOPIC": plans_topic, **(extra_env or {})}
+    before = run_ids(airflow)
+    process = start_dags_test(airflow, conf, tmp_path / "dags-test.log", env)
+    try:
+        run_id = run_of(airflow, process, before)
+        detail = airflow.wait_for_approval(DAG_ID, run_id, "approval", timeout_s=420)
+        assert "| group | moves | warmups | rounds | restore offsets | validation |" in detail["body"]
+        assert "HTML report:" in detail["body"]
+        airflow.answer(DAG_ID, run_id, "approval", answer, form)
+        assert finish(process) == 0, (tmp_path / "dags-test.log").read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert airflow.run_state(DAG_ID, run_id) == "success"
+    return lake, plans_topic
+
+
+def test_approved_plans_are_published_signed_and_planned_with_the_run_params(
+    api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    conf = {"groups": ["orders", "cl*"], "acceptable_recovery_lag": 10, "max_warmup_replicas": 1}
+    lake, topic = run_and_answer(
+        api_server, module_broker, tmp_path, conf, [APPROVE_ALL], {"selected_groups": None, "reason": "nightly"}
+    )
+    plans = plan_rows(lake)
+    assert plans["orders"]["status"] == "PUBLISHED"
+    assert plans["orders"]["approved_by"] == "admin"  # the user who answered over REST
+    assert plans["orders"]["acceptable_recovery_lag"] == 10 and plans["orders"]["max_warmup_replicas"] == 1
+    # c holds nothing and every changelog is longer than 10: it restores before it takes over (default lag: at once)
+    assert plans["orders"]["restore_offsets"] > 0 and plans["orders"]["rounds"] >= 2
+    assert plans["clicks"]["status"] == "NOOP"
+    assert plans["payments"]["status"] == "REJECTED"
+    assert plans["payments"]["reason"] == "rejected by rebalance_planning: outside the group filter"
+    published = published_plans(module_broker.bootstrap, topic)
+    assert sorted(published) == ["orders"]
+    record = parse_plan(json.dumps(published["orders"]).encode(), KEY.encode())  # verifies with the fleet's key
+    assert record.plan_id == plans["orders"]["plan_id"]
+    assert published["orders"]["approved_by"] == "admin"
+    assert published["orders"]["configs"]["acceptable_recovery_lag"] == 10
+
+
+def test_approving_selected_groups_publishes_those_and_rejects_the_others(
+    api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    form = {"selected_groups": ["payments"], "reason": None}
+    lake, topic = run_and_answer(api_server, module_broker, tmp_path, {}, [APPROVE_SELECTED], form)
+    plans = plan_rows(lake)
+    assert (plans["payments"]["status"], plans["payments"]["approved_by"]) == ("PUBLISHED", "admin")
+    assert (plans["orders"]["status"], plans["orders"]["approved_by"]) == ("REJECTED", "admin")
+    assert plans["orders"]["reason"] == "rejected by admin: not among the selected groups"
+    assert sorted(published_plans(module_broker.bootstrap, topic)) == ["payments"]
+
+
+def test_rejected_plans_are_recorded_and_nothing_is_published_with_kafka_from_the_connection(
+    api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    # The Airflow Connection wins over RBP_KAFKA_BOOTSTRAP, which points nowhere here.
+    connection = json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": module_broker.bootstrap}})
+    env = {f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}": connection, "RBP_KAFKA_BOOTSTRAP": "127.0.0.1:9"}
+    lake, topic = run_and_answer(
+        api_server,
+        module_broker,
+        tmp_path,
+        {},
+        [REJECT_ALL],
+        {"selected_groups": None, "reason": "change freeze"},
+        extra_env=env,
+    )
+    plans = plan_rows(lake)
+    for group in ("orders", "payments"):
+        assert plans[group]["status"] == "REJECTED"
+        assert plans[group]["approved_by"] == "admin"
+        assert plans[group]["reason"] == "rejected by admin: change freeze"
+        assert plans[group]["published_at"] is None
+    assert published_plans(module_broker.bootstrap, topic) == {}
