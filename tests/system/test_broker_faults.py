@@ -16,11 +16,11 @@ from confluent_kafka.cimpl import NewTopic
 from assignor import AssignmentConfigs
 from assignor.runtime.kafka_io import Record, read_records
 from jobs.local.broker import EmbeddedBroker
-from jobs.local.direct_plan import approved_plan, group_state, live_reports, publish_record
+from jobs.local.direct_plan import live_reports, publish_record
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad
 from jobs.local.fleet_events import converged, double_processing, last_event, processing, settled
+from tests.support.fleet_harness import KEY, PARTITIONS, TASKS, plan_for_newcomer, start_settled, wait_for_state
 from tests.support.runtime_harness import wait_for
-from tests.system.test_runtime_fleet import KEY, PARTITIONS, TASKS, start_settled, wait_for_state
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 # Short sessions so a dead member is noticed in seconds; probing every 3 s finishes a move soon after its
@@ -83,11 +83,7 @@ def test_a_broker_restart_mid_plan_loses_no_plan_or_report_and_the_group_reaches
         with InputLoad(bootstrap, topology.source_topics, 150):
             start_settled(fleet, "orders", ["i1", "i2"])
             wait_for_state(fleet, bootstrap, "orders", min_changelog=300)
-            newcomer = fleet.process_id("orders", "i3")
-            reports = live_reports(bootstrap, REPORTS, "orders")
-            plan, planned = approved_plan(
-                "orders", group_state(bootstrap, topology, PARTITIONS, reports, [newcomer]), CONFIGS
-            )
+            plan, planned, newcomer = plan_for_newcomer(fleet, bootstrap, "orders", CONFIGS, REPORTS)
             assert len(planned.target.clients[newcomer].active) == 2  # two moves, one warmup at a time
             record = plan.to_record(KEY.encode())
             publish_record(bootstrap, PLANS, "orders", record)

@@ -10,59 +10,31 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from assignor import AssignmentConfigs
 from assignor.assignment import GroupAssignment
-from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.broker import EmbeddedBroker
-from jobs.local.direct_plan import approved_plan, group_state, live_reports, publish_record
-from jobs.local.fleet import Fleet, FleetConfig, InputLoad, group_topology
+from jobs.local.direct_plan import live_reports, publish_record
+from jobs.local.fleet import Fleet, InputLoad
 from jobs.local.fleet_events import (
     activation_lags,
     converged,
     double_processing,
     last_event,
     processing,
-    settled,
 )
+from tests.support.fleet_harness import (
+    CONFIGS,
+    KEY,
+    changelog_ends,
+    fleet_config,
+    plan_for_newcomer,
+    start_settled,
+    wait_for_state,
+)
+from tests.support.kafka_isolation import isolated
 from tests.support.runtime_harness import wait_for
-
-KEY = "fleet-test-signing-key"
-PARTITIONS = 6
-TASKS = {f"0_{p}" for p in range(PARTITIONS)}
-# A rebalance round ends as soon as every member has rejoined (about a second for a fleet of processes on a
-# loaded machine): probing every 3 s finishes a move soon after its warmup caught up without constant churn.
-CONFIGS = AssignmentConfigs(acceptable_recovery_lag=100, max_warmup_replicas=2, probing_rebalance_interval_ms=3_000)
-
-
-def fleet_config(bootstrap: str, root: Path, configs: AssignmentConfigs = CONFIGS) -> FleetConfig:
-    return FleetConfig(bootstrap, root, KEY, configs=configs, partitions=PARTITIONS, report_interval_s=2.0)
-
-
-def changelog_ends(bootstrap: str, group_id: str) -> list[int]:
-    ends = ChangelogEndOffsets(bootstrap)
-    try:
-        topology = group_topology(group_id)
-        parts = [(topology.subtopologies[0].changelog_topics[0], p) for p in range(PARTITIONS)]
-        return list(ends(parts).values())
-    finally:
-        ends.close()
-
-
-def start_settled(fleet: Fleet, group_id: str, names: list[str], **kwargs: object) -> None:
-    for name in names:
-        fleet.start(group_id, name, **kwargs)  # type: ignore[arg-type]
-    wait_for(lambda: settled(fleet, group_id, TASKS), 90, f"{names} to settle, processing every task")
-
-
-def wait_for_state(fleet: Fleet, bootstrap: str, group_id: str, min_changelog: int) -> None:
-    """Until every changelog has min_changelog records and every live instance reported itself."""
-    wait_for(lambda: min(changelog_ends(bootstrap, group_id)) >= min_changelog, 90, "changelogs to fill")
-    live = {i.process_id for i in fleet.members(group_id) if i.alive}
-    wait_for(lambda: live <= set(live_reports(bootstrap, "_rebalance_reports", group_id)), 30, "reports")
 
 
 @dataclass
@@ -76,17 +48,16 @@ class ScaleOut:
 
 
 @pytest.fixture(scope="module")
-def scale_out(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScaleOut]:
+def scale_out(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker) -> Iterator[ScaleOut]:
     """Two instances under load, a signed plan for three, then the third instance starts."""
-    with EmbeddedBroker() as broker, Fleet(fleet_config(broker.bootstrap, tmp_path_factory.mktemp("fleet"))) as fleet:
+    with isolated(kafka) as broker, Fleet(fleet_config(broker.bootstrap, tmp_path_factory.mktemp("fleet"))) as fleet:
         topology = fleet.create_group("orders")
         with InputLoad(broker.bootstrap, topology.source_topics, 150):
             start_settled(fleet, "orders", ["i1", "i2"])
             wait_for_state(fleet, broker.bootstrap, "orders", min_changelog=400)
-            newcomer = fleet.process_id("orders", "i3")
-            reports = live_reports(broker.bootstrap, "_rebalance_reports", "orders")
-            group = group_state(broker.bootstrap, topology, PARTITIONS, reports, [newcomer])
-            plan, planned = approved_plan("orders", group, CONFIGS)
+            plan, planned, newcomer = plan_for_newcomer(
+                fleet, broker.bootstrap, "orders", CONFIGS, "_rebalance_reports"
+            )
             assert planned.target.clients[newcomer].active, "the plan must move tasks to the new instance"
             published_at = int(time.time() * 1000)
             publish_record(broker.bootstrap, "_rebalance_plans", "orders", plan.to_record(KEY.encode()))

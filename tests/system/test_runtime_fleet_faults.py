@@ -11,8 +11,17 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.local.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.local.fleet import Fleet, InputLoad
 from jobs.local.fleet_events import activation_lags, all_tasks_processed_once, converged, last_event, processing
+from tests.support.fleet_harness import (
+    CONFIGS,
+    KEY,
+    PARTITIONS,
+    TASKS,
+    fleet_config,
+    plan_for_newcomer,
+    start_settled,
+    wait_for_state,
+)
 from tests.support.runtime_harness import wait_for
-from tests.system.test_runtime_fleet import CONFIGS, KEY, PARTITIONS, TASKS, fleet_config, start_settled, wait_for_state
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 
@@ -110,11 +119,7 @@ def test_a_new_leader_continues_the_plan_after_the_leader_is_killed_mid_move(
         with InputLoad(bootstrap, topology.source_topics, 150):
             start_settled(fleet, "orders", ["i1", "i2"])
             wait_for_state(fleet, bootstrap, "orders", min_changelog=300)
-            newcomer = fleet.process_id("orders", "i3")
-            reports = live_reports(bootstrap, REPORTS, "orders")
-            plan, planned = approved_plan(
-                "orders", group_state(bootstrap, topology, PARTITIONS, reports, [newcomer]), configs
-            )
+            plan, planned, newcomer = plan_for_newcomer(fleet, bootstrap, "orders", configs, REPORTS)
             assert len(planned.target.clients[newcomer].active) == 2  # two moves, one warmup at a time
             published_at = int(time.time() * 1000)
             publish_record(bootstrap, PLANS, "orders", plan.to_record(KEY.encode()))
