@@ -45,10 +45,9 @@ def _previous_owners(group: GroupState) -> dict[TaskId, frozenset[str]]:
     return {t: frozenset(p) for t, p in owners.items()}
 
 
-def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
-    """The balanced end state (no warmups) that restores and moves as little as possible."""
-    lags = lags if lags is not None else LagIndex.of(group, configs)
-    costs = ActiveCosts(
+def active_costs(group: GroupState, lags: LagIndex) -> ActiveCosts:
+    """What placing each active task on each client costs: the target solvers' input."""
+    return ActiveCosts(
         tasks=sorted(group.all_tasks),
         stateful=group.stateful_tasks,
         process_ids=lags.process_ids,
@@ -56,6 +55,11 @@ def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | 
         previous_owners=_previous_owners(group),
         lags=lags,
     )
+
+
+def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
+    """The balanced end state (no warmups) that restores and moves as little as possible."""
+    costs = active_costs(group, lags if lags is not None else LagIndex.of(group, configs))
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
     owners = solve_active_target(costs)
     held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}

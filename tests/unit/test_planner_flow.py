@@ -8,7 +8,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from assignor import GroupState
 from assignor.lags import LagIndex
-from assignor.planner import _previous_owners
+from assignor.planner import active_costs as costs_of
 from assignor.target import ActiveCosts, _share, _solve, _solve_by_flow, solve_active_target, solve_standby_target
 from assignor.task import TaskId
 from tests.support.strategies import Case, cases
@@ -16,15 +16,7 @@ from tests.support.strategies import Case, cases
 
 def active_costs(case: Case) -> ActiveCosts:
     group = case.group
-    lags = LagIndex.of(group, case.configs)
-    return ActiveCosts(
-        tasks=sorted(group.all_tasks),
-        stateful=group.stateful_tasks,
-        process_ids=lags.process_ids,
-        capacity={c.process_id: c.capacity for c in group.clients},
-        previous_owners=_previous_owners(group),
-        lags=lags,
-    )
+    return costs_of(group, LagIndex.of(group, case.configs))
 
 
 def shares_hold(owners: dict[TaskId, str], group: GroupState, costs: ActiveCosts) -> bool:
