@@ -7,16 +7,32 @@ UV_VERSION := 0.13.8
 # JVM artifacts (Apache Kafka for the embedded broker) come from Maven Central through mvn, cached in var/jvm.
 JVM_DIR := var/jvm
 KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
+# Our own Maven build: the KIP-924 plugin jar and the reference Kafka Streams app (assignor/java).
+JAVA_DIR := assignor/java
+JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.java' -o -name pom.xml \) -print)
+JAVA_JARS := $(JAVA_DIR)/target/.built
+MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install jvm lint test test-fast browser bench bench-pipeline bench-runtime demo simulate lock clean
+.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime demo simulate lock clean
 
-install: $(STAMP) $(KAFKA_JARS)
+install: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 
-jvm: $(KAFKA_JARS)
-
-$(KAFKA_JARS): jobs/local/kafka/pom.xml $(STAMP)
+jdk:
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq openjdk-17-jdk-headless maven; }
+
+jvm: $(KAFKA_JARS) $(JAVA_JARS)
+
+$(KAFKA_JARS): jobs/local/kafka/pom.xml $(STAMP) | jdk
 	$(BIN)/python -m jobs.local.jvm kafka --jvm-dir $(JVM_DIR)
+
+java: $(JAVA_JARS)
+
+# verify = build + JUnit (seconds; every shared vector of schemas/vectors included), so the jars are always tested.
+$(JAVA_JARS): $(JAVA_SOURCES) $(wildcard schemas/vectors/*.json) | jdk
+	cd $(JAVA_DIR) && $(MVN) verify
+	@mkdir -p $(dir $@) && touch $@
+
+java-test: $(JAVA_JARS)
 
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,7 +49,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint browser $(KAFKA_JARS)
+test: lint browser $(KAFKA_JARS) java-test
 	$(BIN)/pytest
 
 # The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.
@@ -69,3 +85,4 @@ browser:
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(JAVA_DIR)/target $(JAVA_DIR)/*/target

@@ -25,6 +25,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assignor import AssignmentConfigs
+from assignor.protocol.plan_keys import PlanSigner
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.direct_plan import approved_plan, group_state, live_reports, publish_record
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad, InstanceProcess
@@ -36,7 +37,7 @@ from jobs.local.fleet_events import (
 )
 from jobs.polling import wait_until
 
-KEY = "runtime-bench-key"
+SIGNER = PlanSigner.generate("runtime-bench")  # a fresh key per run: the bench signs, its fleet verifies
 GROUP = "bench"
 
 
@@ -90,7 +91,14 @@ def run(mode: str, tasks: int, records: int, console: Console) -> dict[str, Any]
     configs = AssignmentConfigs(max_warmup_replicas=2, probing_rebalance_interval_ms=5_000)
     task_ids = {f"0_{p}" for p in range(tasks)}
     with tempfile.TemporaryDirectory() as root, EmbeddedBroker() as broker:
-        config = FleetConfig(broker.bootstrap, Path(root), KEY, configs=configs, partitions=tasks, report_interval_s=2)
+        config = FleetConfig(
+            broker.bootstrap,
+            Path(root),
+            SIGNER.verify_keys().render(),
+            configs=configs,
+            partitions=tasks,
+            report_interval_s=2,
+        )
         with Fleet(config) as fleet:
             topology = fleet.create_group(GROUP)
             fill_changelogs(broker.bootstrap, topology.subtopologies[0].changelog_topics[0], tasks, records, console)
@@ -111,7 +119,7 @@ def run(mode: str, tasks: int, records: int, console: Console) -> dict[str, Any]
                     group = group_state(broker.bootstrap, topology, tasks, reports, [newcomer])
                     plan, _ = approved_plan(GROUP, group, configs)
                     plan_id = plan.plan_id
-                    publish_record(broker.bootstrap, "_rebalance_plans", GROUP, plan.to_record(KEY.encode()))
+                    publish_record(broker.bootstrap, "_rebalance_plans", GROUP, plan.to_record(SIGNER))
                 fleet.start(GROUP, "i3")
                 console.log(f"[{mode}] third instance started; waiting for convergence")
 

@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at parse time and must stay light
     from assignor import AssignmentConfigs
+    from assignor.protocol.plan_keys import PlanSigner
+    from assignor.protocol.plans import Verifier
 
 
 class Settings(BaseSettings):
@@ -21,7 +23,14 @@ class Settings(BaseSettings):
     lake_root: Path = Path("./var/lake")
     kafka_bootstrap: str | None = Field(default=None, description="unset: the embedded broker")
     kafka_config: dict[str, str] = Field(default_factory=dict, description="extra client properties (JSON)")
-    plan_signing_key: str | None = Field(default=None, description="HMAC key for plan records")
+    plan_signing_key_file: Path | None = Field(
+        default=None, description="the pipeline's Ed25519 private key (PEM, from `keys generate`): publish signs"
+    )
+    plan_key_id: str | None = Field(default=None, description="the signing key's id; unset: its fingerprint")
+    plan_verify_keys: str = Field(
+        default="", description="key_id=<64 hex Ed25519 public key>[,...]: the keys live groups accept plans from"
+    )
+    plan_clock_skew_ms: int = Field(default=60_000, ge=0, description="how far in the future a plan may be dated")
     reports_topic: str = "_rebalance_reports"
     plans_topic: str = "_rebalance_plans"
     # Pipeline: the KIP-441 settings plans are made and checked with (Kafka Streams' defaults).
@@ -61,6 +70,25 @@ class Settings(BaseSettings):
             num_standby_replicas=self.num_standby_replicas,
             probing_rebalance_interval_ms=self.probing_rebalance_interval_ms,
         )
+
+    def plan_signer(self) -> PlanSigner:
+        """The pipeline's signing key; ValueError naming the setting when it is missing or unusable."""
+        from assignor.protocol.plan_keys import PlanSigner  # noqa: PLC0415 (see the TYPE_CHECKING import)
+
+        if self.plan_signing_key_file is None:
+            raise ValueError("RBP_PLAN_SIGNING_KEY_FILE is not set: plans cannot be signed (see `keys generate`)")
+        try:
+            pem = self.plan_signing_key_file.read_bytes()
+        except OSError as err:
+            raise ValueError(f"RBP_PLAN_SIGNING_KEY_FILE {self.plan_signing_key_file}: {err.strerror}") from None
+        return PlanSigner.from_pem(pem, self.plan_key_id)
+
+    def plan_verifier(self) -> Verifier:
+        """What a live group checks plans with: RBP_PLAN_VERIFY_KEYS and the clock-skew allowance."""
+        from assignor.protocol.plan_keys import VerifyKeys  # noqa: PLC0415
+        from assignor.protocol.plans import Verifier  # noqa: PLC0415
+
+        return Verifier(VerifyKeys.parse(self.plan_verify_keys), self.plan_clock_skew_ms)
 
     def kafka_properties(self, bootstrap: str) -> dict[str, str]:
         """confluent-kafka client properties: the bootstrap servers plus RBP_KAFKA_CONFIG's extras."""

@@ -1,7 +1,7 @@
 """A kafka-python partition assignor that carries KIP-441 user data and honors approved plans.
 
 Members subscribe with versioned user data (protocol.Subscription); the leader decodes every member,
-negotiates the group's version (KIP-268), builds the GroupState, lets runtime.leader.decide choose between
+negotiates the group's version (KIP-268), builds the GroupState, lets protocol.decision.decide choose between
 the approved plan and the KIP-441 assignor, and hands each member its source partitions plus user data
 naming its active, standby and warmup tasks. Under COOPERATIVE (KIP-429) a partition still owned by
 another member is withheld for one rebalance; kafka-python's coordinator then rejoins to finish the move.
@@ -22,7 +22,8 @@ from kafka.structs import TopicPartition
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
-from assignor.runtime.leader import LeaderDecision, decide, keep_previous
+from assignor.protocol.decision import LeaderDecision, decide, keep_previous
+from assignor.protocol.plans import Verifier
 from assignor.runtime.protocol import (
     LATEST_VERSION,
     AssignmentInfo,
@@ -95,7 +96,7 @@ class LeaderInputs:
 
     group_id: str
     configs: AssignmentConfigs
-    signing_key: bytes
+    verifier: Verifier
     changelog_end_offsets: Callable[[Sequence[Partition]], Mapping[Partition, int]]
     latest_plan: Callable[[str], bytes | None]
     now_ms: Callable[[], int]
@@ -305,7 +306,16 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             group = GroupState(clients, stateful, frozenset(tasks) - stateful, end_sums)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
-            choice = decide(self.leader.group_id, group, self.leader.configs, plan_record, self.leader.signing_key, now)
+            acted = [d.acted_on_created_at for d in self.member.decisions if d.acted_on_created_at is not None]
+            choice = decide(
+                self.leader.group_id,
+                group,
+                self.leader.configs,
+                plan_record,
+                self.leader.verifier,
+                now,
+                max(acted, default=None),
+            )
         self.member.decisions.append(choice)
         log.info(
             "leader decision for %s: plan=%s fallback=%s probing=%s",
@@ -326,7 +336,9 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
     ) -> dict[str, ConsumerProtocolAssignment]:
         assignment: GroupAssignment = choice.assignment
         owner_now = {tp: m for m, tps in owned.items() for tp in tps}
-        probing_at = now + (choice.retry_in_ms or self.leader.configs.probing_rebalance_interval_ms)
+        # While a plan is honored its own probing interval paces the moves, not the instance's configured one.
+        interval = choice.retry_in_ms or choice.probing_interval_ms or self.leader.configs.probing_rebalance_interval_ms
+        probing_at = now + interval
         schedule_holder = min(member_of) if assignment.probing_rebalance_needed and member_of else None
         result = {}
         for pid, member_id in sorted(member_of.items()):

@@ -23,6 +23,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition
 
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.plans import Verifier
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher
@@ -44,7 +45,7 @@ class InstanceConfig:
     bootstrap: str
     state_dir: Path
     topology: Topology
-    signing_key: bytes
+    verifier: Verifier  # the public keys and clock skew plans are checked with
     configs: AssignmentConfigs = field(default_factory=AssignmentConfigs)
     plans_topic: str = "_rebalance_plans"
     reports_topic: str = "_rebalance_reports"
@@ -149,7 +150,7 @@ class Instance:
         leader = LeaderInputs(
             group_id=config.group_id,
             configs=config.configs,
-            signing_key=config.signing_key,
+            verifier=config.verifier,
             changelog_end_offsets=self._end_offsets,
             latest_plan=PlanSource(config.bootstrap, config.plans_topic, config.kafka_config),
             now_ms=lambda: int(time.time() * 1000),

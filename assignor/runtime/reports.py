@@ -48,4 +48,5 @@ def state_report(
         },
         "plan_id": info.plan_id if info else None,
         "fallback_reason": info.fallback_reason if info else None,
+        "origin": "python-runtime",
     }

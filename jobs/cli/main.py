@@ -26,6 +26,7 @@ from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenari
 from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.cli.pipeline import add_pipeline_commands, run_pipeline_command
 from jobs.cli.runtime import add_runtime_commands, run_runtime_command
+from jobs.cli.signing import add_signing_commands, run_signing_command
 from jobs.cli.simulate import print_simulation
 from jobs.demo.run import add_demo_command, run_demo_command
 from jobs.local.broker import EmbeddedBroker
@@ -87,6 +88,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     add_pipeline_commands(commands)
     add_runtime_commands(commands)
+    add_signing_commands(commands)
     add_demo_command(commands)
     return parser
 
@@ -179,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ran = run_runtime_command(args, console, Settings())
         if ran is not None:
             return ran
+        signed = run_signing_command(args, console, Settings())
+        if signed is not None:
+            return signed
         demo = run_demo_command(args, console)
         if demo is not None:
             return demo

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import secrets
 import signal
 import sys
 import threading
@@ -23,6 +22,7 @@ from assignor.runtime.protocol import SUPPORTED_VERSIONS
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad, group_topology
 from jobs.settings import Settings
+from jobs.signing import write_signing_key
 
 
 def add_runtime_commands(commands: Any) -> None:
@@ -99,8 +99,9 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
     bootstrap = args.bootstrap or settings.kafka_bootstrap
     if not bootstrap:
         raise ValueError("instance needs --bootstrap or RBP_KAFKA_BOOTSTRAP")
-    if not settings.plan_signing_key:
-        raise ValueError("instance needs RBP_PLAN_SIGNING_KEY to verify plans")
+    verifier = settings.plan_verifier()
+    if not verifier.keys.keys:
+        raise ValueError("instance needs RBP_PLAN_VERIFY_KEYS (key_id=<hex public key>) to verify plans")
     tags = {}
     for tag in args.tag:
         key, sep, value = tag.partition("=")
@@ -115,7 +116,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
         bootstrap=bootstrap,
         state_dir=args.state_dir,
         topology=group_topology(args.group),
-        signing_key=settings.plan_signing_key.encode(),
+        verifier=verifier,
         configs=_configs(args),
         plans_topic=settings.plans_topic,
         reports_topic=settings.reports_topic,
@@ -139,10 +140,14 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
 def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> int:
     schedule = sorted(_parse_schedule(s) for s in args.schedule)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    key = settings.plan_signing_key
-    if not key:
-        key = secrets.token_hex(16)
-        console.print(f"RBP_PLAN_SIGNING_KEY not set: this fleet verifies plans with the generated key [bold]{key}")
+    verify_keys = settings.plan_verify_keys
+    if not verify_keys:
+        key_file, signer = write_signing_key(args.root / "keys")
+        verify_keys = signer.verify_keys().render()
+        console.print(
+            f"RBP_PLAN_VERIFY_KEYS not set: this fleet accepts plans signed with the new key [bold]{key_file}[/bold] "
+            f"(RBP_PLAN_SIGNING_KEY_FILE={key_file} RBP_PLAN_KEY_ID={signer.key_id})"
+        )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -154,7 +159,7 @@ def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> in
         config = FleetConfig(
             bootstrap=bootstrap,
             root=args.root,
-            signing_key=key,
+            verify_keys=verify_keys,
             reports_topic=settings.reports_topic,
             plans_topic=settings.plans_topic,
             kafka_config=settings.kafka_config,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import secrets
 import shutil
 import signal
 import socket
@@ -26,8 +25,8 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from assignor import AssignmentConfigs
+from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
-from assignor.runtime.plans import ApprovedPlan, parse_plan
 from jobs.demo.groups import simulated_groups, write_simulated_groups
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
@@ -38,6 +37,7 @@ from jobs.pipeline.status import PlanStatus
 from jobs.polling import wait_until
 from jobs.processes import free_port
 from jobs.settings import Settings
+from jobs.signing import write_signing_key
 
 EXIT_OK, EXIT_FAILURE = 0, 1
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
@@ -128,9 +128,11 @@ def _announce(bootstrap: str, topic: str, group_id: str, process_id: str) -> Non
         raise DemoError(f"the announcement of {group_id}/{process_id} was not delivered")
 
 
-def _published(bootstrap: str, settings: Settings, key: str) -> dict[str, ApprovedPlan]:
+def _published(bootstrap: str, settings: Settings) -> dict[str, ApprovedPlan]:
     records = read_latest_by_key(bootstrap, settings.plans_topic)
-    return {k.decode(): parse_plan(v, key.encode()) for k, v in records.items() if v is not None}
+    keys = settings.plan_verifier().keys
+    read = {k.decode(): read_record(v, keys) for k, v in records.items() if v is not None}
+    return {group: plan for group, plan in read.items() if isinstance(plan, ApprovedPlan)}
 
 
 def _reported(bootstrap: str, settings: Settings, plans: dict[str, ApprovedPlan]) -> bool:
@@ -182,7 +184,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     root.mkdir(parents=True)
     logging.basicConfig(level=logging.WARNING, filename=str(root / "demo.log"))
     logging.getLogger("jobs").setLevel(logging.WARNING)  # the progress lines say what happens
-    key = secrets.token_hex(16)
+    key_file, signer = write_signing_key(root / "keys", "demo")
     with ExitStack() as stack, _interrupt_on_sigterm():
         broker = stack.enter_context(EmbeddedBroker(data_dir=root / "kafka"))
         bootstrap = broker.bootstrap
@@ -190,21 +192,22 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         settings = Settings(
             lake_root=root / "lake",
             kafka_bootstrap=bootstrap,
-            plan_signing_key=key,
+            plan_signing_key_file=key_file,
+            plan_verify_keys=signer.verify_keys().render(),
             acceptable_recovery_lag=CONFIGS.acceptable_recovery_lag,
             max_warmup_replicas=CONFIGS.max_warmup_replicas,
             num_standby_replicas=CONFIGS.num_standby_replicas,
             probing_rebalance_interval_ms=CONFIGS.probing_rebalance_interval_ms,
         )
         port = args.port if _free(args.port) else free_port()
-        airflow = LocalAirflow(root / "airflow", port=port, extra_env=_airflow_env(settings, key))
+        airflow = LocalAirflow(root / "airflow", port=port, extra_env=_airflow_env(settings))
         stack.callback(airflow.stop)
         airflow.launch("standalone")
         say(f"Airflow standalone starting on {airflow.url} (log {airflow.home / 'standalone.log'})")
 
         fleet = stack.enter_context(
-            Fleet(FleetConfig(bootstrap, root / "fleet", key, configs=CONFIGS, partitions=PARTITIONS,
-                              report_interval_s=2.0))
+            Fleet(FleetConfig(bootstrap, root / "fleet", settings.plan_verify_keys, configs=CONFIGS,
+                              partitions=PARTITIONS, report_interval_s=2.0))
         )  # fmt: skip
         sources = [t for g in LIVE_GROUPS for t in fleet.create_group(g).source_topics]
         for group in LIVE_GROUPS:
@@ -264,7 +267,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         snapshot = str(airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{quote(run_id)}/taskInstances/extract/"
                                           "xcomEntries/return_value")["value"])  # fmt: skip
 
-        published = _published(bootstrap, settings, key)
+        published = _published(bootstrap, settings)
         live_plans = {g: p for g, p in published.items() if g in LIVE_GROUPS and p.snapshot_id == snapshot}
         say(f"{len(published)} signed plan(s) on {settings.plans_topic}; live groups with a plan: "
             f"{', '.join(sorted(live_plans)) or 'none'}")  # fmt: skip
@@ -330,12 +333,13 @@ def _free(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def _airflow_env(settings: Settings, key: str) -> dict[str, str]:
+def _airflow_env(settings: Settings) -> dict[str, str]:
     """The RBP_ settings Airflow's tasks read, as environment variables."""
     return {
         "RBP_LAKE_ROOT": str(settings.lake_root),
         "RBP_KAFKA_BOOTSTRAP": str(settings.kafka_bootstrap),
-        "RBP_PLAN_SIGNING_KEY": key,
+        "RBP_PLAN_SIGNING_KEY_FILE": str(settings.plan_signing_key_file),
+        "RBP_PLAN_VERIFY_KEYS": settings.plan_verify_keys,
         "RBP_REPORTS_TOPIC": settings.reports_topic,
         "RBP_PLANS_TOPIC": settings.plans_topic,
         "RBP_ACCEPTABLE_RECOVERY_LAG": str(settings.acceptable_recovery_lag),

@@ -16,9 +16,9 @@ from confluent_kafka import Producer
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from assignor.planner import GroupPlan
+from assignor.protocol.plans import ApprovedPlan
 from assignor.runtime.group_assignor import Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
-from assignor.runtime.plans import ApprovedPlan
 
 
 def live_reports(bootstrap: str, reports_topic: str, group_id: str) -> dict[str, dict[str, Any]]:

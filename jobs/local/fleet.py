@@ -39,7 +39,7 @@ class FleetConfig:
 
     bootstrap: str
     root: Path
-    signing_key: str
+    verify_keys: str  # RBP_PLAN_VERIFY_KEYS of every instance: the public keys plans are checked with
     reports_topic: str = "_rebalance_reports"
     plans_topic: str = "_rebalance_plans"
     kafka_config: Mapping[str, str] = field(default_factory=dict)
@@ -146,7 +146,7 @@ class Fleet:
             args.append("--corrupt-user-data")
         env = {
             **os.environ,
-            "RBP_PLAN_SIGNING_KEY": c.signing_key,
+            "RBP_PLAN_VERIFY_KEYS": c.verify_keys,
             "RBP_REPORTS_TOPIC": c.reports_topic,
             "RBP_PLANS_TOPIC": c.plans_topic,
             "PYTHONUNBUFFERED": "1",

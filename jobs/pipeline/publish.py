@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, GroupAssignment, TaskId
-from assignor.runtime.plans import ApprovedPlan
+from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
@@ -77,8 +77,10 @@ def run_publish(
 ) -> StageResult:
     """Sign and publish the APPROVED plans of a snapshot (or the given ones); older PUBLISHED plans of the same
     groups become SUPERSEDED. Published plans are no longer APPROVED, so a re-run publishes nothing."""
-    if not settings.plan_signing_key:
-        raise StageInputError("RBP_PLAN_SIGNING_KEY is not set: plans cannot be signed")
+    try:
+        signer = settings.plan_signer()
+    except ValueError as err:
+        raise StageInputError(str(err)) from None
     plans = lake.read("plans")
     if plan_ids:
         chosen = plans.where(sf.col("plan_id").isin(list(plan_ids)))
@@ -98,11 +100,10 @@ def run_publish(
         return StageResult("publish", snapshot)
     targets = plan_targets(lake, [r["plan_id"] for r in approved])
     now = int(time.time() * 1000)
-    key = settings.plan_signing_key.encode("utf-8")
     records, history = [], []
     for row in approved:
         plan = approved_plan(row, targets[row["plan_id"]], settings.plan_valid_ms)
-        record = plan.to_record(key)
+        record = plan.to_record(signer)
         error = jsonschema.exceptions.best_match(_plan_validator().iter_errors(record))
         if error is not None:
             raise StageInputError(f"plan {plan.plan_id} does not match plan.schema.json: {error.message}")
@@ -137,3 +138,17 @@ def _set_status(lake: Lake, rows: DataFrame, status: str, reason: str | None, pu
         updates = updates.withColumn("published_at", sf.lit(published_at).cast("bigint"))
         columns.append("published_at")
     return lake.merge("plans", updates, update=columns)
+
+
+def publish_withdrawal(settings: Settings, bootstrap: str, group_id: str, plan_id: str) -> dict[str, Any]:
+    """Sign and send a withdrawal of ``group_id``'s plan: its leader returns to Kafka's own assignment."""
+    try:
+        signer = settings.plan_signer()
+    except ValueError as err:
+        raise StageInputError(str(err)) from None
+    record = Withdrawal(plan_id, group_id, int(time.time() * 1000)).to_record(signer)
+    client = settings.kafka_properties(bootstrap)
+    ensure_topics(client, [TopicSpec(settings.plans_topic, compacted=True)], settings.kafka_timeout_s)
+    _produce(Producer(client), settings.plans_topic, [record], settings.kafka_timeout_s)
+    log.info("publish: withdrawal of %s's plan %s sent to %s", group_id, plan_id, settings.plans_topic)
+    return record

@@ -16,17 +16,17 @@ from confluent_kafka.cimpl import NewTopic
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
+from assignor.protocol.plans import ApprovedPlan
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Subtopology, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource
-from assignor.runtime.plans import ApprovedPlan
 from assignor.runtime.protocol import ErrorCode, Partition
 from jobs.local.broker import EmbeddedBroker
 from tests.support.runtime_harness import Group, Member, wait_for
+from tests.support.signing import FORGER, SIGNER, VERIFIER
 
 TOPOLOGY = Topology((Subtopology(0, ("in-0",), ("chg-0",)),))
 TASKS = [TaskId(0, p) for p in range(4)]
 END = 50_000
-KEY = b"runtime-test-key"
 # Kafka completes a rebalance round as soon as every member has rejoined (well under a second here): a
 # probing rebalance every 2 s finishes a move soon after its warmup caught up, and leaves the group time to work.
 CONFIGS = AssignmentConfigs(probing_rebalance_interval_ms=2_000, acceptable_recovery_lag=100)
@@ -45,7 +45,7 @@ def leader(plan: dict[str, bytes | None]) -> LeaderInputs:
     def ends(parts: Sequence[Partition]) -> Mapping[Partition, int]:
         return dict.fromkeys(parts, END)
 
-    return LeaderInputs("orders", CONFIGS, KEY, ends, plan.get, lambda: int(time.time() * 1000))
+    return LeaderInputs("orders", CONFIGS, VERIFIER, ends, plan.get, lambda: int(time.time() * 1000))
 
 
 def running(view: MemberView) -> MemberView:
@@ -136,7 +136,7 @@ def test_scale_out_follows_the_signed_plan_warming_up_before_moving(broker: Embe
             CONFIGS,
             planned.target,
             tuple(planned.move_order),
-        ).to_record(KEY)
+        ).to_record(SIGNER)
         plan["orders"] = json.dumps(record).encode()
         moving = set(planned.target.clients["p3"].active)
         assert moving
@@ -167,13 +167,16 @@ def test_a_plan_with_a_bad_signature_is_not_applied_and_the_reason_is_reported(b
     now = int(time.time() * 1000)
     record = ApprovedPlan(
         "plan-x", "orders", "snap", now, now + 600_000, "alice", now, CONFIGS, planned.target, ()
-    ).to_record(b"not-the-key")
+    ).to_record(FORGER)
     with Group(broker.bootstrap, "orders", TOPOLOGY, leader({"orders": json.dumps(record).encode()})) as group:
         for pid in ("p1", "p2"):
             group.add(running(MemberView(pid)))
         wait_for(lambda: settled(group.members, 2), 60, "two members to settle")
         infos = [m.view.info for m in group.members.values()]
-        assert all(i is not None and i.plan_id is None and i.fallback_reason == "bad signature" for i in infos)
+        assert all(
+            i is not None and i.plan_id is None and (i.fallback_reason or "").startswith("bad_signature: ")
+            for i in infos
+        )
 
 
 def test_mixed_versions_work_and_the_group_switches_up_after_the_upgrade(broker: EmbeddedBroker) -> None:
@@ -245,13 +248,18 @@ def test_the_leader_reads_the_plan_and_end_offsets_from_kafka(broker: EmbeddedBr
     now = int(time.time() * 1000)
     record = ApprovedPlan(
         "plan-k", "orders", "snap", now, now + 600_000, "alice", now, CONFIGS, planned.target, tuple(planned.move_order)
-    ).to_record(KEY)
+    ).to_record(SIGNER)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     producer.produce("_rebalance_plans", key=b"orders", value=json.dumps(record).encode())
     assert producer.flush(10) == 0
     ends = ChangelogEndOffsets(broker.bootstrap)
     inputs = LeaderInputs(
-        "orders", CONFIGS, KEY, ends, PlanSource(broker.bootstrap, "_rebalance_plans"), lambda: int(time.time() * 1000)
+        "orders",
+        CONFIGS,
+        VERIFIER,
+        ends,
+        PlanSource(broker.bootstrap, "_rebalance_plans"),
+        lambda: int(time.time() * 1000),
     )
     try:
         with Group(broker.bootstrap, "orders", TOPOLOGY, inputs) as group:

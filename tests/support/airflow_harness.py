@@ -16,8 +16,8 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.local.airflow import LocalAirflow, _airflow_bin
 from jobs.polling import wait_until
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
+from tests.support.signing import signing_env
 
-KEY = "dag-test-signing-key"
 DAG_ID = "rebalance_planning"
 ENDS = {0: [40, 50, 60, 70], 1: [30, 40, 50, 60]}  # subtopology -> changelog end offset per partition
 
@@ -64,7 +64,7 @@ def rbp_env(bootstrap: str, lake: Path) -> dict[str, str]:
     return {
         "RBP_KAFKA_BOOTSTRAP": bootstrap,
         "RBP_LAKE_ROOT": str(lake),
-        "RBP_PLAN_SIGNING_KEY": KEY,
+        **signing_env(lake.parent),
         "RBP_NUM_STANDBY_REPLICAS": "1",
         "RBP_PLANNER_PROCESSES": "2",  # the planner's worker processes under an Airflow task too
         "RBP_PLANNING_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run too

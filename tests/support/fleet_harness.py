@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from assignor import AssignmentConfigs, GroupPlan
+from assignor.protocol.plans import ApprovedPlan
 from assignor.runtime.kafka_io import ChangelogEndOffsets
-from assignor.runtime.plans import ApprovedPlan
 from jobs.local.direct_plan import approved_plan, group_state, live_reports
 from jobs.local.fleet import Fleet, FleetConfig, group_topology
 from jobs.local.fleet_events import settled
 from tests.support.runtime_harness import wait_for
+from tests.support.signing import VERIFY_KEYS
 
-KEY = "fleet-test-signing-key"
 PARTITIONS = 6
 TASKS = {f"0_{p}" for p in range(PARTITIONS)}
 # A rebalance round ends as soon as every member has rejoined (about a second for a fleet of processes on a
@@ -21,7 +21,9 @@ CONFIGS = AssignmentConfigs(acceptable_recovery_lag=100, max_warmup_replicas=2, 
 
 
 def fleet_config(bootstrap: str, root: Path, configs: AssignmentConfigs = CONFIGS) -> FleetConfig:
-    return FleetConfig(bootstrap, root, KEY, configs=configs, partitions=PARTITIONS, report_interval_s=2.0)
+    return FleetConfig(
+        bootstrap, root, VERIFY_KEYS.render(), configs=configs, partitions=PARTITIONS, report_interval_s=2.0
+    )
 
 
 def changelog_ends(bootstrap: str, group_id: str) -> list[int]:

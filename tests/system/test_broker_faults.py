@@ -19,8 +19,9 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.local.direct_plan import live_reports, publish_record
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad
 from jobs.local.fleet_events import converged, last_event, processing, settled
-from tests.support.fleet_harness import KEY, PARTITIONS, TASKS, plan_for_newcomer, start_settled, wait_for_state
+from tests.support.fleet_harness import PARTITIONS, TASKS, plan_for_newcomer, start_settled, wait_for_state
 from tests.support.runtime_harness import wait_for
+from tests.support.signing import SIGNER, VERIFY_KEYS
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 # Short sessions so a dead member is noticed in seconds; probing every 3 s finishes a move soon after its
@@ -40,7 +41,7 @@ def fleet_config(bootstrap: str, root: Path) -> FleetConfig:
     return FleetConfig(
         bootstrap,
         root,
-        KEY,
+        VERIFY_KEYS.render(),
         configs=CONFIGS,
         partitions=PARTITIONS,
         report_interval_s=2.0,
@@ -85,7 +86,7 @@ def test_a_broker_restart_mid_plan_loses_no_plan_or_report_and_the_group_reaches
             wait_for_state(fleet, bootstrap, "orders", min_changelog=300)
             plan, planned, newcomer = plan_for_newcomer(fleet, bootstrap, "orders", CONFIGS, REPORTS)
             assert len(planned.target.clients[newcomer].active) == 2  # two moves, one warmup at a time
-            record = plan.to_record(KEY.encode())
+            record = plan.to_record(SIGNER)
             publish_record(bootstrap, PLANS, "orders", record)
             i3 = fleet.start("orders", "i3")
 

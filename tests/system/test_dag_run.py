@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from assignor.runtime.plans import parse_plan
+from assignor.protocol.plans import read_record
 from jobs.local.airflow import LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
 from jobs.orchestration.tasks import KAFKA_CONN_ID
 from tests.support.airflow_harness import (
     DAG_ID,
-    KEY,
     finish,
     plan_rows,
     published_plans,
@@ -29,6 +28,7 @@ from tests.support.airflow_harness import (
 )
 from tests.support.kafka_isolation import isolated
 from tests.support.pipeline_kafka import create_topics
+from tests.support.signing import VERIFY_KEYS
 
 REPORTS = "_rebalance_reports"
 
@@ -95,7 +95,7 @@ def test_approved_plans_are_published_signed_and_planned_with_the_run_params(
     assert plans["payments"]["reason"] == "rejected by rebalance_planning: outside the group filter"
     published = published_plans(module_broker.bootstrap, topic)
     assert sorted(published) == ["orders"]
-    record = parse_plan(json.dumps(published["orders"]).encode(), KEY.encode())  # verifies with the fleet's key
+    record = read_record(json.dumps(published["orders"]).encode(), VERIFY_KEYS)  # verifies with the public key
     assert record.plan_id == plans["orders"]["plan_id"]
     assert published["orders"]["approved_by"] == "admin"
     assert published["orders"]["configs"]["acceptable_recovery_lag"] == 10

@@ -11,12 +11,15 @@ import pytest
 
 from assignor.runtime.events import read_events
 from jobs.local.broker import EmbeddedBroker
+from tests.support.signing import VERIFY_KEYS
 
 CLI = Path(sys.executable).parent / "rebalance-planner"
 
 
 def test_fleet_runs_groups_and_applies_its_schedule(broker: EmbeddedBroker, tmp_path: Path) -> None:
-    env = dict(os.environ, COLUMNS="200", RBP_KAFKA_BOOTSTRAP=broker.bootstrap, RBP_PLAN_SIGNING_KEY="k")
+    env = dict(
+        os.environ, COLUMNS="200", RBP_KAFKA_BOOTSTRAP=broker.bootstrap, RBP_PLAN_VERIFY_KEYS=VERIFY_KEYS.render()
+    )
     args = [
         str(CLI),
         "fleet",

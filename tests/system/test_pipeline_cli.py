@@ -9,6 +9,7 @@ import pytest
 from jobs.cli.main import main
 from jobs.local.broker import EmbeddedBroker
 from jobs.settings import Settings
+from tests.support.signing import signing_env
 from tests.system.test_pipeline_e2e import seed_fleet
 
 
@@ -17,7 +18,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: EmbeddedBroker)
     values = {
         "RBP_LAKE_ROOT": str(tmp_path / "lake"),
         "RBP_KAFKA_BOOTSTRAP": broker.bootstrap,
-        "RBP_PLAN_SIGNING_KEY": "cli-key",
+        **signing_env(tmp_path),
         "RBP_REPORTS_TOPIC": "reports",
         "RBP_PLANS_TOPIC": "plans",
         "RBP_ACCEPTABLE_RECOVERY_LAG": "2",
@@ -70,6 +71,6 @@ def test_bad_input_exits_2_with_a_one_line_reason(
 def test_publish_without_a_signing_key_is_bad_input(
     env: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("RBP_PLAN_SIGNING_KEY")
+    monkeypatch.delenv("RBP_PLAN_SIGNING_KEY_FILE")
     assert main(["publish"]) == 2
-    assert "RBP_PLAN_SIGNING_KEY is not set" in capsys.readouterr().err
+    assert "RBP_PLAN_SIGNING_KEY_FILE is not set" in capsys.readouterr().err

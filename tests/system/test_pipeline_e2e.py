@@ -11,8 +11,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from assignor import TaskId
+from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import read_latest_by_key
-from assignor.runtime.plans import parse_plan
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_names
 from jobs.local.broker import EmbeddedBroker
@@ -29,10 +29,10 @@ from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import load_suites, run_validate
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
+from tests.support.signing import VERIFY_KEYS, key_file
 
 ORDERS_ENDS = {0: [5, 6, 7, 8], 1: [3, 4, 5, 6]}  # subtopology -> end offset per partition
 CLICKS_ENDS = [4, 4]
-KEY = "test-signing-key"
 
 
 def lake_state(lake: Lake) -> dict[str, tuple[int, list[str]]]:
@@ -85,7 +85,7 @@ def settings(tmp_path: Path, broker: EmbeddedBroker) -> Settings:
     return Settings(
         lake_root=tmp_path / "lake",
         kafka_bootstrap=broker.bootstrap,
-        plan_signing_key=KEY,
+        plan_signing_key_file=key_file(tmp_path),
         acceptable_recovery_lag=2,
         num_standby_replicas=1,
         planner_processes=1,
@@ -151,7 +151,8 @@ def test_pipeline_end_to_end_on_a_real_broker(spark: SparkSession, broker: Embed
     twice(lake, lambda: run_publish(lake, settings, bootstrap, snapshot_id=snapshot))
     record = read_latest_by_key(bootstrap, settings.plans_topic)[b"orders"]
     assert record is not None
-    published = parse_plan(record, KEY.encode())
+    published = read_record(record, VERIFY_KEYS)
+    assert isinstance(published, ApprovedPlan)
     assert published.plan_id == orders_id and published.approved_by == "alice"
     assert {p: (ca.active, ca.standby) for p, ca in published.target.clients.items()} == {
         p: (ca.active, ca.standby) for p, ca in target.clients.items()
@@ -212,7 +213,7 @@ def test_newer_published_plan_supersedes_the_older_and_unrealized_plans_expire(
     status = {r["plan_id"]: r["status"] for r in lake.read("plans").where(sf.col("group_id") == "orders").collect()}
     assert status == {first: "SUPERSEDED", second: "PUBLISHED"}
     record = read_latest_by_key(bootstrap, settings.plans_topic)[b"orders"]
-    assert record is not None and parse_plan(record, KEY.encode()).plan_id == second
+    assert record is not None and read_record(record, VERIFY_KEYS).plan_id == second
 
     # The group never carried the plan out, and it was valid for 1 ms after approval.
     result = run_observe(lake, settings, bootstrap)

@@ -26,7 +26,6 @@ from jobs.local.fleet_events import (
 )
 from tests.support.fleet_harness import (
     CONFIGS,
-    KEY,
     changelog_ends,
     fleet_config,
     plan_for_newcomer,
@@ -35,6 +34,7 @@ from tests.support.fleet_harness import (
 )
 from tests.support.kafka_isolation import isolated
 from tests.support.runtime_harness import wait_for
+from tests.support.signing import SIGNER
 
 
 @dataclass
@@ -60,7 +60,7 @@ def scale_out(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker) -
             )
             assert planned.target.clients[newcomer].active, "the plan must move tasks to the new instance"
             published_at = int(time.time() * 1000)
-            publish_record(broker.bootstrap, "_rebalance_plans", "orders", plan.to_record(KEY.encode()))
+            publish_record(broker.bootstrap, "_rebalance_plans", "orders", plan.to_record(SIGNER))
             fleet.start("orders", "i3")
             started = time.monotonic()
             wait_for(lambda: converged(fleet, "orders", plan.target, plan.plan_id), 150, "the group to reach the plan")

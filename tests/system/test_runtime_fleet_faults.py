@@ -13,7 +13,6 @@ from jobs.local.fleet import Fleet, InputLoad
 from jobs.local.fleet_events import activation_lags, all_tasks_processed_once, converged, last_event, processing
 from tests.support.fleet_harness import (
     CONFIGS,
-    KEY,
     PARTITIONS,
     TASKS,
     fleet_config,
@@ -22,6 +21,7 @@ from tests.support.fleet_harness import (
     wait_for_state,
 )
 from tests.support.runtime_harness import wait_for
+from tests.support.signing import FORGER, SIGNER
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 
@@ -48,23 +48,23 @@ def test_unusable_plans_are_not_applied_and_the_reports_say_why(broker: Embedded
             # 1. A plan for an instance that is gone.
             gone = group_state(bootstrap, topology, PARTITIONS, reports, ["ghost-instance"])
             plan, _ = approved_plan("billing", gone, CONFIGS)
-            publish_record(bootstrap, PLANS, "billing", plan.to_record(KEY.encode()))
+            publish_record(bootstrap, PLANS, "billing", plan.to_record(SIGNER))
             fleet.start("billing", "i3")
             pids.add(fleet.process_id("billing", "i3"))
-            wait_for(lambda: every_report_says(bootstrap, "billing", pids, "departed instances: ghost"), 60, "departed")
+            wait_for(lambda: every_report_says(bootstrap, "billing", pids, "departed_instances: "), 60, "departed")
 
             # 2. A plan signed with another key (it would fit the live group).
             fits = group_state(bootstrap, topology, PARTITIONS, live_reports(bootstrap, REPORTS, "billing"))
             plan, _ = approved_plan("billing", fits, CONFIGS)
-            publish_record(bootstrap, PLANS, "billing", plan.to_record(b"somebody-else's-key"))
+            publish_record(bootstrap, PLANS, "billing", plan.to_record(FORGER))
             fleet.stop("billing", "i3")
             pids.discard(fleet.process_id("billing", "i3"))
-            wait_for(lambda: every_report_says(bootstrap, "billing", pids, "bad signature"), 60, "bad signature")
+            wait_for(lambda: every_report_says(bootstrap, "billing", pids, "bad_signature: "), 60, "bad signature")
 
             # 3. A correctly signed plan that expired.
             fits = group_state(bootstrap, topology, PARTITIONS, live_reports(bootstrap, REPORTS, "billing"))
             plan, _ = approved_plan("billing", fits, CONFIGS, valid_for_ms=-1)
-            publish_record(bootstrap, PLANS, "billing", plan.to_record(KEY.encode()))
+            publish_record(bootstrap, PLANS, "billing", plan.to_record(SIGNER))
             fleet.start("billing", "i3")
             pids.add(fleet.process_id("billing", "i3"))
             wait_for(lambda: every_report_says(bootstrap, "billing", pids, "expired"), 60, "expired")
@@ -122,7 +122,7 @@ def test_a_new_leader_continues_the_plan_after_the_leader_is_killed_mid_move(
             plan, planned, newcomer = plan_for_newcomer(fleet, bootstrap, "orders", configs, REPORTS)
             assert len(planned.target.clients[newcomer].active) == 2  # two moves, one warmup at a time
             published_at = int(time.time() * 1000)
-            publish_record(bootstrap, PLANS, "orders", plan.to_record(KEY.encode()))
+            publish_record(bootstrap, PLANS, "orders", plan.to_record(SIGNER))
             i3 = fleet.start("orders", "i3")
 
             def moving() -> bool:

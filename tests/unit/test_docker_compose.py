@@ -17,7 +17,13 @@ from jobs.settings import Settings
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
 OPTIONAL = {"restore_rate"}  # unset means "estimate no durations": nothing to provide
-SECRETS = {"RBP_PLAN_SIGNING_KEY": "k", "AIRFLOW_JWT_SECRET": "j"}  # what an operator's .env provides
+SECRETS = {  # what an operator's .env provides
+    "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
+    "RBP_PLAN_KEY_ID": "k1",
+    "RBP_PLAN_SIGNING_KEY_PEM": "/etc/rbp/k1.pem",
+    "AIRFLOW_JWT_SECRET": "j",
+}
+SIGNING_ONLY = {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_KEY_ID"}  # the pipeline's: a live group must not hold them
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +102,8 @@ def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
     wanted = {f"RBP_{name.upper()}" for name in Settings.model_fields} - {f"RBP_{n.upper()}" for n in OPTIONAL}
     for name in (*AIRFLOW_PARTS, "demo-fleet"):
         provided = env(compose["services"][name])
-        assert wanted - set(provided) == set(), name
+        expected = wanted - SIGNING_ONLY if name == "demo-fleet" else wanted
+        assert expected - set(provided) == set(), name
         for key, value in provided.items():
             if key.startswith("RBP_"):
                 monkeypatch.setenv(key, value)
@@ -106,7 +113,10 @@ def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
 def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: dict[str, Any]) -> None:
     services = compose["services"]
     fleet, airflow = env(services["demo-fleet"]), env(services["airflow-scheduler"])
-    assert fleet["RBP_PLAN_SIGNING_KEY"] == airflow["RBP_PLAN_SIGNING_KEY"]
+    assert fleet["RBP_PLAN_VERIFY_KEYS"].startswith(airflow["RBP_PLAN_KEY_ID"] + "=")
+    assert not SIGNING_ONLY & set(fleet)  # the fleet can verify, never sign
+    assert "secrets" not in services["demo-fleet"]
+    assert services["airflow-scheduler"]["secrets"] == ["plan_signing_key"]
     assert fleet["RBP_KAFKA_BOOTSTRAP"] == airflow["RBP_KAFKA_BOOTSTRAP"]
     command = services["demo-fleet"]["command"]
     for flag in (

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.high_availability import assign_high_availability
-from assignor.planner import honor_plan
-from assignor.runtime.plans import PlanRejected, parse_plan, unfit_reason
+from assignor.honor import honor_target
+from assignor.protocol.plans import PlanRejected, Reason, Verifier, Withdrawal, fit_rejection, read_record
 from assignor.state import ClientState, GroupState
 from assignor.task import TaskId
 
@@ -20,8 +20,10 @@ class LeaderDecision:
 
     assignment: GroupAssignment
     plan_id: str | None  # the plan being honored
-    fallback_reason: str | None  # why a plan was not honored (None when honored or when there is none)
+    fallback_reason: str | None  # why a plan was not honored ("<code>: <detail>"; None when honored or none)
     retry_in_ms: int | None = None  # rebalance again this soon, not after the probing interval
+    acted_on_created_at: int | None = None  # created_at of the plan honored or the withdrawal obeyed
+    probing_interval_ms: int | None = None  # the honored plan's probing interval
 
 
 def decide(
@@ -29,21 +31,33 @@ def decide(
     group: GroupState,
     configs: AssignmentConfigs,
     plan_record: bytes | None,
-    signing_key: bytes,
+    verifier: Verifier,
     now_ms: int,
+    newest_acted_on: int | None = None,
 ) -> LeaderDecision:
-    """Honor the latest plan record of the group when it verifies and fits; else the KIP-441 assignor."""
+    """Honor the group's newest plan record when it verifies and fits; else the KIP-441 assignor, with the reason.
+
+    ``newest_acted_on``: created_at of the newest plan or withdrawal this leader acted on (older ones are replays)."""
     if plan_record is None:
         return LeaderDecision(assign_high_availability(group, configs), None, None)
     try:
-        plan = parse_plan(plan_record, signing_key)
+        plan = verifier.verify(plan_record, group_id, now_ms, newest_acted_on)
+        rejection = fit_rejection(plan, group)
+        if rejection is not None:
+            raise rejection
+        live = honor_target(plan.target, group, plan.configs, plan.move_order)
     except PlanRejected as rejected:
-        return LeaderDecision(assign_high_availability(group, configs), None, str(rejected))
-    reason = unfit_reason(plan, group_id, group, now_ms)
-    if reason is not None:
-        return LeaderDecision(assign_high_availability(group, configs), None, reason)
-    live = honor_plan(plan.target, group, plan.configs, order=plan.move_order)
-    return LeaderDecision(live, plan.plan_id, None)
+        acted = _withdrawal_time(plan_record, verifier) if rejected.code is Reason.WITHDRAWN else None
+        return LeaderDecision(assign_high_availability(group, configs), None, str(rejected), None, acted)
+    except Exception as err:
+        reason = PlanRejected(Reason.INTERNAL_ERROR, f"{type(err).__name__}: {err}")
+        return LeaderDecision(assign_high_availability(group, configs), None, str(reason))
+    return LeaderDecision(live, plan.plan_id, None, None, plan.created_at, plan.configs.probing_rebalance_interval_ms)
+
+
+def _withdrawal_time(plan_record: bytes, verifier: Verifier) -> int | None:
+    record = read_record(plan_record, verifier.keys)
+    return record.created_at if isinstance(record, Withdrawal) else None
 
 
 # Kafka Streams retries a leader that could not fetch changelog end offsets with a follow-up rebalance after its

@@ -1,0 +1,318 @@
+package io.rebalanceplanner;
+
+import io.rebalanceplanner.core.ClientTasks;
+import io.rebalanceplanner.core.CodePoints;
+import io.rebalanceplanner.core.FitCheck;
+import io.rebalanceplanner.core.Honor;
+import io.rebalanceplanner.core.LagIndex;
+import io.rebalanceplanner.core.LiveGroup;
+import io.rebalanceplanner.core.Plan;
+import io.rebalanceplanner.core.PlanVerifier;
+import io.rebalanceplanner.core.Task;
+import io.rebalanceplanner.core.Verdict;
+import io.rebalanceplanner.kafka.PlanSource;
+import io.rebalanceplanner.kafka.PlannerSettings;
+import io.rebalanceplanner.kafka.PlansUnreadableException;
+import io.rebalanceplanner.kafka.ReportSink;
+import io.rebalanceplanner.kafka.SharedClients;
+import io.rebalanceplanner.kafka.StateReports;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.LongSupplier;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupAssignment;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
+import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.assignment.ApplicationState;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsState;
+import org.apache.kafka.streams.processor.assignment.ProcessId;
+import org.apache.kafka.streams.processor.assignment.TaskAssignmentUtils;
+import org.apache.kafka.streams.processor.assignment.TaskAssignor;
+import org.apache.kafka.streams.processor.assignment.TaskInfo;
+import org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A KIP-924 task assignor that honors Ed25519-signed plans from the plans topic and otherwise leaves the
+ * assignment to Kafka's own public assignor.
+ *
+ * <p>Enable with {@code task.assignor.class=io.rebalanceplanner.PlanHonoringTaskAssignor} and
+ * {@code rebalance.planner.verify.keys=<key_id>=<64 hex>}. {@link #assign} never throws: whatever goes wrong,
+ * the group gets the fallback assignment and the state reports say why.
+ */
+public class PlanHonoringTaskAssignor implements TaskAssignor {
+    private static final Logger LOG = LoggerFactory.getLogger(PlanHonoringTaskAssignor.class);
+
+    private final LongSupplier clock;
+    private final TaskAssignor fallback;
+    private PlanSource planSource;
+    private ReportSink reportSink;
+    private PlannerSettings settings;
+    private PlanVerifier verifier;
+    private String configError;
+    private StateReports.Pending pending;
+
+    public PlanHonoringTaskAssignor() {
+        this(null, null, System::currentTimeMillis, new StickyTaskAssignor());
+    }
+
+    /** For tests: fixed plan source, report sink and clock instead of the shared Kafka clients. */
+    PlanHonoringTaskAssignor(PlanSource planSource, ReportSink reportSink, LongSupplier clock, TaskAssignor fallback) {
+        this.planSource = planSource;
+        this.reportSink = reportSink;
+        this.clock = clock;
+        this.fallback = fallback;
+    }
+
+    /**
+     * Receives the main consumer's configuration, which carries every Streams setting (including unknown
+     * {@code rebalance.planner.*} keys) plus Kafka-internal objects we ignore. Called on every rebalance on a
+     * fresh instance; a bad setting is remembered and reported instead of failing the rebalance.
+     */
+    @Override
+    public void configure(Map<String, ?> configs) {
+        try {
+            settings = PlannerSettings.from(configs);
+            verifier = new PlanVerifier(settings.verifyKeys(), settings.clockSkewMs());
+            if (planSource == null) {
+                planSource = SharedClients.planSource(settings);
+            }
+            if (reportSink == null && settings.reportsEnabled()) {
+                reportSink = SharedClients.reportSink(settings);
+            }
+            if (settings.verifyKeys().isEmpty()) {
+                LOG.warn("{} has no keys: no plan can verify, the group uses Kafka's assignment",
+                        PlannerSettings.VERIFY_KEYS);
+            }
+        } catch (RuntimeException e) {
+            configError = e.getClass().getSimpleName() + ": " + e.getMessage();
+            LOG.error("rebalance planner configuration is invalid, using Kafka's assignment: {}", configError);
+        }
+    }
+
+    @Override
+    public TaskAssignment assign(ApplicationState applicationState) {
+        long now = clock.getAsLong();
+        String planId = null;
+        String fallbackReason;
+        Map<String, Map<Task, Long>> lags = null;
+        try {
+            if (configError != null) {
+                throw new IllegalStateException("configuration: " + configError);
+            }
+            Map<ProcessId, KafkaStreamsState> states = applicationState.kafkaStreamsStates(true);
+            lags = lagsOf(states);
+            byte[] record;
+            try {
+                record = planSource.newest(settings.applicationId(), settings.planReadTimeoutMs());
+            } catch (PlansUnreadableException e) {
+                record = null;
+                fallbackReason = "plans_unreadable: " + e.getMessage();
+                return finish(applicationState, fallback(applicationState), null, fallbackReason, null, lags, now);
+            }
+            if (record == null) {
+                return finish(applicationState, fallback(applicationState), null, null, null, lags, now);
+            }
+            String groupId = settings.applicationId();
+            Verdict verdict = verifier.verify(record, groupId, now, SharedClients.newestHonored(groupId));
+            if (verdict.outcome() == Verdict.Outcome.WITHDRAWN) {
+                // A verified withdrawal is honored too: an older plan replayed after it must count as replayed.
+                SharedClients.honored(groupId, verdict.createdAt());
+            }
+            if (verdict.outcome() != Verdict.Outcome.PLAN) {
+                return finish(applicationState, fallback(applicationState), null, verdict.fallbackReason(), null,
+                        lags, now);
+            }
+            Plan plan = verdict.plan();
+            LiveGroup group = liveGroup(states, applicationState.allTasks());
+            FitCheck.Unfit unfit = FitCheck.unfitReason(plan.target(), group, plan.configs());
+            if (unfit != null) {
+                return finish(applicationState, fallback(applicationState), null,
+                        unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), null, lags, now);
+            }
+            List<String> pids = new ArrayList<>();
+            for (LiveGroup.Client c : group.clients()) {
+                pids.add(c.processId());
+            }
+            pids.sort(CodePoints.ORDER);
+            LagIndex index = new LagIndex(pids, lags, Map.of(), plan.configs().acceptableRecoveryLag());
+            Honor.Result honored = Honor.honorTarget(plan.target(), group, plan.configs(), plan.moveOrder(), index);
+            TaskAssignment assignment = toKafka(states, honored, now + plan.configs().probingRebalanceIntervalMs());
+            TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
+                    assignment);
+            if (error != TaskAssignor.AssignmentError.NONE) {
+                throw new IllegalStateException("honoring plan " + plan.planId() + " gave an invalid assignment: "
+                        + error);
+            }
+            SharedClients.honored(groupId, plan.createdAt());
+            planId = plan.planId();
+            LOG.info("honoring plan {} (follow-up rebalance: {})", planId, honored.followupRebalance());
+            return finish(applicationState, assignment, planId, null, honored.assignment(), lags, now);
+        } catch (Throwable t) {
+            fallbackReason = "internal_error: " + t.getClass().getName() + ": " + t.getMessage();
+            LOG.error("rebalance planner failed, using Kafka's assignment: {}", fallbackReason, t);
+            return finish(applicationState, fallback(applicationState), planId, fallbackReason, null, lags, now);
+        }
+    }
+
+    /** Kafka's assignment; if even that fails, the previous owners keep their tasks so the group still runs. */
+    private TaskAssignment fallback(ApplicationState applicationState) {
+        try {
+            return fallback.assign(applicationState);
+        } catch (Throwable t) {
+            LOG.error("the fallback assignor failed; keeping previous active tasks", t);
+            return lastResort(applicationState);
+        }
+    }
+
+    static TaskAssignment lastResort(ApplicationState applicationState) {
+        try {
+            Map<ProcessId, KafkaStreamsState> states = new TreeMap<>(applicationState.kafkaStreamsStates(false));
+            Map<ProcessId, KafkaStreamsAssignment> out = new TreeMap<>();
+            for (ProcessId pid : states.keySet()) {
+                out.put(pid, KafkaStreamsAssignment.of(pid, new HashSet<>()));
+            }
+            List<ProcessId> order = new ArrayList<>(states.keySet());
+            int next = 0;
+            for (TaskId task : new java.util.TreeSet<>(applicationState.allTasks().keySet())) {
+                ProcessId owner = null;
+                for (Map.Entry<ProcessId, KafkaStreamsState> e : states.entrySet()) {
+                    if (e.getValue().previousActiveTasks().contains(task)) {
+                        owner = e.getKey();
+                        break;
+                    }
+                }
+                if (owner == null) {
+                    owner = order.get(next++ % order.size());
+                }
+                out.get(owner).assignTask(new AssignedTask(task, AssignedTask.Type.ACTIVE));
+            }
+            return new TaskAssignment(out.values());
+        } catch (Throwable t) {
+            LOG.error("no assignment could be computed", t);
+            return new TaskAssignment(List.of());
+        }
+    }
+
+    private TaskAssignment finish(ApplicationState applicationState, TaskAssignment assignment, String planId,
+            String fallbackReason, Map<String, ClientTasks> honored, Map<String, Map<Task, Long>> lags, long now) {
+        try {
+            if (fallbackReason != null) {
+                LOG.info("not honoring a plan: {}", fallbackReason);
+            }
+            if (reportSink != null && settings != null) {
+                pending = StateReports.pending(settings.applicationId(), applicationState, assignment, honored, lags,
+                        planId, fallbackReason, now);
+            }
+        } catch (Throwable t) {
+            LOG.warn("could not prepare state reports: {}", t.toString());
+            pending = null;
+        }
+        return assignment;
+    }
+
+    /**
+     * Called once the consumer group assignment exists; reports are published here because only now the
+     * members' ids, generations and subscription versions are known.
+     */
+    @Override
+    public void onAssignmentComputed(GroupAssignment assignment, GroupSubscription subscription,
+            AssignmentError error) {
+        StateReports.Pending toSend = pending;
+        pending = null;
+        if (toSend == null || reportSink == null) {
+            return;
+        }
+        try {
+            reportSink.publish(toSend.records(subscription, clock.getAsLong()));
+        } catch (Throwable t) {
+            LOG.warn("state reports were not published: {}", t.toString());
+        }
+    }
+
+    static Task task(TaskId id) {
+        return new Task(id.subtopology(), id.partition());
+    }
+
+    /** Lags exactly as Kafka computed them: -2 running active, -3 unknown, otherwise end minus checkpoint. */
+    static Map<String, Map<Task, Long>> lagsOf(Map<ProcessId, KafkaStreamsState> states) {
+        Map<String, Map<Task, Long>> lags = new HashMap<>();
+        for (Map.Entry<ProcessId, KafkaStreamsState> e : states.entrySet()) {
+            Map<Task, Long> client = new HashMap<>();
+            for (Map.Entry<TaskId, Long> lag : e.getValue().statefulTasksToLagSums().entrySet()) {
+                client.put(task(lag.getKey()), lag.getValue());
+            }
+            lags.put(e.getKey().id().toString(), client);
+        }
+        return lags;
+    }
+
+    static LiveGroup liveGroup(Map<ProcessId, KafkaStreamsState> states, Map<TaskId, TaskInfo> tasks) {
+        List<LiveGroup.Client> clients = new ArrayList<>();
+        for (Map.Entry<ProcessId, KafkaStreamsState> e : states.entrySet()) {
+            KafkaStreamsState s = e.getValue();
+            clients.add(new LiveGroup.Client(e.getKey().id().toString(), s.numProcessingThreads(),
+                    tasks(s.previousActiveTasks()), tasks(s.previousStandbyTasks())));
+        }
+        Set<Task> stateful = new HashSet<>();
+        Set<Task> stateless = new HashSet<>();
+        for (TaskInfo info : tasks.values()) {
+            (info.isStateful() ? stateful : stateless).add(task(info.id()));
+        }
+        return new LiveGroup(clients, stateful, stateless);
+    }
+
+    private static Set<Task> tasks(Set<TaskId> ids) {
+        Set<Task> out = new HashSet<>();
+        for (TaskId id : ids) {
+            out.add(task(id));
+        }
+        return out;
+    }
+
+    /** Warmups become standby tasks: KIP-924 has no separate role, a standby that catches up is a warmup. */
+    static TaskAssignment toKafka(Map<ProcessId, KafkaStreamsState> states, Honor.Result honored,
+            long followupAtMs) {
+        Map<String, ProcessId> byName = new HashMap<>();
+        for (ProcessId pid : states.keySet()) {
+            byName.put(pid.id().toString(), pid);
+        }
+        Map<Task, TaskId> kafkaIds = new HashMap<>();
+        List<KafkaStreamsAssignment> out = new ArrayList<>();
+        boolean followupSet = false;
+        for (Map.Entry<String, ClientTasks> e : honored.assignment().entrySet()) {
+            ProcessId pid = byName.get(e.getKey());
+            Set<AssignedTask> assigned = new HashSet<>();
+            for (Task t : e.getValue().active()) {
+                assigned.add(new AssignedTask(kafkaId(kafkaIds, t), AssignedTask.Type.ACTIVE));
+            }
+            for (Task t : e.getValue().standby()) {
+                assigned.add(new AssignedTask(kafkaId(kafkaIds, t), AssignedTask.Type.STANDBY));
+            }
+            for (Task t : e.getValue().warmup()) {
+                assigned.add(new AssignedTask(kafkaId(kafkaIds, t), AssignedTask.Type.STANDBY));
+            }
+            KafkaStreamsAssignment a = KafkaStreamsAssignment.of(pid, assigned);
+            if (honored.followupRebalance() && !followupSet) {
+                // One member asking for the probing rebalance is enough; Kafka's own assignor does the same.
+                a = a.withFollowupRebalance(Instant.ofEpochMilli(followupAtMs));
+                followupSet = true;
+            }
+            out.add(a);
+        }
+        return new TaskAssignment(out);
+    }
+
+    private static TaskId kafkaId(Map<Task, TaskId> cache, Task t) {
+        return cache.computeIfAbsent(t, k -> new TaskId(Math.toIntExact(k.subtopology()),
+                Math.toIntExact(k.partition())));
+    }
+}

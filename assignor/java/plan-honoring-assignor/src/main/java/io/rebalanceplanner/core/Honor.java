@@ -1,0 +1,159 @@
+package io.rebalanceplanner.core;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * What a group leader does with an approved target at each rebalance: move only what is caught up.
+ *
+ * <p>A port of Python's {@code assignor.honor.honor_target}; the shared honor vectors hold both to the same
+ * output, tie-breaks included, so change the two together.
+ */
+public final class Honor {
+    /** This rebalance's assignment, and whether another rebalance is needed to reach the target. */
+    public static final class Result {
+        private final Map<String, ClientTasks> assignment;
+        private final boolean followupRebalance;
+
+        Result(Map<String, ClientTasks> assignment, boolean followupRebalance) {
+            this.assignment = assignment;
+            this.followupRebalance = followupRebalance;
+        }
+
+        public Map<String, ClientTasks> assignment() {
+            return assignment;
+        }
+
+        public boolean followupRebalance() {
+            return followupRebalance;
+        }
+    }
+
+    private Honor() {}
+
+    /**
+     * @param target a target that fits the group (see {@link FitCheck})
+     * @param order the plan's move order: warmups are placed in this order while the budget lasts
+     */
+    public static Result honorTarget(Map<String, ClientTasks> target, LiveGroup group, PlanConfigs configs,
+            List<Task> order, LagIndex lags) {
+        Placement placement = new Placement(group);
+        int budget = configs.maxWarmupReplicas();
+        Map<Task, String> owners = new HashMap<>();
+        Map<Task, Set<String>> standbyHolders = new HashMap<>();
+        for (Map.Entry<String, ClientTasks> e : target.entrySet()) {
+            for (Task t : e.getValue().active()) {
+                owners.put(t, e.getKey());
+            }
+            for (Task t : e.getValue().standby()) {
+                standbyHolders.computeIfAbsent(t, k -> new HashSet<>()).add(e.getKey());
+            }
+        }
+        LinkedHashSet<Task> pending = new LinkedHashSet<>();
+        for (Task t : order) {
+            if (group.statefulTasks().contains(t)) {
+                pending.add(t);
+            }
+        }
+        pending.addAll(group.statefulTasks());
+        for (Task task : pending) {
+            String owner = owners.get(task);
+            Set<String> standbys = standbyHolders.getOrDefault(task, Set.of());
+            if (lags.caughtUp(owner, task) || lags.rank(owner, task).equals(lags.bestRank(task))) {
+                placement.assignActive(owner, task);
+                placement.standbyOf(task, standbys);
+                continue;
+            }
+            String keeper = keeper(placement, lags, task, standbys);
+            placement.assignActive(keeper, task);
+            if (standbys.contains(keeper)) {
+                // The keeper holds a target standby: the target owner restores in that standby slot, for free.
+                Set<String> slots = new HashSet<>(standbys);
+                slots.remove(keeper);
+                slots.add(owner);
+                placement.standbyOf(task, slots);
+                continue;
+            }
+            String lender = null;
+            for (String p : standbys) {
+                if (lags.caughtUp(p, task)) {
+                    continue;
+                }
+                if (lender == null) {
+                    lender = p;
+                    continue;
+                }
+                int c = lags.rank(p, task).compareTo(lags.rank(lender, task));
+                if (c > 0 || (c == 0 && CodePoints.compare(p, lender) > 0)) {
+                    lender = p;
+                }
+            }
+            if (lender != null) {
+                // A target standby that must restore anyway lends its slot to the target owner for this step:
+                // the owner restores without warmup budget, the standby restores once the move is done.
+                Set<String> slots = new HashSet<>(standbys);
+                slots.remove(lender);
+                slots.add(owner);
+                placement.standbyOf(task, slots);
+                continue;
+            }
+            placement.standbyOf(task, standbys);
+            if (budget > 0) {
+                budget--;
+                placement.warmup.get(owner).add(task);
+            }
+        }
+        for (Task task : group.statelessTasks()) {
+            placement.assignActive(owners.get(task), task);
+        }
+        Map<String, ClientTasks> live = placement.freeze();
+        return new Result(live, !live.equals(withoutWarmups(target)));
+    }
+
+    /** Where a task stays active while its target owner restores: H1-safe, least disruptive. */
+    private static String keeper(Placement placement, LagIndex lags, Task task, Set<String> standbys) {
+        List<String> caughtUp = lags.caughtUpClients(task);
+        Set<String> previous = placement.previousOwnerOf(task);
+        if (!caughtUp.isEmpty()) {
+            for (String p : caughtUp) {
+                if (previous.contains(p)) {
+                    return p;
+                }
+            }
+            List<String> inTargetStandbys = new ArrayList<>();
+            for (String p : caughtUp) {
+                if (standbys.contains(p)) {
+                    inTargetStandbys.add(p);
+                }
+            }
+            return placement.leastLoaded(inTargetStandbys.isEmpty() ? caughtUp : inTargetStandbys);
+        }
+        LagIndex.Rank best = lags.bestRank(task);
+        List<String> tied = new ArrayList<>();
+        for (String p : placement.processIds) {
+            if (lags.rank(p, task).equals(best)) {
+                tied.add(p);
+            }
+        }
+        for (String p : tied) {
+            if (previous.contains(p)) {
+                return p;
+            }
+        }
+        return tied.get(0);
+    }
+
+    private static Map<String, ClientTasks> withoutWarmups(Map<String, ClientTasks> target) {
+        Map<String, ClientTasks> out = new HashMap<>();
+        for (Map.Entry<String, ClientTasks> e : target.entrySet()) {
+            out.put(e.getKey(), new ClientTasks(e.getValue().active(), e.getValue().standby(), new TreeSet<>()));
+        }
+        return out;
+    }
+}

@@ -1,0 +1,303 @@
+package io.rebalanceplanner.core;
+
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.PublicKey;
+import java.security.Signature;
+import java.security.spec.X509EncodedKeySpec;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Checks a plan record in the order schemas/vectors/README.md fixes; the first failing step names the reason.
+ *
+ * <p>Pure: the caller supplies the clock and the newest {@code created_at} it has honored, so the same
+ * verifier runs against the shared vectors and inside the assignor.
+ */
+public final class PlanVerifier {
+    /** DER prefix that turns a raw 32-byte Ed25519 key into an X.509 SubjectPublicKeyInfo (RFC 8410). */
+    private static final byte[] X509_ED25519_PREFIX = hex("302a300506032b6570032100");
+
+    private static final Map<String, Class<?>> PLAN_FIELDS = new LinkedHashMap<>();
+    private static final Map<String, Class<?>> WITHDRAWAL_FIELDS = new LinkedHashMap<>();
+
+    static {
+        PLAN_FIELDS.put("schema_version", Long.class);
+        PLAN_FIELDS.put("plan_id", String.class);
+        PLAN_FIELDS.put("group_id", String.class);
+        PLAN_FIELDS.put("snapshot_id", String.class);
+        PLAN_FIELDS.put("created_at", Long.class);
+        PLAN_FIELDS.put("valid_until", Long.class);
+        PLAN_FIELDS.put("approved_by", String.class);
+        PLAN_FIELDS.put("approved_at", Long.class);
+        PLAN_FIELDS.put("configs", Map.class);
+        PLAN_FIELDS.put("target", Map.class);
+        PLAN_FIELDS.put("move_order", List.class);
+        PLAN_FIELDS.put("target_digest", String.class);
+        PLAN_FIELDS.put("key_id", String.class);
+        PLAN_FIELDS.put("signature", String.class);
+        WITHDRAWAL_FIELDS.put("schema_version", Long.class);
+        WITHDRAWAL_FIELDS.put("plan_id", String.class);
+        WITHDRAWAL_FIELDS.put("group_id", String.class);
+        WITHDRAWAL_FIELDS.put("created_at", Long.class);
+        WITHDRAWAL_FIELDS.put("withdrawn", Boolean.class);
+        WITHDRAWAL_FIELDS.put("key_id", String.class);
+        WITHDRAWAL_FIELDS.put("signature", String.class);
+    }
+
+    private static final Set<String> NON_EMPTY = Set.of("plan_id", "group_id", "key_id", "signature");
+    private static final Set<String> TIMES = Set.of("created_at", "valid_until", "approved_at");
+
+    private static final String[] CONFIG_FIELDS = {
+        "acceptable_recovery_lag", "max_warmup_replicas", "num_standby_replicas", "probing_rebalance_interval_ms",
+    };
+    private static final long[] CONFIG_MINIMUMS = {0, 1, 0, 1000};
+
+    private final Map<String, PublicKey> keys;
+    private final long clockSkewMs;
+
+    public PlanVerifier(Map<String, PublicKey> keys, long clockSkewMs) {
+        this.keys = Map.copyOf(keys);
+        this.clockSkewMs = clockSkewMs;
+    }
+
+    /** {@code key_id=<64 hex>[,key_id=<64 hex>...]}, the format of {@code rebalance.planner.verify.keys}. */
+    public static Map<String, PublicKey> parseKeys(String spec) {
+        Map<String, PublicKey> keys = new TreeMap<>();
+        if (spec == null || spec.isBlank()) {
+            return keys;
+        }
+        for (String entry : spec.split(",")) {
+            String item = entry.strip();
+            if (item.isEmpty()) {
+                continue;
+            }
+            int eq = item.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("verify key entry must be key_id=<64 hex>, got '" + item + "'");
+            }
+            keys.put(item.substring(0, eq).strip(), ed25519PublicKey(item.substring(eq + 1).strip()));
+        }
+        return keys;
+    }
+
+    public static PublicKey ed25519PublicKey(String rawHex) {
+        if (!rawHex.matches("[0-9a-fA-F]{64}")) {
+            throw new IllegalArgumentException("an Ed25519 public key is 64 hex characters, got " + rawHex.length());
+        }
+        byte[] raw = hex(rawHex.toLowerCase(java.util.Locale.ROOT));
+        byte[] der = new byte[X509_ED25519_PREFIX.length + raw.length];
+        System.arraycopy(X509_ED25519_PREFIX, 0, der, 0, X509_ED25519_PREFIX.length);
+        System.arraycopy(raw, 0, der, X509_ED25519_PREFIX.length, raw.length);
+        try {
+            return KeyFactory.getInstance("Ed25519").generatePublic(new X509EncodedKeySpec(der));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalArgumentException("not an Ed25519 public key: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * @param newestHonoredCreatedAt the newest {@code created_at} this group has honored, or null for none
+     */
+    public Verdict verify(byte[] value, String groupId, long nowMs, Long newestHonoredCreatedAt) {
+        Map<String, Object> record;
+        try {
+            Object parsed = StrictJson.parse(value);
+            if (!(parsed instanceof Map)) {
+                return Verdict.rejected("malformed", "the record is not a JSON object", null);
+            }
+            @SuppressWarnings("unchecked")
+            Map<String, Object> object = (Map<String, Object>) parsed;
+            record = object;
+        } catch (JsonException e) {
+            return Verdict.rejected("malformed", e.getMessage(), null);
+        }
+        String planId = record.get("plan_id") instanceof String ? (String) record.get("plan_id") : null;
+        Object withdrawn = record.get("withdrawn");
+        if (record.containsKey("withdrawn") && !(withdrawn instanceof Boolean)) {
+            return Verdict.rejected("malformed", "withdrawn must be a boolean", planId);
+        }
+        boolean withdrawal = Boolean.TRUE.equals(withdrawn);
+        for (Map.Entry<String, Class<?>> field : (withdrawal ? WITHDRAWAL_FIELDS : PLAN_FIELDS).entrySet()) {
+            String name = field.getKey();
+            Object v = record.get(name);
+            if (v == null) {
+                return Verdict.rejected("malformed", "required field " + name + " is missing or null", planId);
+            }
+            if (!field.getValue().isInstance(v)) {
+                return Verdict.rejected("malformed", "field " + name + " has the wrong type", planId);
+            }
+            if (NON_EMPTY.contains(name) && ((String) v).isEmpty()) {
+                return Verdict.rejected("malformed", "field " + name + " is empty", planId);
+            }
+            if (TIMES.contains(name) && (Long) v < 0) {
+                return Verdict.rejected("malformed", "field " + name + " is before 1970", planId);
+            }
+        }
+        String signature = (String) record.get("signature");
+        if (!signature.matches("[0-9a-f]{128}")) {
+            return Verdict.rejected("malformed", "signature is not 128 lowercase hex characters", planId);
+        }
+        String keyId = (String) record.get("key_id");
+        if (keyId.codePointCount(0, keyId.length()) > 64) {
+            return Verdict.rejected("malformed", "key_id is longer than 64 characters", planId);
+        }
+        long schemaVersion = (Long) record.get("schema_version");
+        if (schemaVersion != 1) {
+            return Verdict.rejected("unsupported_version", "schema_version " + schemaVersion + " (supported: 1)",
+                    planId);
+        }
+        PublicKey key = keys.get(keyId);
+        if (key == null) {
+            return Verdict.rejected("unknown_key", "key_id '" + keyId + "' is not a configured verify key", planId);
+        }
+        Map<String, Object> signed = new LinkedHashMap<>(record);
+        signed.remove("signature");
+        if (!ed25519Verifies(key, CanonicalJson.bytes(signed), hex(signature))) {
+            return Verdict.rejected("bad_signature", "Ed25519 signature does not verify with key '" + keyId + "'",
+                    planId);
+        }
+        Plan plan = null;
+        if (!withdrawal) {
+            Object parsedPlan = readPlan(record, planId);
+            if (parsedPlan instanceof Verdict) {
+                return (Verdict) parsedPlan;
+            }
+            plan = (Plan) parsedPlan;
+        }
+        String recordGroup = (String) record.get("group_id");
+        if (!recordGroup.equals(groupId)) {
+            return Verdict.rejected("wrong_group", "plan " + planId + " is for group '" + recordGroup + "', not '"
+                    + groupId + "'", planId);
+        }
+        long createdAt = (Long) record.get("created_at");
+        if (createdAt > nowMs + clockSkewMs) {
+            return Verdict.rejected("future", "plan " + planId + " created_at " + createdAt + " is after now "
+                    + nowMs + " + clock skew " + clockSkewMs, planId);
+        }
+        if (newestHonoredCreatedAt != null && createdAt < newestHonoredCreatedAt) {
+            return Verdict.rejected("replayed", "plan " + planId + " created_at " + createdAt
+                    + " is older than the newest honored (" + newestHonoredCreatedAt + ")", planId);
+        }
+        if (withdrawal) {
+            return Verdict.withdrawn(planId, createdAt);
+        }
+        if (nowMs > plan.validUntil()) {
+            return Verdict.rejected("expired", "plan " + planId + " expired at " + plan.validUntil() + " (now "
+                    + nowMs + ")", planId);
+        }
+        return Verdict.plan(plan);
+    }
+
+    /** The plan, or the Verdict rejecting its fields. */
+    private static Object readPlan(Map<String, Object> record, String planId) {
+        Map<?, ?> configFields = (Map<?, ?>) record.get("configs");
+        long[] values = new long[CONFIG_FIELDS.length];
+        for (int i = 0; i < CONFIG_FIELDS.length; i++) {
+            Object v = configFields.get(CONFIG_FIELDS[i]);
+            if (!(v instanceof Long) || (Long) v < CONFIG_MINIMUMS[i]) {
+                return Verdict.rejected("malformed", "configs." + CONFIG_FIELDS[i] + " must be an integer >= "
+                        + CONFIG_MINIMUMS[i], planId);
+            }
+            values[i] = (Long) v;
+        }
+        // Counts beyond int range mean "no limit", exactly as the same huge number would in Python.
+        PlanConfigs configs = new PlanConfigs(values[0], clampToInt(values[1]), clampToInt(values[2]), values[3]);
+        Map<String, ClientTasks> target = new TreeMap<>(CodePoints.ORDER);
+        for (Map.Entry<?, ?> entry : ((Map<?, ?>) record.get("target")).entrySet()) {
+            String pid = (String) entry.getKey();
+            if (!(entry.getValue() instanceof Map)) {
+                return Verdict.rejected("malformed", "target[" + pid + "] is not an object", planId);
+            }
+            Map<?, ?> roles = (Map<?, ?>) entry.getValue();
+            Set<Task> active = taskSet(roles.get("active"));
+            Set<Task> standby = taskSet(roles.get("standby"));
+            if (active == null || standby == null) {
+                return Verdict.rejected("malformed", "target[" + pid
+                        + "] must be {active: [task ids], standby: [task ids]}", planId);
+            }
+            target.put(pid, new ClientTasks(active, standby, Set.of()));
+        }
+        List<Task> moveOrder = new ArrayList<>();
+        Set<Task> seen = new HashSet<>();
+        for (Object item : (List<?>) record.get("move_order")) {
+            Task task = item instanceof String ? Task.parseOrNull((String) item) : null;
+            if (task == null) {
+                return Verdict.rejected("malformed", "move_order holds something that is not a task id", planId);
+            }
+            if (seen.add(task)) {
+                moveOrder.add(task);
+            }
+        }
+        String digest = sha256Hex(CanonicalJson.bytes(record.get("target")));
+        if (!digest.equals(record.get("target_digest"))) {
+            return Verdict.rejected("digest_mismatch", "target_digest does not match the target (SHA-256 "
+                    + digest + ")", planId);
+        }
+        return new Plan(planId, (String) record.get("group_id"), (Long) record.get("created_at"),
+                (Long) record.get("valid_until"), configs, target, moveOrder);
+    }
+
+    private static int clampToInt(long v) {
+        return (int) Math.min(v, Integer.MAX_VALUE);
+    }
+
+    private static Set<Task> taskSet(Object value) {
+        if (!(value instanceof List)) {
+            return null;
+        }
+        Set<Task> tasks = new HashSet<>();
+        for (Object item : (List<?>) value) {
+            Task task = item instanceof String ? Task.parseOrNull((String) item) : null;
+            if (task == null) {
+                return null;
+            }
+            tasks.add(task);
+        }
+        return tasks;
+    }
+
+    private static boolean ed25519Verifies(PublicKey key, byte[] message, byte[] signature) {
+        try {
+            Signature verifier = Signature.getInstance("Ed25519");
+            verifier.initVerify(key);
+            verifier.update(message);
+            return verifier.verify(signature);
+        } catch (GeneralSecurityException e) {
+            // Encodings the JDK refuses outright (e.g. a non-canonical S) are simply not valid signatures.
+            return false;
+        }
+    }
+
+    public static String sha256Hex(byte[] data) {
+        try {
+            return toHex(MessageDigest.getInstance("SHA-256").digest(data));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-256", e);
+        }
+    }
+
+    static byte[] hex(String s) {
+        byte[] out = new byte[s.length() / 2];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+        }
+        return out;
+    }
+
+    public static String toHex(byte[] bytes) {
+        StringBuilder out = new StringBuilder(bytes.length * 2);
+        for (byte b : bytes) {
+            out.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+        }
+        return out.toString();
+    }
+
+}

@@ -1,0 +1,67 @@
+package io.rebalanceplanner.core;
+
+/** What verifying one plan record gave: a plan to honor, a withdrawal, or a rejection with its reason. */
+public final class Verdict {
+    public enum Outcome { PLAN, WITHDRAWN, REJECTED }
+
+    private final Outcome outcome;
+    private final String reasonCode;
+    private final String detail;
+    private final String planId;
+    private final long createdAt;
+    private final Plan plan;
+
+    private Verdict(Outcome outcome, String reasonCode, String detail, String planId, long createdAt, Plan plan) {
+        this.outcome = outcome;
+        this.reasonCode = reasonCode;
+        this.detail = detail;
+        this.planId = planId;
+        this.createdAt = createdAt;
+        this.plan = plan;
+    }
+
+    static Verdict plan(Plan plan) {
+        return new Verdict(Outcome.PLAN, null, null, plan.planId(), plan.createdAt(), plan);
+    }
+
+    static Verdict withdrawn(String planId, long createdAt) {
+        return new Verdict(Outcome.WITHDRAWN, "withdrawn", "plan " + planId + " was withdrawn", planId, createdAt,
+                null);
+    }
+
+    static Verdict rejected(String reasonCode, String detail, String planId) {
+        return new Verdict(Outcome.REJECTED, reasonCode, detail, planId, Long.MIN_VALUE, null);
+    }
+
+    public Outcome outcome() {
+        return outcome;
+    }
+
+    /** Null for a plan; a reason code of schemas/vectors/README.md otherwise. */
+    public String reasonCode() {
+        return reasonCode;
+    }
+
+    /** The state report's {@code fallback_reason}: {@code "<code>: <detail>"}, or null for a plan. */
+    public String fallbackReason() {
+        return reasonCode == null ? null : reasonCode + ": " + detail;
+    }
+
+    /** The record's plan id when it was readable, else null. */
+    public String planId() {
+        return planId;
+    }
+
+    public long createdAt() {
+        return createdAt;
+    }
+
+    public Plan plan() {
+        return plan;
+    }
+
+    @Override
+    public String toString() {
+        return outcome + (reasonCode == null ? "" : " " + fallbackReason());
+    }
+}

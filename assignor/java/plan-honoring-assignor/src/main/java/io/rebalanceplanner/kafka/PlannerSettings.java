@@ -1,0 +1,147 @@
+package io.rebalanceplanner.kafka;
+
+import io.rebalanceplanner.core.PlanVerifier;
+import java.security.PublicKey;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** The plugin's settings, read from the map Kafka Streams hands to {@code TaskAssignor.configure}. */
+public final class PlannerSettings {
+    public static final String PREFIX = "rebalance.planner.";
+    public static final String VERIFY_KEYS = PREFIX + "verify.keys";
+    public static final String PLANS_TOPIC = PREFIX + "plans.topic";
+    public static final String REPORTS_TOPIC = PREFIX + "reports.topic";
+    public static final String PLAN_READ_TIMEOUT_MS = PREFIX + "plan.read.timeout.ms";
+    public static final String CLOCK_SKEW_MS = PREFIX + "clock.skew.ms";
+    public static final String REPORTS_ENABLED = PREFIX + "reports.enabled";
+    public static final String REPORTS_TIMEOUT_MS = PREFIX + "reports.timeout.ms";
+    public static final String CLIENT_PREFIX = PREFIX + "client.";
+
+    private final String applicationId;
+    private final Map<String, PublicKey> verifyKeys;
+    private final String plansTopic;
+    private final String reportsTopic;
+    private final long planReadTimeoutMs;
+    private final long clockSkewMs;
+    private final boolean reportsEnabled;
+    private final long reportsTimeoutMs;
+    private final Map<String, Object> clientProperties;
+
+    private PlannerSettings(Map<String, ?> configs) {
+        Object appId = configs.get("application.id");
+        if (appId == null || String.valueOf(appId).isEmpty()) {
+            throw new IllegalArgumentException("application.id is not set");
+        }
+        applicationId = String.valueOf(appId);
+        verifyKeys = PlanVerifier.parseKeys(string(configs, VERIFY_KEYS, ""));
+        plansTopic = string(configs, PLANS_TOPIC, "_rebalance_plans");
+        reportsTopic = string(configs, REPORTS_TOPIC, "_rebalance_reports");
+        planReadTimeoutMs = positive(configs, PLAN_READ_TIMEOUT_MS, 5000);
+        clockSkewMs = nonNegative(configs, CLOCK_SKEW_MS, 60000);
+        reportsEnabled = Boolean.parseBoolean(string(configs, REPORTS_ENABLED, "true").strip());
+        reportsTimeoutMs = nonNegative(configs, REPORTS_TIMEOUT_MS, 2000);
+        clientProperties = clientProperties(configs);
+    }
+
+    /** @throws IllegalArgumentException naming the bad setting */
+    public static PlannerSettings from(Map<String, ?> configs) {
+        return new PlannerSettings(configs);
+    }
+
+    /**
+     * Connection settings come from the Streams config so that a secured cluster needs no second copy;
+     * {@code rebalance.planner.client.*} overrides them (e.g. a principal allowed to read the plans topic).
+     */
+    static Map<String, Object> clientProperties(Map<String, ?> configs) {
+        Map<String, Object> props = new TreeMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            String key = e.getKey();
+            if (e.getValue() == null) {
+                continue;
+            }
+            if (key.equals("bootstrap.servers") || key.equals("security.protocol") || key.equals("client.dns.lookup")
+                    || key.startsWith("sasl.") || key.startsWith("ssl.")) {
+                props.put(key, e.getValue());
+            }
+        }
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            if (e.getKey().startsWith(CLIENT_PREFIX) && e.getValue() != null) {
+                props.put(e.getKey().substring(CLIENT_PREFIX.length()), e.getValue());
+            }
+        }
+        return props;
+    }
+
+    private static String string(Map<String, ?> configs, String key, String dflt) {
+        Object v = configs.get(key);
+        return v == null ? dflt : String.valueOf(v);
+    }
+
+    private static long positive(Map<String, ?> configs, String key, long dflt) {
+        long v = number(configs, key, dflt);
+        if (v <= 0) {
+            throw new IllegalArgumentException(key + " must be > 0, got " + v);
+        }
+        return v;
+    }
+
+    private static long nonNegative(Map<String, ?> configs, String key, long dflt) {
+        long v = number(configs, key, dflt);
+        if (v < 0) {
+            throw new IllegalArgumentException(key + " must be >= 0, got " + v);
+        }
+        return v;
+    }
+
+    private static long number(Map<String, ?> configs, String key, long dflt) {
+        Object v = configs.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        if (v instanceof Number) {
+            return ((Number) v).longValue();
+        }
+        try {
+            return Long.parseLong(String.valueOf(v).strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " must be an integer, got '" + v + "'", e);
+        }
+    }
+
+    public String applicationId() {
+        return applicationId;
+    }
+
+    public Map<String, PublicKey> verifyKeys() {
+        return verifyKeys;
+    }
+
+    public String plansTopic() {
+        return plansTopic;
+    }
+
+    public String reportsTopic() {
+        return reportsTopic;
+    }
+
+    public long planReadTimeoutMs() {
+        return planReadTimeoutMs;
+    }
+
+    public long clockSkewMs() {
+        return clockSkewMs;
+    }
+
+    public boolean reportsEnabled() {
+        return reportsEnabled;
+    }
+
+    public long reportsTimeoutMs() {
+        return reportsTimeoutMs;
+    }
+
+    /** Kafka client properties for the plugin's own consumer and producer. */
+    public Map<String, Object> clientProperties() {
+        return clientProperties;
+    }
+}

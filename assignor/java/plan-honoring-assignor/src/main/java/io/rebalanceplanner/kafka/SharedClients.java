@@ -1,0 +1,68 @@
+package io.rebalanceplanner.kafka;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Kafka clients and memory that must survive the assignor: Kafka Streams instantiates and configures a new
+ * {@code TaskAssignor} on every rebalance (AssignorConfiguration.customTaskAssignor), so anything kept on the
+ * instance would be rebuilt, and a consumer would re-read the whole plans topic each time.
+ */
+public final class SharedClients {
+    private static final Logger LOG = LoggerFactory.getLogger(SharedClients.class);
+    private static final Map<String, TopicPlanSource> PLAN_SOURCES = new ConcurrentHashMap<>();
+    private static final Map<String, TopicReportSink> REPORT_SINKS = new ConcurrentHashMap<>();
+    private static final Map<String, Long> NEWEST_HONORED = new ConcurrentHashMap<>();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(SharedClients::closeAll, "rebalance-planner-close"));
+    }
+
+    private SharedClients() {}
+
+    public static PlanSource planSource(PlannerSettings s) {
+        String key = s.applicationId() + "\u0000" + s.plansTopic() + "\u0000" + s.clientProperties();
+        return PLAN_SOURCES.computeIfAbsent(key, k -> new TopicPlanSource(s.clientProperties(), s.plansTopic(),
+                s.applicationId() + "-rebalance-planner-plans"));
+    }
+
+    public static ReportSink reportSink(PlannerSettings s) {
+        String key = s.reportsTopic() + "\u0000" + s.reportsTimeoutMs() + "\u0000" + s.clientProperties();
+        return REPORT_SINKS.computeIfAbsent(key, k -> new TopicReportSink(s.clientProperties(), s.reportsTopic(),
+                s.applicationId() + "-rebalance-planner-reports", s.reportsTimeoutMs()));
+    }
+
+    /** The newest {@code created_at} this JVM has honored for the group (replay protection), or null. */
+    public static Long newestHonored(String groupId) {
+        return NEWEST_HONORED.get(groupId);
+    }
+
+    public static void honored(String groupId, long createdAt) {
+        NEWEST_HONORED.merge(groupId, createdAt, Math::max);
+    }
+
+    /** Forget the replay memory (tests). */
+    public static void forgetHonored() {
+        NEWEST_HONORED.clear();
+    }
+
+    /** Close every shared consumer and producer; the next rebalance opens new ones. */
+    public static void closeAll() {
+        List<AutoCloseable> all = new ArrayList<>();
+        all.addAll(PLAN_SOURCES.values());
+        all.addAll(REPORT_SINKS.values());
+        PLAN_SOURCES.clear();
+        REPORT_SINKS.clear();
+        for (AutoCloseable c : all) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                LOG.warn("closing a shared client failed: {}", e.toString());
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+package io.rebalanceplanner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.rebalanceplanner.core.CanonicalJson;
+import io.rebalanceplanner.core.PlanVerifier;
+import io.rebalanceplanner.core.StrictJson;
+import io.rebalanceplanner.kafka.PlanSource;
+import io.rebalanceplanner.kafka.PlansUnreadableException;
+import io.rebalanceplanner.kafka.SharedClients;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.Signature;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupAssignment;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
+import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
+import org.apache.kafka.streams.processor.assignment.TaskAssignmentUtils;
+import org.apache.kafka.streams.processor.assignment.TaskAssignor;
+import org.apache.kafka.streams.processor.assignment.TaskAssignor.TaskAssignment;
+import org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** {@code assign} against hand-built ApplicationState fakes: the plan path and every fallback path. */
+class PlanHonoringTaskAssignorTest {
+    private static final String A = "00000000-0000-0000-0000-00000000000a";
+    private static final String B = "00000000-0000-0000-0000-00000000000b";
+    private static final long NOW = 1_790_000_000_000L;
+
+    private KeyPair keys;
+    private FakeApplicationState app;
+    private final Map<String, byte[]> published = new LinkedHashMap<>();
+
+    @BeforeEach
+    void setUp() throws Exception {
+        SharedClients.forgetHonored();
+        keys = KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
+        app = new FakeApplicationState(2);
+        FakeApplicationState.FakeClient a = app.client(A);
+        a.previousActive.addAll(List.of(new TaskId(0, 0), new TaskId(0, 1), new TaskId(1, 0), new TaskId(1, 1)));
+        a.lags.put(new TaskId(1, 0), -2L);
+        a.lags.put(new TaskId(1, 1), -2L);
+        FakeApplicationState.FakeClient b = app.client(B);
+        b.lags.put(new TaskId(1, 0), 5000L);
+        b.lags.put(new TaskId(1, 1), 0L);
+    }
+
+    private String rawPublicHex() {
+        byte[] der = keys.getPublic().getEncoded();
+        return PlanVerifier.toHex(Arrays.copyOfRange(der, der.length - 32, der.length));
+    }
+
+    /** Target: A runs 0_0 and 1_1, B runs 0_1 and 1_0; B must restore 1_0, so A keeps it for now. */
+    private byte[] signedPlan(String groupId, Map<String, Object> overrides) throws Exception {
+        Map<String, Object> target = new TreeMap<>();
+        target.put(A, Map.of("active", List.of("0_0", "1_1"), "standby", List.of()));
+        target.put(B, Map.of("active", List.of("0_1", "1_0"), "standby", List.of()));
+        Map<String, Object> fields = new HashMap<>();
+        fields.put("schema_version", 1L);
+        fields.put("plan_id", "plan-1");
+        fields.put("group_id", groupId);
+        fields.put("snapshot_id", "snap-1");
+        fields.put("created_at", NOW - 1000);
+        fields.put("valid_until", NOW + 3_600_000);
+        fields.put("approved_by", "alice");
+        fields.put("approved_at", NOW - 500);
+        fields.put("configs", Map.of("acceptable_recovery_lag", 100L, "max_warmup_replicas", 1L,
+                "num_standby_replicas", 0L, "probing_rebalance_interval_ms", 10_000L));
+        fields.put("target", target);
+        fields.put("move_order", List.of("1_0"));
+        fields.put("target_digest", PlanVerifier.sha256Hex(CanonicalJson.bytes(target)));
+        fields.put("key_id", "k1");
+        fields.putAll(overrides);
+        Signature signer = Signature.getInstance("Ed25519");
+        signer.initSign(keys.getPrivate());
+        signer.update(CanonicalJson.bytes(fields));
+        fields.put("signature", PlanVerifier.toHex(signer.sign()));
+        return CanonicalJson.bytes(fields);
+    }
+
+    private PlanHonoringTaskAssignor assignor(PlanSource source) {
+        PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor(source, published::putAll, () -> NOW,
+                new StickyTaskAssignor());
+        Map<String, Object> config = new HashMap<>();
+        config.put("application.id", "app");
+        config.put("bootstrap.servers", "localhost:1");
+        config.put("rebalance.planner.verify.keys", "k1=" + rawPublicHex());
+        assignor.configure(config);
+        return assignor;
+    }
+
+    private static Map<String, String> roles(TaskAssignment assignment) {
+        Map<String, String> out = new TreeMap<>();
+        for (KafkaStreamsAssignment a : assignment.assignment()) {
+            TreeSet<String> tasks = new TreeSet<>();
+            for (AssignedTask t : a.tasks().values()) {
+                tasks.add(t.id() + "=" + t.type());
+            }
+            out.put(a.processId().id().toString(), String.join(",", tasks));
+        }
+        return out;
+    }
+
+    /** Runs assign then the post-assignment callback, the way StreamsPartitionAssignor does. */
+    private TaskAssignment run(TaskAssignor assignor) {
+        TaskAssignment result = assignor.assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        Map<String, Subscription> subs = new HashMap<>();
+        for (String pid : List.of(A, B)) {
+            UUID uuid = UUID.fromString(pid);
+            ByteBuffer data = ByteBuffer.allocate(24).putInt(11).putInt(11)
+                    .putLong(uuid.getMostSignificantBits()).putLong(uuid.getLeastSignificantBits());
+            data.flip();
+            subs.put("member-" + pid.substring(pid.length() - 1), new Subscription(List.of("input"), data, List.of(),
+                    7, java.util.Optional.empty()));
+        }
+        assignor.onAssignmentComputed(new GroupAssignment(Map.of()), new GroupSubscription(subs),
+                TaskAssignor.AssignmentError.NONE);
+        return result;
+    }
+
+    @SuppressWarnings("unchecked")
+    private Map<String, Object> report(String pid) throws Exception {
+        byte[] value = published.get("app/" + pid);
+        assertTrue(value != null, "no report for " + pid + " in " + published.keySet());
+        return (Map<String, Object>) StrictJson.parse(value);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void honorsAVerifiedPlanThatFits() throws Exception {
+        byte[] plan = signedPlan("app", Map.of());
+        TaskAssignment result = run(assignor((group, timeout) -> plan));
+        Map<String, String> roles = roles(result);
+        assertEquals("0_0=ACTIVE,1_0=ACTIVE,1_1=ACTIVE", roles.get(A));
+        assertEquals("0_1=ACTIVE,1_0=STANDBY", roles.get(B));
+        List<Instant> deadlines = result.assignment().stream()
+                .flatMap(a -> a.followupRebalanceDeadline().stream()).toList();
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 10_000)), deadlines);
+
+        Map<String, Object> rb = report(B);
+        assertEquals("plan-1", rb.get("plan_id"));
+        assertNull(rb.get("fallback_reason"));
+        assertEquals(List.of("1_0"), rb.get("warmup_tasks"));
+        assertEquals(List.of(), rb.get("standby_tasks"));
+        assertEquals("member-b", rb.get("member_id"));
+        assertEquals(11L, rb.get("protocol_version"));
+        assertEquals(7L, rb.get("generation"));
+        assertEquals("kafka-streams", rb.get("origin"));
+        assertEquals(Map.of("1_0", 5000L, "1_1", 0L), rb.get("task_lags"));
+        Map<String, Object> topology = (Map<String, Object>) rb.get("topology");
+        assertEquals(Map.of("source_topics", List.of("app-repartition"), "changelog_topics",
+                List.of("app-store-changelog"), "stateful", true), topology.get("1"));
+        assertEquals(Boolean.FALSE, ((Map<String, Object>) topology.get("0")).get("stateful"));
+        assertEquals(NOW - 1000, SharedClients.newestHonored("app"));
+    }
+
+    private void assertFallback(TaskAssignment result, String pid, String reasonPrefix) throws Exception {
+        Map<String, String> roles = roles(result);
+        assertTrue(roles.containsKey(A) && roles.containsKey(B), roles.toString());
+        Map<String, Object> r = report(pid);
+        assertNull(r.get("plan_id"));
+        if (reasonPrefix == null) {
+            assertNull(r.get("fallback_reason"));
+        } else {
+            assertTrue(String.valueOf(r.get("fallback_reason")).startsWith(reasonPrefix), r.get("fallback_reason")
+                    + " should start with " + reasonPrefix);
+        }
+        assertEquals(List.of(), r.get("warmup_tasks"));
+    }
+
+    @Test
+    void noPlanFallsBackWithoutAReason() throws Exception {
+        assertFallback(run(assignor((group, timeout) -> null)), A, null);
+    }
+
+    @Test
+    void unreadablePlansTopicFallsBack() throws Exception {
+        PlanSource broken = (group, timeout) -> {
+            throw new PlansUnreadableException("broker unreachable", null);
+        };
+        assertFallback(run(assignor(broken)), A, "plans_unreadable: broker unreachable");
+    }
+
+    @Test
+    void badSignatureFallsBack() throws Exception {
+        byte[] plan = signedPlan("app", Map.of());
+        byte[] tampered = new String(plan, StandardCharsets.UTF_8).replace("alice", "mallory")
+                .getBytes(StandardCharsets.UTF_8);
+        assertFallback(run(assignor((group, timeout) -> tampered)), B, "bad_signature: ");
+    }
+
+    @Test
+    void planForAnotherGroupFallsBack() throws Exception {
+        byte[] plan = signedPlan("other-app", Map.of());
+        assertFallback(run(assignor((group, timeout) -> plan)), A, "wrong_group: ");
+    }
+
+    @Test
+    void withdrawalFallsBack() throws Exception {
+        Map<String, Object> w = new HashMap<>();
+        w.put("schema_version", 1L);
+        w.put("plan_id", "plan-1");
+        w.put("group_id", "app");
+        w.put("created_at", NOW);
+        w.put("withdrawn", true);
+        w.put("key_id", "k1");
+        Signature signer = Signature.getInstance("Ed25519");
+        signer.initSign(keys.getPrivate());
+        signer.update(CanonicalJson.bytes(w));
+        w.put("signature", PlanVerifier.toHex(signer.sign()));
+        byte[] record = CanonicalJson.bytes(w);
+        assertFallback(run(assignor((group, timeout) -> record)), A, "withdrawn: ");
+        // A plan older than the withdrawal is now a replay.
+        byte[] plan = signedPlan("app", Map.of());
+        published.clear();
+        assertFallback(run(assignor((group, timeout) -> plan)), A, "replayed: ");
+    }
+
+    @Test
+    void departedInstanceFallsBack() throws Exception {
+        app.clients.remove(new org.apache.kafka.streams.processor.assignment.ProcessId(UUID.fromString(B)));
+        byte[] plan = signedPlan("app", Map.of());
+        TaskAssignment result = app.clients.isEmpty() ? null : assignor((group, timeout) -> plan).assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        assertEquals(1, result.assignment().size());
+    }
+
+    @Test
+    void unknownInstanceFallsBack() throws Exception {
+        app.client("00000000-0000-0000-0000-00000000000c");
+        byte[] plan = signedPlan("app", Map.of());
+        PlanHonoringTaskAssignor assignor = assignor((group, timeout) -> plan);
+        TaskAssignment result = assignor.assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        assignor.onAssignmentComputed(new GroupAssignment(Map.of()), new GroupSubscription(Map.of()),
+                TaskAssignor.AssignmentError.NONE);
+        Map<String, Object> r = report("00000000-0000-0000-0000-00000000000c");
+        assertTrue(String.valueOf(r.get("fallback_reason")).startsWith("unknown_instances: "), r.toString());
+        assertEquals("", r.get("member_id"));
+        assertEquals(-1L, r.get("generation"));
+        assertEquals(1L, r.get("protocol_version"));
+    }
+
+    @Test
+    void exceptionInsideALagLookupFallsBackInsteadOfThrowing() throws Exception {
+        app.lagsExplode = true;
+        byte[] plan = signedPlan("app", Map.of());
+        assertFallback(run(assignor((group, timeout) -> plan)), A,
+                "internal_error: java.lang.IllegalStateException: Tried to lookup lag for unknown task 1_0");
+    }
+
+    @Test
+    void badConfigurationFallsBackInsteadOfThrowing() throws Exception {
+        PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor((group, timeout) -> null, published::putAll,
+                () -> NOW, new StickyTaskAssignor());
+        assignor.configure(Map.of("application.id", "app", "rebalance.planner.verify.keys", "k1=nothex"));
+        TaskAssignment result = assignor.assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+    }
+
+    @Test
+    void failingFallbackStillAssignsEveryTask() {
+        TaskAssignor broken = new TaskAssignor() {
+            @Override
+            public TaskAssignment assign(org.apache.kafka.streams.processor.assignment.ApplicationState state) {
+                throw new IllegalStateException("boom");
+            }
+        };
+        PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor((group, timeout) -> null, published::putAll,
+                () -> NOW, broken);
+        assignor.configure(Map.of("application.id", "app"));
+        TaskAssignment result = assignor.assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        assertFalse(result.assignment().isEmpty());
+    }
+}

@@ -1,0 +1,328 @@
+"""Approved plans as Ed25519-signed records, and the checks a verifier makes before using one.
+
+The rules and their order are fixed by schemas/vectors/README.md; the Java plugin implements the same ones."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from assignor.assignment import ClientAssignment, GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.invariants import validity_violations
+from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
+from assignor.protocol.strict_json import MalformedJson, canonical_json, strict_loads
+from assignor.state import GroupState
+from assignor.task import TaskId
+
+PLAN_SCHEMA_VERSION = 1
+CONFIG_FIELDS = (
+    "acceptable_recovery_lag",
+    "max_warmup_replicas",
+    "num_standby_replicas",
+    "probing_rebalance_interval_ms",
+)
+DEFAULT_CLOCK_SKEW_MS = 60_000
+_INT32_MAX = (1 << 31) - 1
+_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
+_COMMON: dict[str, type] = {
+    "schema_version": int,
+    "plan_id": str,
+    "group_id": str,
+    "created_at": int,
+    "key_id": str,
+    "signature": str,
+}
+_PLAN: dict[str, type] = {
+    **_COMMON,
+    "snapshot_id": str,
+    "valid_until": int,
+    "approved_by": str,
+    "approved_at": int,
+    "configs": dict,
+    "target": dict,
+    "move_order": list,
+    "target_digest": str,
+}
+_TIMES = ("created_at", "valid_until", "approved_at")
+
+
+class Reason(StrEnum):
+    """Why a plan was not honored; reports say ``"<code>: <detail>"`` (shared with the Java plugin)."""
+
+    MALFORMED = "malformed"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    UNKNOWN_KEY = "unknown_key"
+    BAD_SIGNATURE = "bad_signature"
+    DIGEST_MISMATCH = "digest_mismatch"
+    WRONG_GROUP = "wrong_group"
+    FUTURE = "future"
+    REPLAYED = "replayed"
+    WITHDRAWN = "withdrawn"
+    EXPIRED = "expired"
+    DEPARTED_INSTANCES = "departed_instances"
+    UNKNOWN_INSTANCES = "unknown_instances"
+    TASKS_CHANGED = "tasks_changed"
+    INVALID_TARGET = "invalid_target"
+    PLANS_UNREADABLE = "plans_unreadable"
+    INTERNAL_ERROR = "internal_error"
+
+
+class PlanRejected(ValueError):
+    """A plan record that must not be applied; ``str()`` is the reason a group reports."""
+
+    def __init__(self, code: Reason, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+def target_json(target: GroupAssignment) -> dict[str, dict[str, list[str]]]:
+    """The target as the record carries it: process id -> sorted active and standby task ids."""
+    return {
+        pid: {"active": sorted(map(str, ca.active)), "standby": sorted(map(str, ca.standby))}
+        for pid, ca in sorted(target.clients.items())
+    }
+
+
+def target_digest(target: Mapping[str, Any] | GroupAssignment) -> str:
+    """SHA-256 of the canonical JSON of a target: what approval binds and publish re-checks."""
+    body = target_json(target) if isinstance(target, GroupAssignment) else target
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def _signed(fields: dict[str, Any], signer: PlanSigner) -> dict[str, Any]:
+    fields = {**fields, "key_id": signer.key_id}
+    fields["signature"] = signer.sign(canonical_json(fields))
+    return fields
+
+
+@dataclass(frozen=True)
+class ApprovedPlan:
+    """A plan's content: what was approved for one group, without its signature."""
+
+    plan_id: str
+    group_id: str
+    snapshot_id: str
+    created_at: int
+    valid_until: int
+    approved_by: str
+    approved_at: int
+    configs: AssignmentConfigs
+    target: GroupAssignment
+    move_order: tuple[TaskId, ...]
+
+    @property
+    def target_digest(self) -> str:
+        return target_digest(self.target)
+
+    def to_record(self, signer: PlanSigner) -> dict[str, Any]:
+        """The signed JSON object published to the plans topic."""
+        return _signed(
+            {
+                "schema_version": PLAN_SCHEMA_VERSION,
+                "plan_id": self.plan_id,
+                "group_id": self.group_id,
+                "snapshot_id": self.snapshot_id,
+                "created_at": self.created_at,
+                "valid_until": self.valid_until,
+                "approved_by": self.approved_by,
+                "approved_at": self.approved_at,
+                "configs": {name: getattr(self.configs, name) for name in CONFIG_FIELDS},
+                "target": target_json(self.target),
+                "move_order": [str(t) for t in self.move_order],
+                "target_digest": self.target_digest,
+            },
+            signer,
+        )
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """A signed record that takes a group's plan back: the group returns to Kafka's own assignment."""
+
+    plan_id: str
+    group_id: str
+    created_at: int
+
+    def to_record(self, signer: PlanSigner) -> dict[str, Any]:
+        return _signed(
+            {
+                "schema_version": PLAN_SCHEMA_VERSION,
+                "plan_id": self.plan_id,
+                "group_id": self.group_id,
+                "created_at": self.created_at,
+                "withdrawn": True,
+            },
+            signer,
+        )
+
+
+SignedRecord = ApprovedPlan | Withdrawal
+
+
+def _malformed(detail: str) -> PlanRejected:
+    return PlanRejected(Reason.MALFORMED, detail)
+
+
+def _check_fields(record: dict[str, Any], required: Mapping[str, type]) -> None:
+    for name, kind in required.items():
+        value = record.get(name)
+        if name not in record:
+            raise _malformed(f"{name} is missing")
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise _malformed(f"{name} must be a JSON {_JSON_TYPE[kind]}")
+    for name in ("plan_id", "group_id", "key_id", "signature"):
+        if not record[name]:
+            raise _malformed(f"{name} is empty")
+    for name in _TIMES:
+        if name in required and record[name] < 0:
+            raise _malformed(f"{name} {record[name]} is before 1970")
+    if len(record["key_id"]) > 64:
+        raise _malformed("key_id is longer than 64 characters")
+    if not _SIGNATURE.match(record["signature"]):
+        raise _malformed("signature must be 128 lowercase hex digits")
+
+
+_JSON_TYPE = {int: "integer", str: "string", dict: "object", list: "array"}
+
+
+def _task(value: Any, where: str) -> TaskId:
+    try:
+        task = TaskId.parse(value)
+    except ValueError as err:
+        raise _malformed(f"{where}: {err}") from None
+    if task.subtopology > _INT32_MAX or task.partition > _INT32_MAX:
+        raise _malformed(f"{where}: task id {value!r} is out of range")
+    return task
+
+
+def _tasks(values: Any, where: str) -> tuple[TaskId, ...]:
+    if not isinstance(values, list):
+        raise _malformed(f"{where} must be an array of task ids")
+    return tuple(_task(v, where) for v in values)
+
+
+def _plan(record: dict[str, Any]) -> ApprovedPlan:
+    """Step 5 of the rules: a verified record's plan fields, read and checked."""
+    raw_configs = record["configs"]
+    try:
+        values = {name: raw_configs[name] for name in CONFIG_FIELDS}
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in values.values()):
+            raise TypeError("every setting must be an integer")
+        configs = AssignmentConfigs(**values)
+    except (KeyError, TypeError, ValueError) as err:
+        raise _malformed(f"configs: {err}") from None
+    clients = {}
+    for pid, roles in record["target"].items():
+        if not pid:
+            raise _malformed("target names an empty process id")
+        if not isinstance(roles, dict) or not isinstance(roles.get("active"), list):
+            raise _malformed(f"target[{pid}] must be {{active: [...], standby: [...]}}")
+        if not isinstance(roles.get("standby"), list):
+            raise _malformed(f"target[{pid}] must be {{active: [...], standby: [...]}}")
+        clients[pid] = ClientAssignment(
+            active=frozenset(_tasks(roles["active"], f"target[{pid}].active")),
+            standby=frozenset(_tasks(roles["standby"], f"target[{pid}].standby")),
+        )
+    order = tuple(dict.fromkeys(_tasks(record["move_order"], "move_order")))
+    if target_digest(record["target"]) != record["target_digest"]:
+        raise PlanRejected(Reason.DIGEST_MISMATCH, "target_digest does not match the target")
+    return ApprovedPlan(
+        plan_id=record["plan_id"],
+        group_id=record["group_id"],
+        snapshot_id=record["snapshot_id"],
+        created_at=record["created_at"],
+        valid_until=record["valid_until"],
+        approved_by=record["approved_by"],
+        approved_at=record["approved_at"],
+        configs=configs,
+        target=GroupAssignment(clients),
+        move_order=order,
+    )
+
+
+def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
+    """Steps 1-5: parse, check the signature with the key the record names, read the plan or withdrawal."""
+    try:
+        record = strict_loads(value)
+    except MalformedJson as err:
+        raise _malformed(str(err)) from None
+    if not isinstance(record, dict):
+        raise _malformed("not a JSON object")
+    withdrawn = record.get("withdrawn", False)
+    if not isinstance(withdrawn, bool):
+        raise _malformed("withdrawn must be a JSON boolean")
+    _check_fields(record, _COMMON if withdrawn else _PLAN)
+    if record["schema_version"] != PLAN_SCHEMA_VERSION:
+        raise PlanRejected(Reason.UNSUPPORTED_VERSION, f"schema_version {record['schema_version']}")
+    key_id = record["key_id"]
+    if key_id not in keys.keys:
+        raise PlanRejected(Reason.UNKNOWN_KEY, f"key_id {key_id!r} is not among the verify keys")
+    unsigned = {k: v for k, v in record.items() if k != "signature"}
+    if not keys.verifies(key_id, bytes.fromhex(record["signature"]), canonical_json(unsigned)):
+        raise PlanRejected(Reason.BAD_SIGNATURE, f"signature does not verify with key {key_id!r}")
+    if withdrawn:
+        return Withdrawal(record["plan_id"], record["group_id"], record["created_at"])
+    return _plan(record)
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """What a group's leader checks a plan against: its keys, its clock and the newest plan it honored."""
+
+    keys: VerifyKeys
+    clock_skew_ms: int = DEFAULT_CLOCK_SKEW_MS
+
+    def verify(
+        self, value: bytes, group_id: str, now_ms: int, newest_honored_created_at: int | None = None
+    ) -> ApprovedPlan:
+        """Steps 1-10: a plan to honor; PlanRejected otherwise (code ``withdrawn`` for a verified withdrawal)."""
+        record = read_record(value, self.keys)
+        if record.group_id != group_id:
+            raise PlanRejected(Reason.WRONG_GROUP, f"plan {record.plan_id} is for group {record.group_id!r}")
+        if record.created_at > now_ms + self.clock_skew_ms:
+            raise PlanRejected(
+                Reason.FUTURE, f"plan {record.plan_id} is dated {record.created_at}, after now ({now_ms}) + skew"
+            )
+        if newest_honored_created_at is not None and record.created_at < newest_honored_created_at:
+            raise PlanRejected(
+                Reason.REPLAYED,
+                f"plan {record.plan_id} ({record.created_at}) is older than one already honored "
+                f"({newest_honored_created_at})",
+            )
+        if isinstance(record, Withdrawal):
+            raise PlanRejected(Reason.WITHDRAWN, f"plan {record.plan_id} was withdrawn")
+        if now_ms > record.valid_until:
+            raise PlanRejected(Reason.EXPIRED, f"plan {record.plan_id} expired at {record.valid_until} (now {now_ms})")
+        return record
+
+
+def fit_rejection(plan: ApprovedPlan, group: GroupState) -> PlanRejected | None:
+    """Why a verified plan's target does not fit exactly this live group, or None when it does."""
+    live = {c.process_id for c in group.clients}
+    planned = set(plan.target.clients)
+    if planned - live:
+        return PlanRejected(Reason.DEPARTED_INSTANCES, f"plan {plan.plan_id} names {_show(planned - live)}")
+    if live - planned:
+        return PlanRejected(Reason.UNKNOWN_INSTANCES, f"plan {plan.plan_id} does not know {_show(live - planned)}")
+    planned_tasks = {t for ca in plan.target.clients.values() for t in ca.active}
+    if planned_tasks != group.all_tasks:
+        missing, extra = group.all_tasks - planned_tasks, planned_tasks - group.all_tasks
+        return PlanRejected(
+            Reason.TASKS_CHANGED,
+            f"plan {plan.plan_id} does not match the group's tasks (unplanned: {_show(missing)}; "
+            f"unknown: {_show(extra)})",
+        )
+    problems = validity_violations(plan.target, group, plan.configs)
+    if problems:
+        return PlanRejected(Reason.INVALID_TARGET, f"plan {plan.plan_id}: {problems[0]}")
+    return None
+
+
+def _show(items: set[str] | frozenset[TaskId] | set[TaskId]) -> str:
+    return ", ".join(str(i) for i in sorted(items)[:5]) or "none"

@@ -1,0 +1,131 @@
+"""The shared vectors (schemas/vectors) against the Python rules; JUnit runs the same files against the plugin."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from assignor import (
+    AssignmentConfigs,
+    ClientState,
+    GroupAssignment,
+    GroupState,
+    TaskId,
+    assign_high_availability,
+    compute_lags,
+)
+from assignor.assignment import ClientAssignment
+from assignor.honor import honor_target
+from assignor.protocol.plan_keys import VerifyKeys
+from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection
+from tests.support.vectors import VECTORS, _plan, ha_vectors, honor_vectors, signed_plan_vectors
+
+SIGNED = json.loads((VECTORS / "signed_plans.json").read_text(encoding="utf-8"))
+HONOR = json.loads((VECTORS / "honor_cases.json").read_text(encoding="utf-8"))
+HA = json.loads((VECTORS / "high_availability_cases.json").read_text(encoding="utf-8"))
+
+
+def test_the_committed_vectors_are_what_the_rules_produce() -> None:
+    # A rule change must come with regenerated vectors (python -m tests.support.vectors) that Java then meets.
+    assert signed_plan_vectors() == SIGNED
+    assert honor_vectors() == HONOR
+    assert ha_vectors() == HA
+
+
+def test_every_reason_code_a_record_or_a_target_can_cause_has_a_vector() -> None:
+    codes = {c["reason_code"] for c in SIGNED["cases"]} | {
+        c["expected"]["fallback"] for c in HONOR["cases"] if "fallback" in c["expected"]
+    }
+    assert codes - {None} == {
+        "malformed", "unsupported_version", "unknown_key", "bad_signature", "digest_mismatch", "wrong_group",
+        "future", "replayed", "withdrawn", "expired", "departed_instances", "unknown_instances", "tasks_changed",
+        "invalid_target",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", SIGNED["cases"], ids=lambda c: c["name"])
+def test_signed_record(case: dict[str, Any]) -> None:
+    keys = VerifyKeys.parse(",".join(f"{k}={v}" for k, v in SIGNED["keys"].items()))
+    value = base64.b64decode(case["record_b64"])
+    value = value.ljust(case.get("pad_with_spaces_to", 0), b" ")
+    verifier = Verifier(keys, SIGNED["clock_skew_ms"])
+    try:
+        plan = verifier.verify(value, case["group_id"], SIGNED["now_ms"], case["newest_honored_created_at"])
+    except PlanRejected as rejected:
+        assert (case["outcome"], case["reason_code"]) == (
+            "withdrawn" if rejected.code == "withdrawn" else "rejected",
+            rejected.code,
+        )
+    else:
+        assert case["outcome"] == "plan" and case["plan_id"] == plan.plan_id
+
+
+def _tasks(values: list[str]) -> frozenset[TaskId]:
+    return frozenset(TaskId.parse(v) for v in values)
+
+
+def _group(data: dict[str, Any]) -> GroupState:
+    clients = [
+        ClientState(
+            c["process_id"],
+            c["capacity"],
+            _tasks(c["previous_active"]),
+            _tasks(c["previous_standby"]),
+            {TaskId.parse(t): s for t, s in c["task_offset_sums"].items()},
+            c["client_tags"],
+        )
+        for c in data["clients"]
+    ]
+    ends = {TaskId.parse(t): e for t, e in data["changelog_end_offset_sums"].items()}
+    return GroupState(clients, _tasks(data["stateful_tasks"]), _tasks(data["stateless_tasks"]), ends)
+
+
+@pytest.mark.parametrize("case", HONOR["cases"], ids=lambda c: c["name"])
+def test_honor_case(case: dict[str, Any]) -> None:
+    group = _group(case["group"])
+    lags = {pid: {str(t): lag for t, lag in tl.items()} for pid, tl in compute_lags(group).items()}
+    assert lags == case["lags"]  # the plugin's input (KIP-924 lag sums) says the same as the offset sums
+    target = GroupAssignment(
+        {pid: ClientAssignment(_tasks(r["active"]), _tasks(r["standby"])) for pid, r in case["target"].items()}
+    )
+    plan = replace(
+        _plan(),
+        configs=AssignmentConfigs(**case["configs"]),
+        target=target,
+        move_order=tuple(TaskId.parse(t) for t in case["move_order"]),
+    )
+    rejection = fit_rejection(plan, group)
+    if "fallback" in case["expected"]:
+        assert rejection is not None and rejection.code == case["expected"]["fallback"]
+        return
+    assert rejection is None
+    live = honor_target(plan.target, group, plan.configs, plan.move_order)
+    got = {
+        pid: {"active": sorted(map(str, ca.active)), "standby": sorted(map(str, ca.standby)),
+              "warmup": sorted(map(str, ca.warmup))}
+        for pid, ca in live.clients.items()
+    }  # fmt: skip
+    assert got == case["expected"]["assignment"]
+    assert live.probing_rebalance_needed == case["expected"]["followup_rebalance"]
+    live.validate(group, plan.configs)
+
+
+@pytest.mark.parametrize("case", HA["cases"], ids=lambda c: c["name"])
+def test_high_availability_case(case: dict[str, Any]) -> None:
+    group = _group(case["group"])
+    configs = case["configs"]
+    result = assign_high_availability(
+        group,
+        AssignmentConfigs(**{**configs, "rack_aware_assignment_tags": tuple(configs["rack_aware_assignment_tags"])}),
+    )
+    got = {
+        pid: {"active": sorted(map(str, ca.active)), "standby": sorted(map(str, ca.standby)),
+              "warmup": sorted(map(str, ca.warmup))}
+        for pid, ca in result.clients.items()
+    }  # fmt: skip
+    assert got == case["expected"]["assignment"]
+    assert result.probing_rebalance_needed == case["expected"]["followup_rebalance"]
