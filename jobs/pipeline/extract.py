@@ -428,7 +428,9 @@ def read_metadata_reports(
         for key, value in read.reports:
             outcome = parse_report(key, value)
             if isinstance(outcome, Quarantined):
-                intake.quarantine.append(Quarantined(GROUP_METADATA, outcome.key, outcome.raw, outcome.reason, group_id))
+                intake.quarantine.append(
+                    Quarantined(GROUP_METADATA, outcome.key, outcome.raw, outcome.reason, group_id)
+                )
             else:
                 reports.append(outcome)
         intake.reporting.update({(group_id, m): p for m, p in read.processes.items()})
