@@ -26,7 +26,7 @@ from assignor.configs import AssignmentConfigs
 from assignor.protocol.plans import Verifier
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
-from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher
+from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, kafka_python_security
 from assignor.runtime.membership import poll_membership, subscribe_once_known
 from assignor.runtime.protocol import LATEST_VERSION, Partition
 from assignor.runtime.reports import state_report
@@ -243,7 +243,7 @@ class _Membership(threading.Thread):
                 session_timeout_ms=config.session_timeout_ms,
                 heartbeat_interval_ms=config.heartbeat_interval_ms,
                 enable_auto_commit=False,
-                **_kafka_python_security(config.kafka_config),
+                **kafka_python_security(config.kafka_config),
             )
         except BaseException as err:
             self.error = err
@@ -288,16 +288,3 @@ class _HandOver(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-pytho
 def _owned(metadata: Any) -> list[str]:
     owned = getattr(metadata, "owned_partitions", None) or ()
     return sorted(f"{tp.topic}-{p}" for tp in owned for p in tp.partitions)
-
-
-def _kafka_python_security(config: Mapping[str, str]) -> dict[str, Any]:
-    """The librdkafka-style extras that kafka-python understands too (SASL/TLS), renamed."""
-    names = {
-        "security.protocol": "security_protocol",
-        "sasl.mechanism": "sasl_mechanism",
-        "sasl.mechanisms": "sasl_mechanism",
-        "sasl.username": "sasl_plain_username",
-        "sasl.password": "sasl_plain_password",
-        "ssl.ca.location": "ssl_cafile",
-    }
-    return {names[k]: v for k, v in config.items() if k in names}

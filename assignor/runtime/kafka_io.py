@@ -136,3 +136,16 @@ class ReportPublisher:
         self._producer.produce(self.topic, key=key, value=json.dumps(report, sort_keys=True).encode("utf-8"))
         if self._producer.flush(timeout_s) != 0:
             raise TopicReadError(f"state report for {key.decode()} not delivered within {timeout_s} s")
+
+
+def kafka_python_security(config: Mapping[str, str]) -> dict[str, Any]:
+    """The librdkafka-style extras that kafka-python understands too (SASL/TLS), renamed."""
+    names = {
+        "security.protocol": "security_protocol",
+        "sasl.mechanism": "sasl_mechanism",
+        "sasl.mechanisms": "sasl_mechanism",
+        "sasl.username": "sasl_plain_username",
+        "sasl.password": "sasl_plain_password",
+        "ssl.ca.location": "ssl_cafile",
+    }
+    return {names[k]: v for k, v in config.items() if k in names}

@@ -1,4 +1,4 @@
-"""JVM classpaths from Maven Central: each is a pom shipped in this package, fetched once with `mvn`."""
+"""JVM classpaths from Maven Central: each is a pom in a package (this one's by default), fetched once with `mvn`."""
 
 from __future__ import annotations
 
@@ -21,14 +21,15 @@ class JvmArtifactsError(RuntimeError):
     """Maven could not provide the jars (no `mvn`, no registry, or an unknown artifact)."""
 
 
-def _pom_text(name: str) -> str:
-    return (files("jobs.local") / name / "pom.xml").read_text(encoding="utf-8")
+def _pom_text(name: str, package: str) -> str:
+    return (files(package) / name / "pom.xml").read_text(encoding="utf-8")
 
 
-def classpath_dir(name: str, jvm_dir: Path = DEFAULT_JVM_DIR) -> Path:
-    """The folder of jars for the pom `jobs/local/<name>/pom.xml`, fetched with mvn unless already current."""
+def classpath_dir(name: str, jvm_dir: Path = DEFAULT_JVM_DIR, package: str = "jobs.local") -> Path:
+    """The folder of jars for the pom `<package>/<name>/pom.xml` (e.g. jobs/local/kafka/pom.xml), fetched with mvn
+    unless already current. Tests keep their own poms in tests.support."""
     target = jvm_dir / name
-    digest = hashlib.sha256(_pom_text(name).encode()).hexdigest()
+    digest = hashlib.sha256(_pom_text(name, package).encode()).hexdigest()
     stamp = target / _STAMP
     if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
         return target
@@ -39,7 +40,7 @@ def classpath_dir(name: str, jvm_dir: Path = DEFAULT_JVM_DIR) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     print(f"fetching the {name} jars from Maven Central into {target} ...", file=sys.stderr, flush=True)
-    with as_file(files("jobs.local") / name / "pom.xml") as pom:
+    with as_file(files(package) / name / "pom.xml") as pom:
         command = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime"]
         done = subprocess.run(
             [*command, f"-DoutputDirectory={staging.resolve()}"], capture_output=True, text=True, check=False

@@ -25,16 +25,21 @@ from pyspark.sql import DataFrame
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
+from jobs.pipeline.group_metadata import read_streams_groups
 from jobs.pipeline.intake import (
     BrokerGroup,
     BrokerMember,
     Intake,
+    Quarantined,
+    Report,
     check_membership,
     parse_records,
+    parse_report,
     topics_named,
     triage_groups,
 )
 from jobs.pipeline.stage import BrokerUnreachable, StageResult
+from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -174,6 +179,11 @@ def _partition_counts(admin: AdminClient, topics: set[str], retry: ConnectRetry)
     return {t: len(metadata[t].partitions) for t in topics if t in metadata and metadata[t].error is None}
 
 
+def _all_partition_counts(admin: AdminClient, retry: ConnectRetry) -> dict[str, int]:
+    metadata = _retrying(lambda: admin.list_topics(timeout=retry.timeout_s).topics, "topic metadata", retry)
+    return {t: len(m.partitions) for t, m in metadata.items() if m.error is None}
+
+
 def _end_offsets(
     admin: AdminClient, partitions: list[tuple[str, int]], retry: ConnectRetry
 ) -> dict[tuple[str, int], int]:
@@ -310,7 +320,7 @@ def bronze_rows(
                 *(f["schema_version"], f["member_id"], f["client_id"], f["host"], f["capacity"], f["client_tags"]),
                 *(f["protocol_version"], f["generation"], f["active_tasks"], f["standby_tasks"], f["warmup_tasks"]),
                 *(f["task_offset_sums"], json.dumps(f["topology"], sort_keys=True), f["plan_id"]),
-                f["fallback_reason"],
+                *(f["fallback_reason"], f.get("origin")),
             )
         )
     offsets = [
@@ -396,6 +406,41 @@ def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intak
     return StageResult("extract", snapshot_id, tuple(outcomes), counts)
 
 
+def read_metadata_reports(
+    settings: Settings, bootstrap: str, report_groups: set[str], captured_at: int, intake: Intake
+) -> list[Report]:
+    """Reports made from the group metadata of Kafka Streams groups that publish none (``report_groups`` are read
+    from their reports), checked like any report; members and reports that fail go to ``intake.quarantine``, and
+    which process each member is goes to ``intake.reporting``."""
+    retry = ConnectRetry.from_settings(settings)
+    listing = read_streams_groups(
+        bootstrap, settings.kafka_config, report_groups, retry.timeout_s, retry.attempts, retry.backoff_s
+    )
+    for group_id, why in sorted(listing.passed_over.items()):
+        log.info("group metadata: %s not read: %s", group_id, why)
+    if not listing.groups:
+        return []
+    partitions = _all_partition_counts(_admin(settings, bootstrap), retry)
+    reports: list[Report] = []
+    for group_id, members in sorted(listing.groups.items()):
+        read = group_reports(members, partitions, captured_at)
+        intake.quarantine.extend(read.quarantine)
+        for key, value in read.reports:
+            outcome = parse_report(key, value)
+            if isinstance(outcome, Quarantined):
+                intake.quarantine.append(
+                    Quarantined(GROUP_METADATA, outcome.key, outcome.raw, outcome.reason, group_id)
+                )
+            else:
+                reports.append(outcome)
+        intake.reporting.update({(group_id, m): p for m, p in read.processes.items()})
+        log.info(
+            "group metadata: %s: %d member(s), %d report(s), %d quarantined",
+            *(group_id, len(members), len(read.reports), len(read.quarantine)),
+        )
+    return reports
+
+
 def snapshot_exists(lake: Lake, snapshot_id: str) -> bool:
     return lake.read("snapshots", snapshot_id).limit(1).count() > 0
 
@@ -415,9 +460,15 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     log.info("snapshot %s: %d report keys read from %s", snapshot_id, len(records), settings.reports_topic)
     parsed, intake = parse_records(records)
     groups = {r.group_id for r in parsed} | {q.group_id for q in intake.quarantine if q.group_id is not None}
-    state = read_broker_state(settings, bootstrap, topics_named(parsed), groups)
+    from_metadata = read_metadata_reports(settings, bootstrap, groups, captured_at, intake)
+    parsed.extend(from_metadata)
+    metadata_groups = {r.group_id for r in from_metadata} | {
+        q.group_id for q in intake.quarantine if q.source == GROUP_METADATA and q.group_id is not None
+    }
+    state = read_broker_state(settings, bootstrap, topics_named(parsed), groups | metadata_groups)
     intake = triage_groups(parsed, state.partitions, captured_at, settings.stale_report_age_ms, intake)
-    intake = check_membership(parsed, state.membership or {}, groups, intake)
+    # A group read from its own metadata needs no cross-check against that same metadata.
+    intake = check_membership([r for r in parsed if r.group_id in groups], state.membership or {}, groups, intake)
     ends = _end_offsets(
         _admin(settings, bootstrap),
         sorted({(topic, p) for _, _, topic, p in intake.changelogs}),

@@ -20,6 +20,7 @@ from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
+from jobs.pipeline.streams_groups import GROUP_METADATA
 from jobs.pipeline.targets import HISTORY_DDL, history_rows, plan_targets
 from jobs.settings import Settings
 from schemas import read_json
@@ -72,6 +73,35 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
         raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
 
 
+REPORT_ONLY_REASON = (
+    "report-only: the group's reports were read from its group metadata (an unmodified Kafka Streams group has "
+    "neither our plugin nor our runtime to honor a plan); not published"
+)
+
+
+def report_only_groups(lake: Lake, snapshot_ids: Sequence[str]) -> set[str]:
+    """Groups whose reports in those snapshots came from group metadata: nothing may be published to them."""
+    reports = lake.read("member_reports").where(sf.col("snapshot_id").isin(list(snapshot_ids)))
+    rows = reports.where(sf.col("origin") == GROUP_METADATA).select("group_id").distinct().collect()
+    return {r["group_id"] for r in rows}
+
+
+def _hold_report_only(lake: Lake, approved: list[Row]) -> tuple[list[Row], list[MergeOutcome]]:
+    """The approved plans that may be published; those of report-only groups keep their status and get the
+    reason they were not published."""
+    held_groups = report_only_groups(lake, sorted({r["snapshot_id"] for r in approved}))
+    held = [r for r in approved if r["group_id"] in held_groups]
+    if not held:
+        return approved, []
+    for row in held:
+        log.warning(
+            "publish: plan %s of group %s not published: %s", row["plan_id"], row["group_id"], REPORT_ONLY_REASON
+        )
+    rows = lake.read("plans").where(sf.col("plan_id").isin([r["plan_id"] for r in held]))
+    outcome = lake.merge("plans", rows.withColumn("reason", sf.lit(REPORT_ONLY_REASON)), update=["reason"])
+    return [r for r in approved if r["group_id"] not in held_groups], [outcome]
+
+
 def run_publish(
     lake: Lake, settings: Settings, bootstrap: str, *, snapshot_id: str | None = None, plan_ids: Sequence[str] = ()
 ) -> StageResult:
@@ -95,9 +125,11 @@ def run_publish(
         snapshot = resolve_snapshot(lake, snapshot_id)
         chosen = plans.where(sf.col("snapshot_id") == snapshot)
     approved, older = _latest_per_group(chosen.where(sf.col("status") == PlanStatus.APPROVED).collect())
+    approved, held = _hold_report_only(lake, approved)
+    older = [r for r in older if r["group_id"] in {a["group_id"] for a in approved}]  # a held group keeps its plans
     if not approved:
-        log.info("publish: no APPROVED plans")
-        return StageResult("publish", snapshot)
+        log.info("publish: no APPROVED plans to publish (%d held as report-only)", len(held))
+        return StageResult("publish", snapshot, tuple(held), {"report_only": len(held)} if held else {})
     targets = plan_targets(lake, [r["plan_id"] for r in approved])
     now = int(time.time() * 1000)
     records, history = [], []
@@ -126,7 +158,8 @@ def run_publish(
     )
     superseded = plans.where(earlier_published | sf.col("plan_id").isin([r["plan_id"] for r in older]))
     outcomes.append(_set_status(lake, superseded, PlanStatus.SUPERSEDED, "superseded by a newer published plan", None))
-    return StageResult("publish", snapshot, tuple(outcomes), {"published": len(records)})
+    counts = {"published": len(records)} | ({"report_only": len(held)} if held else {})
+    return StageResult("publish", snapshot, (*held, *outcomes), counts)
 
 
 def _set_status(lake: Lake, rows: DataFrame, status: str, reason: str | None, published_at: int | None) -> MergeOutcome:

@@ -23,7 +23,7 @@ def report_rows(groups: Mapping[str, GroupState], snapshot_id: str = SNAPSHOT) -
                 (
                     *(snapshot_id, 1_000, group_id, c.process_id, 900, False, f"{group_id}/{c.process_id}", 1),
                     *("m", "c", "h", c.capacity, dict(c.client_tags), 1, 1),
-                    *(active, standby, [], sums, "{}", None, None),
+                    *(active, standby, [], sums, "{}", None, None, None),
                 )
             )
     return rows
