@@ -307,6 +307,14 @@ def _row(table: str, **values: Any) -> tuple[Any, ...]:
     return tuple(values[n] for n in names)
 
 
+# Report fields stored as they arrive (the topology is kept as canonical JSON text, optional fields may be absent).
+_REPORT_FIELDS = (
+    "group_id", "process_id", "reported_at", "schema_version", "member_id", "client_id", "host", "capacity",
+    "client_tags", "protocol_version", "generation", "active_tasks", "standby_tasks", "warmup_tasks",
+    "task_offset_sums", "plan_id", "fallback_reason",
+)  # fmt: skip
+
+
 def bronze_rows(
     snapshot_id: str, captured_at: int, intake: Intake, state: BrokerState
 ) -> dict[str, list[tuple[Any, ...]]]:
@@ -314,13 +322,18 @@ def bronze_rows(
     reports = []
     for report, stale in intake.reports:
         f = report.fields
+        reported = {name: f[name] for name in _REPORT_FIELDS}
         reports.append(
-            (
-                *(snapshot_id, captured_at, f["group_id"], f["process_id"], f["reported_at"], stale, report.key),
-                *(f["schema_version"], f["member_id"], f["client_id"], f["host"], f["capacity"], f["client_tags"]),
-                *(f["protocol_version"], f["generation"], f["active_tasks"], f["standby_tasks"], f["warmup_tasks"]),
-                *(f["task_offset_sums"], json.dumps(f["topology"], sort_keys=True), f["plan_id"]),
-                *(f["fallback_reason"], f.get("origin")),
+            _row(
+                "member_reports",
+                **reported,
+                snapshot_id=snapshot_id,
+                captured_at=captured_at,
+                stale=stale,
+                report_key=report.key,
+                topology=json.dumps(f["topology"], sort_keys=True),
+                origin=f.get("origin"),
+                task_lags=f.get("task_lags"),
             )
         )
     offsets = [

@@ -145,9 +145,11 @@ def _out_of_bounds(fields: Mapping[str, Any]) -> str | None:
     for name, (low, high) in _INTEGER_BOUNDS.items():
         if not low <= fields[name] <= high:
             return f"at {name}: {fields[name]} is outside {low}..{high}"
-    too_big = sorted(t for t, v in fields["task_offset_sums"].items() if v > _BIGINT)
-    if too_big:
-        return f"at task_offset_sums/{too_big[0]}: {fields['task_offset_sums'][too_big[0]]} is beyond a 64-bit offset"
+    for name in ("task_offset_sums", "task_lags"):
+        values = fields.get(name) or {}
+        too_big = sorted(t for t, v in values.items() if v > _BIGINT)
+        if too_big:
+            return f"at {name}/{too_big[0]}: {values[too_big[0]]} is beyond a 64-bit offset"
     for name in ("group_id", "process_id"):
         if len(fields[name]) > MAX_ID_CHARS:
             return f"at {name}: {len(fields[name])} characters, more than {MAX_ID_CHARS}"
@@ -230,7 +232,7 @@ def _group_tasks(
 
 def _named_tasks(fields: Mapping[str, Any]) -> set[str]:
     named = set(fields["active_tasks"]) | set(fields["standby_tasks"]) | set(fields["warmup_tasks"])
-    return named | set(fields["task_offset_sums"])
+    return named | set(fields["task_offset_sums"]) | set(fields.get("task_lags") or {})
 
 
 def topics_named(reports: Iterable[Report]) -> set[str]:

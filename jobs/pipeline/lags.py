@@ -25,6 +25,18 @@ def lag_column(offset_sum: Column, end_offset_sum: Column) -> Column:
     )
 
 
+def offset_sum_from_lag(reported_lag: Column) -> Column:
+    """The offset sum a Kafka Streams plugin report implies (it sends lags, not sums): sentinels pass through, a
+    lag becomes end - lag against the end offsets read now. Records written since the leader measured count as
+    lag too, which only makes the planner more careful."""
+    end = sf.col("end_offset_sum")
+    return (
+        sf.when(reported_lag.isin(LATEST_OFFSET, UNKNOWN_OFFSET_SUM), reported_lag)
+        .when(reported_lag < end, end - reported_lag)  # a lag of the whole log is no state: the sum stays null
+        .cast("bigint")
+    )
+
+
 def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptable_recovery_lag: int) -> DataFrame:
     """One row per (snapshot, group, fresh instance, stateful task): offset sum, changelog end sum, lag, caught_up.
 
@@ -39,13 +51,21 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
         .withColumnRenamed("key", "task_id")
         .withColumnRenamed("value", "offset_sum")
     )
+    reported_lags = (
+        fresh.where(sf.col("task_lags").isNotNull())
+        .select(*group, "process_id", sf.explode("task_lags"))
+        .withColumnRenamed("key", "task_id")
+        .withColumnRenamed("value", "reported_lag")
+    )
     stateful = tasks.where(sf.col("stateful")).select(*group, "task_id")
     ends = offsets.groupBy(*group, "task_id").agg(sf.sum("end_offset").alias("end_offset_sum"))
     grid = (
         clients.join(stateful, group)
         .join(ends, [*group, "task_id"], "left")
         .join(sums, [*group, "process_id", "task_id"], "left")
+        .join(reported_lags, [*group, "process_id", "task_id"], "left")
         .withColumn("end_offset_sum", sf.coalesce(sf.col("end_offset_sum"), sf.lit(0)).cast("bigint"))
+        .withColumn("offset_sum", sf.coalesce(sf.col("offset_sum"), offset_sum_from_lag(sf.col("reported_lag"))))
     )
     lag = lag_column(sf.col("offset_sum").cast("bigint"), sf.col("end_offset_sum"))
     return grid.select(

@@ -23,6 +23,7 @@ from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
 from jobs.polling import wait_until
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, produce
+from tests.support.signing import key_file
 from tests.support.streams_app import INPUT_TOPIC, OUTPUT_TOPIC, WordCountInstance, streams_examples_classpath
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def _settings(tmp_path: Path) -> Settings:
         lake_root=tmp_path / "lake",
         reports_topic="reports",
         plans_topic="plans",
-        plan_signing_key="k" * 64,
+        plan_signing_key_file=key_file(tmp_path),
         planner_processes=1,
     )
 
