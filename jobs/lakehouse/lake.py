@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
+from deltalake.schema import ArrayType, Field, MapType, PrimitiveType
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
@@ -34,6 +35,22 @@ class MergeOutcome:
         return self.inserted + self.updated > 0
 
 
+_PRIMITIVES = {"string": "string", "bigint": "long", "int": "integer", "boolean": "boolean", "double": "double"}
+
+
+def delta_type(ddl: str) -> PrimitiveType | MapType | ArrayType:
+    """A schema file's column type (Spark DDL) as delta-rs spells it."""
+    ddl = ddl.replace(" ", "")
+    if ddl.startswith("map<") and ddl.endswith(">"):
+        key, value = ddl[4:-1].split(",", 1)
+        return MapType(delta_type(key), delta_type(value), value_contains_null=True)
+    if ddl.startswith("array<") and ddl.endswith(">"):
+        return ArrayType(delta_type(ddl[6:-1]), contains_null=True)
+    if ddl not in _PRIMITIVES:
+        raise ValueError(f"column type {ddl!r} has no delta-rs equivalent here")
+    return PrimitiveType(_PRIMITIVES[ddl])
+
+
 def _keys_match(keys: Sequence[str], left: str, right: str) -> Column:
     # Null-safe: a null key (e.g. an observed row without a plan) must match itself, or re-runs would re-insert it.
     return reduce(lambda a, b: a & b, [sf.col(f"{left}.{k}").eqNullSafe(sf.col(f"{right}.{k}")) for k in keys])
@@ -53,20 +70,37 @@ class Lake:
         return (self.path(name) / "_delta_log").is_dir()
 
     def ensure(self, name: str) -> TableSchema:
-        """Create the table, empty, from its schema file unless it exists."""
+        """Create the table, empty, from its schema file unless it exists; add columns the file gained since."""
         schema = table_schema(name)
         if not self.exists(name):
             self.root.mkdir(parents=True, exist_ok=True)
             empty = self.spark.createDataFrame([], schema=schema.ddl)
             empty.write.format("delta").mode("append").save(str(self.path(name)))
             log.info("created table %s", self.path(name))
+        else:
+            self._migrate(name, schema)
         return schema
+
+    def _migrate(self, name: str, schema: TableSchema) -> None:
+        """Add the schema file's new columns to an existing table (old rows read them as null)."""
+        table = DeltaTable(str(self.path(name)))
+        present = {field.name for field in table.schema().fields}
+        missing = [c for c in schema.columns if c.name not in present]
+        if not missing:
+            return
+        required = [c.name for c in missing if not c.nullable]
+        if required:
+            raise ValueError(f"table {name} lacks required columns {required}: a new column must be nullable")
+        table.alter.add_columns([Field(c.name, delta_type(c.type), nullable=True) for c in missing])
+        log.info("table %s gained columns %s", name, ", ".join(c.name for c in missing))
 
     def read(self, name: str, snapshot_id: str | None = None, version: int | None = None) -> DataFrame:
         """The table's rows in schema column order, optionally one snapshot's, optionally as of a Delta version."""
         schema = table_schema(name)
         if not self.exists(name):  # reading creates nothing: an absent table reads as empty
             return self.spark.createDataFrame([], schema=schema.ddl)
+        if version is None:
+            self._migrate(name, schema)
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-import random
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from assignor import GroupState, compute_lags
+from assignor import compute_lags
 from assignor.lags import lag_is_caught_up
 from jobs.pipeline.lags import task_lags
-from tests.support.pipeline_data import group_frames
-from tests.support.strategies import build_group
-
-
-def random_groups(seed: int, count: int) -> dict[str, GroupState]:
-    rng = random.Random(seed)
-    groups = {}
-    for i in range(count):
-        subs = rng.randint(1, 3)
-        groups[f"g{i}"] = build_group(
-            rng,
-            rng.randint(1, 6),
-            [rng.randint(0, 6) for _ in range(subs)],
-            [rng.random() < 0.8 for _ in range(subs)],
-            with_history=rng.random() < 0.9,
-        )
-    return groups
+from tests.support.pipeline_data import group_frames, random_groups
 
 
 @settings(max_examples=8)
-@given(seed=st.integers(0, 2**32 - 1), acceptable=st.sampled_from((0, 100, 10_000)))
-def test_task_lags_equal_compute_lags_on_random_groups(spark: SparkSession, seed: int, acceptable: int) -> None:
+@given(seed=st.integers(0, 2**32 - 1), acceptable=st.sampled_from((0, 100, 10_000)), as_lags=st.booleans())
+def test_task_lags_equal_compute_lags_on_random_groups(
+    spark: SparkSession, seed: int, acceptable: int, as_lags: bool
+) -> None:
+    """Also when the reports carry lags, as the Kafka Streams plugin sends them, rather than offset sums."""
     groups = random_groups(seed, 12)
-    reports, tasks, offsets = group_frames(spark, groups)
+    reports, tasks, offsets = group_frames(spark, groups, as_lags=as_lags)
     rows = task_lags(reports, tasks, offsets, acceptable).collect()
     got = {(r["group_id"], r["process_id"], r["task_id"]): (r["lag"], r["caught_up"]) for r in rows}
     expected = {

@@ -18,8 +18,7 @@ from jobs.pipeline.lags import task_lags
 from jobs.pipeline.plan import PLANNED_SCHEMA, explode_assignments, plan_groups, planning_input
 from jobs.pipeline.targets import HISTORY_DDL
 from jobs.settings import Settings
-from tests.integration.test_pipeline_lags import random_groups
-from tests.support.pipeline_data import HISTORY_ROWS, group_frames
+from tests.support.pipeline_data import HISTORY_ROWS, group_frames, random_groups
 
 JVM_PORT = 15002  # where pyspark starts its local Spark Connect server
 

@@ -2,35 +2,61 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from assignor import GroupState
+from assignor import GroupState, compute_lags
 from jobs.lakehouse.tables import table_schema
+from tests.support.strategies import build_group
 
 SNAPSHOT = "s-test"
 
 
-def report_rows(groups: Mapping[str, GroupState], snapshot_id: str = SNAPSHOT) -> list[tuple[object, ...]]:
-    """member_reports rows (schema column order), one fresh report per client."""
+def random_groups(seed: int, count: int) -> dict[str, GroupState]:
+    rng = random.Random(seed)
+    groups = {}
+    for i in range(count):
+        subs = rng.randint(1, 3)
+        groups[f"g{i}"] = build_group(
+            rng,
+            rng.randint(1, 6),
+            [rng.randint(0, 6) for _ in range(subs)],
+            [rng.random() < 0.8 for _ in range(subs)],
+            with_history=rng.random() < 0.9,
+        )
+    return groups
+
+
+def report_rows(
+    groups: Mapping[str, GroupState], snapshot_id: str = SNAPSHOT, *, as_lags: bool = False
+) -> list[tuple[object, ...]]:
+    """member_reports rows (schema column order), one fresh report per client; ``as_lags``: the state as the
+    Kafka Streams plugin reports it (lags, no offset sums)."""
+    names = table_schema("member_reports").column_names
     rows: list[tuple[object, ...]] = []
     for group_id, group in sorted(groups.items()):
+        lags = compute_lags(group)
         for c in group.clients:
             sums = {str(t): s for t, s in c.task_offset_sums.items()}
-            active, standby = sorted(map(str, c.previous_active)), sorted(map(str, c.previous_standby))
-            rows.append(
-                (
-                    *(snapshot_id, 1_000, group_id, c.process_id, 900, False, f"{group_id}/{c.process_id}", 1),
-                    *("m", "c", "h", c.capacity, dict(c.client_tags), 1, 1),
-                    *(active, standby, [], sums, "{}", None, None, None),
-                )
-            )
+            row = {
+                "snapshot_id": snapshot_id, "captured_at": 1_000, "group_id": group_id, "process_id": c.process_id,
+                "reported_at": 900, "stale": False, "report_key": f"{group_id}/{c.process_id}", "schema_version": 1,
+                "member_id": "m", "client_id": "c", "host": "h", "capacity": c.capacity,
+                "client_tags": dict(c.client_tags), "protocol_version": 1, "generation": 1,
+                "active_tasks": sorted(map(str, c.previous_active)),
+                "standby_tasks": sorted(map(str, c.previous_standby)), "warmup_tasks": [],
+                "task_offset_sums": {} if as_lags else sums, "topology": "{}", "plan_id": None,
+                "fallback_reason": None, "origin": "kafka-streams" if as_lags else "python-runtime",
+                "task_lags": {str(t): lag for t, lag in lags[c.process_id].items()} if as_lags else None,
+            }  # fmt: skip
+            rows.append(tuple(row[n] for n in names))
     return rows
 
 
 def group_frames(
-    spark: SparkSession, groups: Mapping[str, GroupState], snapshot_id: str = SNAPSHOT
+    spark: SparkSession, groups: Mapping[str, GroupState], snapshot_id: str = SNAPSHOT, *, as_lags: bool = False
 ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(member_reports, group_tasks, changelog_offsets) for the groups; each stateful task's end offset sum
     is split over two changelog topics so the per-task sum is exercised."""
@@ -46,7 +72,7 @@ def group_frames(
             for topic, value in ((f"{group_id}-a-changelog", first), (f"{group_id}-b-changelog", end - first)):
                 offsets.append((snapshot_id, group_id, t.subtopology, topic, t.partition, str(t), value))
     return (
-        spark.createDataFrame(report_rows(groups, snapshot_id), table_schema("member_reports").ddl),
+        spark.createDataFrame(report_rows(groups, snapshot_id, as_lags=as_lags), table_schema("member_reports").ddl),
         spark.createDataFrame(tasks, table_schema("group_tasks").ddl),
         spark.createDataFrame(offsets, table_schema("changelog_offsets").ddl),
     )

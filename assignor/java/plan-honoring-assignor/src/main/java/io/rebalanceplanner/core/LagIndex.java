@@ -1,6 +1,7 @@
 package io.rebalanceplanner.core;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -8,6 +9,12 @@ import java.util.Map;
  * Per-client lags with Kafka Streams' semantics: {@value #LATEST_OFFSET} a running active (caught up by
  * definition), {@value #UNKNOWN_OFFSET_SUM} state of unknown size (never caught up, ranked ahead of every
  * known lag, as Kafka does).
+ *
+ * <p>Dense, as KIP-924's {@code statefulTasksToLagSums} gives it: every client has a lag for every stateful
+ * task, and a client without state lags the whole changelog. Python's LagIndex is sparse (only reported offset
+ * sums, everyone else at the changelog end) and uses the end offsets only to short-cut the same questions, so
+ * every answer here equals Python's without knowing end offsets or who reported what. Per-task answers are
+ * memoized: an index lives for one assignor call and its lags do not change.
  */
 public final class LagIndex {
     public static final long LATEST_OFFSET = -2L;
@@ -53,6 +60,8 @@ public final class LagIndex {
     private final Map<String, Map<Task, Long>> lags;
     private final Map<Task, Long> ends;
     private final long acceptableRecoveryLag;
+    private final Map<Task, Rank> bestRanks = new HashMap<>();
+    private final Map<Task, List<String>> caughtUp = new HashMap<>();
 
     /**
      * @param processIds every client, sorted by code point
@@ -86,7 +95,12 @@ public final class LagIndex {
         return new Rank(isCaughtUp(lag, acceptableRecoveryLag) ? 0 : 1, lag);
     }
 
+    /** The rank of the most caught-up client of the task. */
     public Rank bestRank(Task task) {
+        return bestRanks.computeIfAbsent(task, this::computeBestRank);
+    }
+
+    private Rank computeBestRank(Task task) {
         Rank best = null;
         for (String pid : processIds) {
             Rank r = rank(pid, task);
@@ -97,14 +111,41 @@ public final class LagIndex {
         return best;
     }
 
-    /** Every caught-up client of the task, in process-id order. */
+    /** Every caught-up client of the task, in process-id order (unmodifiable). */
     public List<String> caughtUpClients(Task task) {
-        List<String> found = new ArrayList<>();
-        for (String pid : processIds) {
-            if (caughtUp(pid, task)) {
-                found.add(pid);
+        return caughtUp.computeIfAbsent(task, t -> {
+            List<String> found = new ArrayList<>();
+            for (String pid : processIds) {
+                if (caughtUp(pid, t)) {
+                    found.add(pid);
+                }
+            }
+            return List.copyOf(found);
+        });
+    }
+
+    /**
+     * Whether the client's copy of the task should move (Python's {@code needing_movement}, one pair): it is not
+     * caught up and some client ranks strictly better. Not "caught up" alone: when nobody is, the most caught-up
+     * clients keep what they have.
+     */
+    public boolean needsMovement(String processId, Task task) {
+        Rank mine = rank(processId, task);
+        return !mine.caughtUp() && bestRank(task).compareTo(mine) < 0;
+    }
+
+    /** The candidate with the best rank on the task, ties by process id; null when there is none. */
+    public String mostCaughtUp(Task task, List<String> candidates) {
+        String best = null;
+        Rank bestRank = null;
+        for (String p : candidates) {
+            Rank r = rank(p, task);
+            int c = best == null ? -1 : r.compareTo(bestRank);
+            if (c < 0 || (c == 0 && CodePoints.compare(p, best) < 0)) {
+                best = p;
+                bestRank = r;
             }
         }
-        return found;
+        return best;
     }
 }

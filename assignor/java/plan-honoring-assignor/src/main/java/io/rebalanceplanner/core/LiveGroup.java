@@ -2,6 +2,7 @@ package io.rebalanceplanner.core;
 
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
@@ -14,12 +15,20 @@ public final class LiveGroup {
         private final int capacity;
         private final Set<Task> previousActive;
         private final Set<Task> previousStandby;
+        private final Map<String, String> clientTags;
 
         public Client(String processId, int capacity, Set<Task> previousActive, Set<Task> previousStandby) {
+            this(processId, capacity, previousActive, previousStandby, Map.of());
+        }
+
+        /** @param clientTags KIP-924's {@code clientTags()}, e.g. {@code zone=eu-1a} (read by the fallback only) */
+        public Client(String processId, int capacity, Set<Task> previousActive, Set<Task> previousStandby,
+                Map<String, String> clientTags) {
             this.processId = processId;
             this.capacity = capacity;
             this.previousActive = Set.copyOf(previousActive);
             this.previousStandby = Set.copyOf(previousStandby);
+            this.clientTags = Map.copyOf(clientTags);
         }
 
         public String processId() {
@@ -36,6 +45,10 @@ public final class LiveGroup {
 
         public Set<Task> previousStandby() {
             return previousStandby;
+        }
+
+        public Map<String, String> clientTags() {
+            return clientTags;
         }
     }
 

@@ -3,19 +3,28 @@ package io.rebalanceplanner.core;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
-/** A working copy of an assignment, private to one honor call (a port of Python's Placement). */
+/**
+ * A working copy of an assignment, private to one assignor call (a port of Python's Placement): per-client task
+ * sets by role plus the load bookkeeping both {@link Honor} and {@link HighAvailability} share. It never escapes
+ * the call that built it; {@link #freeze} is the immutable result.
+ */
 final class Placement {
+    /** Every client, sorted by code point: the tie-break order of every rule. */
     final List<String> processIds;
     final Map<String, Integer> capacity = new HashMap<>();
+    final Map<String, Map<String, String>> tags = new HashMap<>();
     final Map<String, TreeSet<Task>> active = new HashMap<>();
     final Map<String, TreeSet<Task>> standby = new HashMap<>();
     final Map<String, TreeSet<Task>> warmup = new HashMap<>();
+    /** Task to the client it is active on so far. */
+    final Map<Task, String> owner = new HashMap<>();
     private final Map<Task, Set<String>> previousOwners = new HashMap<>();
 
     Placement(LiveGroup group) {
@@ -23,11 +32,12 @@ final class Placement {
         for (LiveGroup.Client c : group.clients()) {
             pids.add(c.processId());
             capacity.put(c.processId(), c.capacity());
+            tags.put(c.processId(), c.clientTags());
             active.put(c.processId(), new TreeSet<>());
             standby.put(c.processId(), new TreeSet<>());
             warmup.put(c.processId(), new TreeSet<>());
             for (Task t : c.previousActive()) {
-                previousOwners.computeIfAbsent(t, k -> new java.util.HashSet<>()).add(c.processId());
+                previousOwners.computeIfAbsent(t, k -> new HashSet<>()).add(c.processId());
             }
         }
         pids.sort(CodePoints.ORDER);
@@ -41,6 +51,12 @@ final class Placement {
 
     void assignActive(String pid, Task task) {
         active.get(pid).add(task);
+        owner.put(task, pid);
+    }
+
+    void unassignActive(String pid, Task task) {
+        active.get(pid).remove(task);
+        owner.remove(task, pid);
     }
 
     void standbyOf(Task task, Collection<String> pids) {
@@ -49,10 +65,23 @@ final class Placement {
         }
     }
 
-    /** Every replica the client holds per unit of capacity (Kafka's assignedTaskLoad). */
+    /** Whether the client has the task in any role. */
+    boolean holds(String pid, Task task) {
+        return active.get(pid).contains(task) || standby.get(pid).contains(task) || warmup.get(pid).contains(task);
+    }
+
+    /**
+     * Every replica the client holds per unit of capacity (Kafka's assignedTaskLoad). Doubles compare exactly
+     * like Python's floats: IEEE division is correctly rounded, so equal ratios (2/4, 1/2) tie in both.
+     */
     double assignedLoad(String pid) {
         int held = active.get(pid).size() + standby.get(pid).size() + warmup.get(pid).size();
         return (double) held / capacity.get(pid);
+    }
+
+    /** Active tasks per unit of capacity. */
+    double activeLoad(String pid) {
+        return (double) active.get(pid).size() / capacity.get(pid);
     }
 
     /** The candidate with the smallest assigned load, ties by process id; null when there is none. */
