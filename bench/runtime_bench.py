@@ -33,7 +33,7 @@ from jobs.local.fleet_events import (
     all_tasks_processed_once,
     converged,
     last_event,
-    processing_intervals,
+    longest_pause,
 )
 from jobs.polling import wait_until
 
@@ -57,21 +57,6 @@ def fill_changelogs(bootstrap: str, topic: str, tasks: int, records: int, consol
         producer.flush(120)
         console.log(f"changelog {topic}[{partition}]: {records:,} records")
     console.log(f"filled {tasks} changelog partitions in {time.monotonic() - started:.1f} s")
-
-
-def longest_pause(instances: list[InstanceProcess], since_ms: int, until_ms: int, tasks: set[str]) -> float:
-    """Seconds: the longest stretch in [since, until] during which some task was processed nowhere."""
-    worst = 0
-    for task, spans in processing_intervals(instances).items():
-        if task not in tasks:
-            continue
-        covered = sorted((max(a, since_ms), min(b, until_ms)) for _, a, b in spans if b > since_ms and a < until_ms)
-        cursor = since_ms
-        for start, end in covered:
-            worst = max(worst, start - cursor)
-            cursor = max(cursor, end)
-        worst = max(worst, until_ms - cursor)
-    return worst / 1000
 
 
 def restored_since(instances: list[InstanceProcess], since_ms: int) -> int:

@@ -32,6 +32,7 @@ def die_with_parent() -> None:
 def spawn(
     args: Sequence[str],
     *,
+    stdin: IO[bytes] | int | None = None,
     stdout: IO[bytes] | int | None = subprocess.DEVNULL,
     stderr: IO[bytes] | int | None = subprocess.STDOUT,
     env: Mapping[str, str] | None = None,
@@ -40,6 +41,7 @@ def spawn(
     """Start a child in its own process group that receives SIGTERM when this process dies."""
     return subprocess.Popen(
         list(args),
+        stdin=stdin,  # PIPE for children that exit at EOF on stdin: a second way to never outlive us
         stdout=stdout,
         stderr=stderr,
         env=dict(env) if env is not None else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from assignor.assignment import GroupAssignment
 from jobs.local.fleet import Fleet, InstanceProcess
@@ -13,16 +13,29 @@ Event = dict[str, Any]
 Stretch = tuple[str, int, int]  # (task, start ms, end ms)
 
 
-def last_event(instance: InstanceProcess, name: str) -> Event | None:
+class EventSource(Protocol):
+    """An instance whose event log speaks the shared vocabulary (start, processing, stop): a Python runtime
+    process or a reference Kafka Streams JVM."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    def events(self) -> list[Event]: ...
+
+
+def last_event(instance: EventSource, name: str) -> Event | None:
     return _last(instance.events(), name)
 
 
-def processing(instance: InstanceProcess) -> set[str]:
+def processing(instance: EventSource) -> set[str]:
     """Tasks the instance is processing now (a 'processing' event not followed by a 'stop')."""
     return set(_stretches(instance.events())[1])
 
 
-def processing_intervals(instances: Iterable[InstanceProcess]) -> dict[str, list[tuple[str, int, int]]]:
+def processing_intervals(instances: Iterable[EventSource]) -> dict[str, list[tuple[str, int, int]]]:
     """Per task: (instance name, start ms, end ms) of every stretch it was processed."""
     now = int(time.time() * 1000)
     spans: dict[str, list[tuple[str, int, int]]] = {}
@@ -55,7 +68,7 @@ def _stretches(events: list[Event]) -> tuple[list[Stretch], dict[str, int], int]
     return closed, still_open, last_t
 
 
-def double_processing(instances: Iterable[InstanceProcess]) -> list[str]:
+def double_processing(instances: Iterable[EventSource]) -> list[str]:
     """Tasks two instances processed at the same time (cooperative hand-over must never allow it)."""
     found = []
     for task, spans in sorted(processing_intervals(instances).items()):
@@ -64,6 +77,21 @@ def double_processing(instances: Iterable[InstanceProcess]) -> list[str]:
                 if a[0] != b[0] and a[1] < b[2] and b[1] < a[2]:
                     found.append(f"{task}: {a[0]} and {b[0]}")
     return found
+
+
+def longest_pause(instances: Iterable[EventSource], since_ms: int, until_ms: int, tasks: set[str]) -> float:
+    """Seconds: the longest stretch in [since, until] during which some task was processed nowhere."""
+    worst = 0
+    intervals = processing_intervals(instances)
+    for task in tasks:
+        spans = intervals.get(task, [])  # a task processed nowhere paused for the whole window
+        covered = sorted((max(a, since_ms), min(b, until_ms)) for _, a, b in spans if b > since_ms and a < until_ms)
+        cursor = since_ms
+        for start, end in covered:
+            worst = max(worst, start - cursor)
+            cursor = max(cursor, end)
+        worst = max(worst, until_ms - cursor)
+    return worst / 1000
 
 
 def all_tasks_processed_once(fleet: Fleet, group_id: str, tasks: set[str]) -> bool:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
+from assignor.assignment import GroupAssignment
+from assignor.protocol.plans import target_digest
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
@@ -56,6 +59,20 @@ def run_approve(
         return StageResult("approve", snapshot)
     now = int(time.time() * 1000)
     note = f"rejected by {by}: {reason}" if reject else reason
+    outcomes = []
+    targets = {} if reject else plan_targets(lake, todo)
+    changed = [] if reject else changed_since_validation(chosen.where(sf.col("plan_id").isin(todo)), targets)
+    if changed:
+        # Somebody changed what was validated: nobody may approve it; it must be planned and validated again.
+        log.error("approve: target changed since validation, rejected: %s", ", ".join(changed))
+        tampered = (
+            chosen.where(sf.col("plan_id").isin(changed))
+            .withColumn("status", sf.lit(PlanStatus.REJECTED))
+            .withColumn("reason", sf.lit(TARGET_CHANGED).cast("string"))
+        )
+        outcomes.append(lake.merge("plans", tampered, update=["status", "reason"]))
+        todo = [p for p in todo if p not in changed]
+        targets = {p: t for p, t in targets.items() if p not in changed}
     updates = (
         chosen.where(sf.col("plan_id").isin(todo))
         .withColumn("status", sf.lit(decision))
@@ -63,9 +80,7 @@ def run_approve(
         .withColumn("approved_at", sf.lit(now).cast("bigint"))
         .withColumn("reason", sf.lit(note).cast("string"))
     )
-    outcomes = []
-    if not reject:  # what a person approved is the 'planned' assignment, whether or not it gets published
-        targets = plan_targets(lake, todo)
+    if todo and not reject:  # what a person approved is the 'planned' assignment, whether or not it gets published
         meta = {r["plan_id"]: r for r in updates.select("plan_id", "group_id", "snapshot_id").collect()}
         rows = [
             row
@@ -78,4 +93,18 @@ def run_approve(
     # The plans row last: once it says APPROVED, a re-run has nothing left to do.
     outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
     log.info("approve: %d plan(s) %s by %s", len(todo), decision, by)
-    return StageResult("approve", snapshot, tuple(outcomes), {decision.lower(): len(todo)})
+    counts = {decision.lower(): len(todo), **({"target_changed": len(changed)} if changed else {})}
+    return StageResult("approve", snapshot, tuple(outcomes), counts)
+
+
+TARGET_CHANGED = "target changed since validation: its digest no longer matches; plan and validate again"
+
+
+def changed_since_validation(rows: DataFrame, targets: Mapping[str, GroupAssignment]) -> list[str]:
+    """Plans whose target (as read now) no longer has the digest recorded when it was validated."""
+    bound = {r["plan_id"]: r["target_digest"] for r in rows.select("plan_id", "target_digest").collect()}
+    return sorted(
+        plan_id
+        for plan_id, digest in bound.items()
+        if digest is None or plan_id not in targets or target_digest(targets[plan_id]) != digest
+    )

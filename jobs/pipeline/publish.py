@@ -18,6 +18,7 @@ from assignor import AssignmentConfigs, GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline.approve import TARGET_CHANGED, changed_since_validation
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.streams_groups import GROUP_METADATA
@@ -132,6 +133,15 @@ def run_publish(
         return StageResult("publish", snapshot, tuple(held), {"report_only": len(held)} if held else {})
     targets = plan_targets(lake, [r["plan_id"] for r in approved])
     now = int(time.time() * 1000)
+    changed = changed_since_validation(plans.where(sf.col("plan_id").isin([r["plan_id"] for r in approved])), targets)
+    outcomes: list[MergeOutcome] = []
+    if changed:
+        # The target re-read now is not the one validated and approved: sign nothing for it.
+        log.error("publish: target changed since validation, not published: %s", ", ".join(changed))
+        tampered = plans.where(sf.col("plan_id").isin(changed))
+        outcomes.append(_set_status(lake, tampered, PlanStatus.REJECTED, TARGET_CHANGED, None))
+        approved = [r for r in approved if r["plan_id"] not in changed]
+        older = [r for r in older if r["group_id"] in {a["group_id"] for a in approved}]
     records, history = [], []
     for row in approved:
         plan = approved_plan(row, targets[row["plan_id"]], settings.plan_valid_ms)
@@ -146,7 +156,8 @@ def run_publish(
     producer = Producer(client)
     _produce(producer, settings.plans_topic, records, settings.kafka_timeout_s)
     log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)
-    outcomes: list[MergeOutcome] = [lake.merge("assignment_history", lake.spark.createDataFrame(history, HISTORY_DDL))]
+    if history:
+        outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(history, HISTORY_DDL)))
     published = {r["plan_id"]: r["group_id"] for r in approved}
     outcomes.append(
         _set_status(lake, plans.where(sf.col("plan_id").isin(list(published))), PlanStatus.PUBLISHED, None, now)
@@ -159,6 +170,7 @@ def run_publish(
     superseded = plans.where(earlier_published | sf.col("plan_id").isin([r["plan_id"] for r in older]))
     outcomes.append(_set_status(lake, superseded, PlanStatus.SUPERSEDED, "superseded by a newer published plan", None))
     counts = {"published": len(records)} | ({"report_only": len(held)} if held else {})
+    counts |= {"target_changed": len(changed)} if changed else {}
     return StageResult("publish", snapshot, (*held, *outcomes), counts)
 
 

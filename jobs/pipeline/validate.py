@@ -21,10 +21,12 @@ from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
+from assignor.protocol.plans import target_digest
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
+from jobs.pipeline.targets import plan_targets
 from jobs.settings import Settings
 from schemas import json_files
 
@@ -160,6 +162,8 @@ def run_validate(
         if not plans:
             log.info("validate %s: no PENDING plans", snapshot_id)
             return StageResult("validate", snapshot_id)
+        # What is validated is bound by its digest: approval and publish refuse a target changed since.
+        digests = {plan_id: target_digest(target) for plan_id, target in plan_targets(lake, plans).items()}
         log.info("validate %s: %d pending plans", snapshot_id, len(plans))
         suites = load_suites({"max_warmup_replicas": settings.max_warmup_replicas})
         validator = PlanValidator(suites, settings.data_docs)
@@ -177,20 +181,24 @@ def run_validate(
             count = o.failures_by_plan.get(plan_id, 0)
             results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
         status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
-        statuses.append((plan_id, snapshot_id, status, reason))
+        statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))
     spark = lake.spark
     result_frame = spark.createDataFrame(
         results,
         "plan_id string, snapshot_id string, suite string, expectation string, success boolean, "
         "unexpected_count bigint, validated_at bigint",
     )
-    status_frame = spark.createDataFrame(statuses, "plan_id string, snapshot_id string, status string, reason string")
-    updates = lake.read("plans").drop("status", "reason").join(status_frame.drop("snapshot_id"), "plan_id")
+    status_frame = spark.createDataFrame(
+        statuses, "plan_id string, snapshot_id string, status string, reason string, target_digest string"
+    )
+    updates = (
+        lake.read("plans").drop("status", "reason", "target_digest").join(status_frame.drop("snapshot_id"), "plan_id")
+    )
     outcome_rows = (
         lake.merge("validation_results", result_frame),
-        lake.merge("plans", updates, update=["status", "reason"]),
+        lake.merge("plans", updates, update=["status", "reason", "target_digest"]),
     )
-    rejected = sum(1 for s in statuses if s[2] == PlanStatus.REJECTED)
+    rejected = sum(1 for row in statuses if row[2] == PlanStatus.REJECTED)
     log.info(
         "validate %s: %d validated, %d rejected; data docs %s",
         snapshot_id,

@@ -16,7 +16,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_names
 from jobs.local.broker import EmbeddedBroker
-from jobs.pipeline.approve import run_approve
+from jobs.pipeline.approve import TARGET_CHANGED, run_approve
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.history import run_history
 from jobs.pipeline.lags import run_lags
@@ -220,3 +220,51 @@ def test_newer_published_plan_supersedes_the_older_and_unrealized_plans_expire(
     assert result.counts["expired"] == 1 and result.counts["realized"] == 0
     expired = lake.read("plans").where(sf.col("plan_id") == second).first()
     assert expired is not None and expired["status"] == "EXPIRED" and "valid_until" in expired["reason"]
+
+
+def _tamper(lake: Lake, plan_id: str) -> None:
+    """Give instance c one more standby in the plan's target, as a writer with access to the lake could."""
+    rows = lake.read("plan_assignments").where(sf.col("plan_id") == plan_id)
+    last = rows.agg(sf.max("step")).first()
+    assert last is not None
+    held = {r["task_id"] for r in rows.where((sf.col("step") == last[0]) & (sf.col("process_id") == "c")).collect()}
+    extra = next(r for r in rows.where(sf.col("step") == last[0]).collect() if r["task_id"] not in held)
+    lake.merge(
+        "plan_assignments", lake.spark.createDataFrame([{**extra.asDict(), "process_id": "c", "role": "STANDBY"}])
+    )
+
+
+def test_a_target_changed_after_validation_is_neither_approved_nor_published(
+    spark: SparkSession, broker: EmbeddedBroker, settings: Settings
+) -> None:
+    seed_fleet(broker, settings)
+    lake = Lake(spark, settings.lake_root)
+    bootstrap = broker.bootstrap
+    snapshot = run_extract(lake, settings, bootstrap).snapshot_id
+    run_lags(lake, settings, snapshot)
+    run_plan(lake, settings, snapshot)
+    run_validate(lake, settings, snapshot)
+    orders = lake.read("plans", snapshot).where(sf.col("group_id") == "orders").first()
+    assert orders is not None and orders["status"] == "VALIDATED" and len(orders["target_digest"]) == 64
+
+    # Changed between validation and approval: the approval refuses it, the other groups are approved.
+    _tamper(lake, orders["plan_id"])
+    result = run_approve(lake, settings, by="bob", snapshot_id=snapshot)
+    assert result.counts["target_changed"] == 1
+    row = lake.read("plans").where(sf.col("plan_id") == orders["plan_id"]).first()
+    assert row is not None and row["status"] == "REJECTED" and row["reason"] == TARGET_CHANGED
+
+    # Changed between approval and publication: publish signs nothing for it.
+    snapshot = run_extract(lake, settings, bootstrap).snapshot_id
+    run_lags(lake, settings, snapshot)
+    run_plan(lake, settings, snapshot)
+    run_validate(lake, settings, snapshot)
+    run_approve(lake, settings, by="bob", snapshot_id=snapshot)
+    orders = lake.read("plans", snapshot).where(sf.col("group_id") == "orders").first()
+    assert orders is not None and orders["status"] == "APPROVED"
+    _tamper(lake, orders["plan_id"])
+    result = run_publish(lake, settings, bootstrap, snapshot_id=snapshot)
+    assert result.counts["target_changed"] == 1 and result.counts["published"] == 0
+    assert b"orders" not in read_latest_by_key(bootstrap, settings.plans_topic)
+    row = lake.read("plans").where(sf.col("plan_id") == orders["plan_id"]).first()
+    assert row is not None and row["status"] == "REJECTED" and row["reason"] == TARGET_CHANGED

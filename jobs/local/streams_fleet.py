@@ -1,0 +1,382 @@
+"""Fleets of the reference Kafka Streams app (assignor/java/reference-app): one JVM per instance, each with its
+own state directory, event log and Kafka Streams log, read back for the system test and the benchmark."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from assignor.assignment import GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.runtime.events import read_events
+from jobs.local.direct_plan import live_reports
+from jobs.local.fleet_events import Event, EventSource, last_event, processing, processing_intervals
+from jobs.processes import spawn, stop_group
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+JAR_DIR = REPO / "assignor" / "java" / "reference-app" / "target"
+STORE = "counts"  # ReferenceApp.STORE: subtopology 1 counts into it
+# Kafka Streams keeps its process id here (StateDirectory.PROCESS_FILE_NAME), under <state.dir>/<application.id>.
+PROCESS_FILE = "kafka-streams-process-metadata"
+# AbstractCoordinator's line for every generation a member joins (classic protocol).
+_JOINED = re.compile(r"Successfully joined group with generation Generation\{generationId=(\d+)")
+# Kafka's INFO logs are a config dump per client; keep the join lines and the plugin's own.
+_LOG_LEVELS = {
+    "org.slf4j.simpleLogger.defaultLogLevel": "warn",
+    "org.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.AbstractCoordinator": "info",
+    "org.slf4j.simpleLogger.log.io.rebalanceplanner": "info",
+    "org.slf4j.simpleLogger.showDateTime": "true",
+}
+
+
+def reference_app_jar(target: Path = JAR_DIR) -> Path:
+    """The runnable (shaded) reference-app jar that `make java` builds."""
+    found = sorted(p for p in target.glob("reference-app-*.jar") if re.fullmatch(r"reference-app-[\w.]+\.jar", p.name))
+    found = [p for p in found if not p.name.endswith(("-shaded.jar", "-sources.jar", "-tests.jar"))]
+    if not found:
+        raise FileNotFoundError(f"no reference-app jar in {target}: run `make java`")
+    return found[-1]
+
+
+@dataclass(frozen=True)
+class StreamsFleetConfig:
+    """One application's instances; ``configs`` are Kafka Streams' own KIP-441 settings (the app raises the
+    probing interval to Kafka's 60 s floor; a plan's own interval applies while the plugin honors it)."""
+
+    bootstrap: str
+    root: Path
+    application_id: str
+    partitions: int
+    verify_keys: str = ""  # key_id=hex,...: what the plugin checks plans with
+    plugin: bool = True
+    configs: AssignmentConfigs = field(default_factory=AssignmentConfigs)
+    reports_topic: str = "_rebalance_reports"
+    plans_topic: str = "_rebalance_plans"
+    commit_interval_ms: int = 1_000
+    heap_mb: int = 384
+    java: str = "java"
+
+    @property
+    def input_topic(self) -> str:
+        return f"{self.application_id}-input"
+
+    @property
+    def changelog_topic(self) -> str:
+        return f"{self.application_id}-{STORE}-changelog"
+
+    @property
+    def stateful_tasks(self) -> set[str]:
+        return {f"1_{p}" for p in range(self.partitions)}
+
+    @property
+    def tasks(self) -> set[str]:
+        return {f"{s}_{p}" for s in (0, 1) for p in range(self.partitions)}
+
+
+@dataclass
+class StreamsInstance:
+    """One reference-app JVM; its stdin is a pipe, so it also exits when this process closes it or dies."""
+
+    name: str
+    process_id: str
+    state_dir: Path
+    popen: subprocess.Popen[bytes]
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def events_file(self) -> Path:
+        return self.state_dir / "events.jsonl"
+
+    @property
+    def log_file(self) -> Path:
+        return self.state_dir / "app.log"
+
+    def events(self) -> list[Event]:
+        return read_events(self.events_file)
+
+    def generations(self) -> list[int]:
+        """Every group generation this JVM joined, from Kafka's log."""
+        if not self.log_file.exists():
+            return []
+        return [int(g) for g in _JOINED.findall(self.log_file.read_text(encoding="utf-8", errors="replace"))]
+
+    def log_tail(self, lines: int = 20) -> str:
+        text = self.log_file.read_text(encoding="utf-8", errors="replace") if self.log_file.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class StreamsFleet:
+    """Starts, stops and kills reference-app JVMs of one application; fills its input topic."""
+
+    def __init__(self, config: StreamsFleetConfig, jar: Path | None = None) -> None:
+        self.config = config
+        config.root.mkdir(parents=True, exist_ok=True)
+        # A private copy: a `make java` meanwhile must not swap the jar under JVMs that are starting.
+        self.jar = config.root / "reference-app.jar"
+        shutil.copyfile(jar or reference_app_jar(), self.jar)
+        self.instances: dict[str, StreamsInstance] = {}
+
+    def state_dir(self, name: str) -> Path:
+        return self.config.root / name
+
+    def process_id(self, name: str) -> str:
+        """The instance's Kafka Streams process id, fixed now if it never ran (so a plan can name it in advance)."""
+        path = self.state_dir(name) / self.config.application_id / PROCESS_FILE
+        if path.exists():
+            return str(uuid.UUID(json.loads(path.read_text(encoding="utf-8"))["processId"]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        process_id = str(uuid.uuid4())
+        path.write_text(json.dumps({"processId": process_id}), encoding="utf-8")
+        return process_id
+
+    def _java(self) -> list[str]:
+        props = [f"-D{k}={v}" for k, v in _LOG_LEVELS.items()]
+        return [self.config.java, f"-Xmx{self.config.heap_mb}m", "-XX:+UseSerialGC", *props, "-jar", str(self.jar)]
+
+    def start(self, name: str) -> StreamsInstance:
+        """Start (or restart, keeping its state directory) one instance."""
+        current = self.instances.get(name)
+        if current is not None and current.alive:
+            raise ValueError(f"instance {name} is already running")
+        c = self.config
+        state_dir = self.state_dir(name)
+        process_id = self.process_id(name)
+        args = [
+            *self._java(),
+            *("--bootstrap", c.bootstrap, "--application-id", c.application_id),
+            *("--input-topic", c.input_topic, "--partitions", str(c.partitions)),
+            *("--state-dir", str(state_dir), "--events", str(state_dir / "events.jsonl")),
+            *("--standbys", str(c.configs.num_standby_replicas)),
+            *("--acceptable-recovery-lag", str(c.configs.acceptable_recovery_lag)),
+            *("--max-warmup-replicas", str(c.configs.max_warmup_replicas)),
+            *("--probing-interval-ms", str(c.configs.probing_rebalance_interval_ms)),
+            *("--plugin", "true" if c.plugin else "false"),
+            *("--verify-keys", c.verify_keys, "--plans-topic", c.plans_topic, "--reports-topic", c.reports_topic),
+            *("--commit-interval-ms", str(c.commit_interval_ms), "--exit-on-stdin-eof"),
+        ]
+        with (state_dir / "app.log").open("ab") as out:
+            popen = spawn(args, stdin=subprocess.PIPE, stdout=out)
+        instance = StreamsInstance(name, process_id, state_dir, popen)
+        self.instances[name] = instance
+        log.info("started %s (process %s, pid %d)", name, process_id[:8], popen.pid)
+        return instance
+
+    def stop(self, name: str, timeout_s: float = 45.0) -> None:
+        """Graceful stop: Kafka Streams closes its tasks and stores (it does not leave the group on close)."""
+        stop_group(self._get(name).popen, timeout_s)
+        log.info("stopped %s", name)
+
+    def kill(self, name: str) -> None:
+        """A crash: SIGKILL, the state directory stays."""
+        stop_group(self._get(name).popen, 0.1, signal.SIGKILL)
+        log.info("killed %s", name)
+
+    def members(self) -> list[StreamsInstance]:
+        return [self.instances[n] for n in sorted(self.instances)]
+
+    def live(self) -> list[StreamsInstance]:
+        return [i for i in self.members() if i.alive]
+
+    def close(self) -> None:
+        """Stop every JVM: SIGTERM to all at once (they close in parallel), then whatever is left is killed."""
+        running = self.live()
+        for instance in running:
+            if instance.popen.stdin is not None:
+                instance.popen.stdin.close()  # EOF: the app shuts down as on SIGTERM
+        deadline = time.monotonic() + 45
+        for instance in running:
+            stop_group(instance.popen, max(0.1, deadline - time.monotonic()))
+
+    def produce(self, records: int, keys: int, timeout_s: float = 900.0) -> dict[str, Any]:
+        """Fill the input topic through the app's produce mode (record i has key and value ``k<i % keys>``)."""
+        c = self.config
+        args = [*self._java(), "--produce", str(records), "--keys", str(keys), "--bootstrap", c.bootstrap]
+        args += ["--input-topic", c.input_topic, "--partitions", str(c.partitions)]
+        with (c.root / "produce.log").open("ab") as err:
+            popen = spawn(args, stdout=subprocess.PIPE, stderr=err)
+            try:
+                out, _ = popen.communicate(timeout=timeout_s)
+            finally:
+                stop_group(popen, 1.0)
+        if popen.returncode != 0:
+            raise RuntimeError(f"produce mode exited with {popen.returncode}; see {c.root / 'produce.log'}")
+        result: dict[str, Any] = json.loads(out.decode("utf-8").strip().splitlines()[-1])
+        return result
+
+    def reports(self) -> dict[str, dict[str, Any]]:
+        """The newest state report per process id the plugin published for this application."""
+        return live_reports(self.config.bootstrap, self.config.reports_topic, self.config.application_id)
+
+    def announce(self, name: str, template: Mapping[str, Any]) -> str:
+        """Publish a report for an instance about to join: no tasks, no state. The plugin reports only members
+        (from the leader), so without this no plan could name an instance before it joins; returns its id."""
+        process_id = self.process_id(name)
+        report = {
+            **template,
+            "process_id": process_id,
+            "member_id": "",
+            "client_id": "",
+            "host": "",
+            "generation": -1,
+            "reported_at": int(time.time() * 1000),
+            "active_tasks": [],
+            "standby_tasks": [],
+            "warmup_tasks": [],
+            "task_offset_sums": {},
+            "task_lags": {},
+            "plan_id": None,
+            "fallback_reason": None,
+        }
+        producer = Producer({"bootstrap.servers": self.config.bootstrap})
+        key = f"{self.config.application_id}/{process_id}".encode()
+        producer.produce(self.config.reports_topic, key=key, value=json.dumps(report).encode("utf-8"))
+        if producer.flush(15) != 0:
+            raise RuntimeError(f"the joining report of {name} was not delivered")
+        return process_id
+
+    def _get(self, name: str) -> StreamsInstance:
+        try:
+            return self.instances[name]
+        except KeyError:
+            raise ValueError(f"no instance {name} in this fleet") from None
+
+    def __enter__(self) -> StreamsFleet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# What the instances did, from their event logs (the Python runtime's vocabulary where it matches).
+
+
+@dataclass(frozen=True)
+class Restore:
+    """One restoration of an active task's store: offsets [start, end) at restore_start, records applied."""
+
+    instance: str
+    task: str
+    t: int
+    start_offset: int
+    end_offset: int
+    restored: int | None  # None while it is still restoring
+
+    @property
+    def backlog(self) -> int:
+        """Records the task had to restore before it could process (a negative start means "from scratch")."""
+        return self.end_offset - max(self.start_offset, 0)
+
+
+def assignment(instance: EventSource) -> tuple[set[str], set[str]] | None:
+    """(active, standby) the instance holds now, from its last 'assigned' event."""
+    last = last_event(instance, "assigned")
+    return None if last is None else (set(last["active"]), set(last["standby"]))
+
+
+def assignments(instances: Iterable[EventSource], since_ms: int = 0) -> list[tuple[int, str, list[str], list[str]]]:
+    """Every assignment change seen since ``since_ms``: (t, instance, active, standby), oldest first."""
+    seen = [
+        (e["t"], i.name, e["active"], e["standby"])
+        for i in instances
+        for e in i.events()
+        if e["event"] == "assigned" and e["t"] >= since_ms
+    ]
+    return sorted(seen)
+
+
+def restores(instances: Iterable[EventSource], since_ms: int = 0) -> list[Restore]:
+    """Every active restoration that began since ``since_ms`` (Kafka Streams' global restore listener)."""
+    found = []
+    for instance in instances:
+        started: dict[str, Event] = {}
+        done: list[tuple[Event, Event | None]] = []
+        for e in instance.events():
+            if e["event"] == "restore_start":
+                started[e["task"]] = e
+            elif e["event"] == "restore_end" and e["task"] in started:
+                done.append((started.pop(e["task"]), e))
+        done += [(s, None) for s in started.values()]
+        for s, end in done:
+            if s["t"] >= since_ms:
+                restored = None if end is None else int(end["restored"])
+                found.append(Restore(instance.name, s["task"], s["t"], s["start_offset"], s["end_offset"], restored))
+    return sorted(found, key=lambda r: r.t)
+
+
+def restored_records(instances: Iterable[EventSource], since_ms: int = 0) -> dict[str, int]:
+    """Per task: records restored into active stores since ``since_ms`` (standby and warmup catch-up excluded:
+    the app reports only Kafka Streams' active restoration)."""
+    out: dict[str, int] = {}
+    for r in restores(instances, since_ms):
+        out[r.task] = out.get(r.task, 0) + (r.restored or 0)
+    return out
+
+
+def stopped_tasks(instance: EventSource, since_ms: int = 0) -> set[str]:
+    """Tasks the instance stopped processing since ``since_ms``."""
+    return {e["task"] for e in instance.events() if e["event"] == "stop" and e["t"] >= since_ms}
+
+
+def handovers(instances: Iterable[EventSource], since_ms: int) -> int:
+    """Times since ``since_ms`` that a task began processing on another instance than the one before it."""
+    starts = sorted((start, task, name) for task, spans in processing_intervals(instances).items() for name, start, _ in spans)
+    last_owner: dict[str, str] = {}
+    moved = 0
+    for start, task, name in starts:
+        if start >= since_ms and task in last_owner and last_owner[task] != name:
+            moved += 1
+        last_owner[task] = name
+    return moved
+
+
+def generation(instances: Iterable[StreamsInstance]) -> int:
+    """The newest group generation any instance joined (0 before the first)."""
+    return max((g for i in instances for g in i.generations()), default=0)
+
+
+def rebalances(instances: Iterable[StreamsInstance], after_generation: int) -> int:
+    """Rebalances completed after ``after_generation``: the distinct generations joined since."""
+    return len({g for i in instances for g in i.generations() if g > after_generation})
+
+
+def settled(fleet: StreamsFleet) -> bool:
+    """Every task processed by exactly one live instance, each processing exactly its active tasks, and no
+    standby anywhere (with num.standby.replicas 0 a standby is a warmup: something is still moving)."""
+    held: list[str] = []
+    for instance in fleet.live():
+        now = assignment(instance)
+        if now is None or now[1] or processing(instance) != now[0]:
+            return False
+        held.extend(now[0])
+    return sorted(held) == sorted(fleet.config.tasks)
+
+
+def at_target(fleet: StreamsFleet, target: GroupAssignment) -> bool:
+    """Every live instance holds and processes exactly what the target gives it, and nothing else runs."""
+    by_pid = {i.process_id: i for i in fleet.live()}
+    if set(by_pid) != set(target.clients):
+        return False
+    for pid, instance in by_pid.items():
+        wanted = target.clients[pid]
+        now = assignment(instance)
+        active = {str(t) for t in wanted.active}
+        if now != (active, {str(t) for t in wanted.standby}) or processing(instance) != active:
+            return False
+    return True
