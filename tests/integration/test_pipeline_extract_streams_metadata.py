@@ -23,7 +23,7 @@ from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
 from jobs.polling import wait_until
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, produce
-from tests.support.signing import key_file
+from tests.support.signing import SIGNER, key_file
 from tests.support.streams_app import INPUT_TOPIC, OUTPUT_TOPIC, WordCountInstance, streams_examples_classpath
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ def _settings(tmp_path: Path) -> Settings:
         reports_topic="reports",
         plans_topic="plans",
         plan_signing_key_file=key_file(tmp_path),
+        plan_key_id=SIGNER.key_id,
         planner_processes=1,
     )
 

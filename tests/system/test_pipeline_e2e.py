@@ -29,7 +29,7 @@ from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import load_suites, run_validate
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
-from tests.support.signing import VERIFY_KEYS, key_file
+from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
 ORDERS_ENDS = {0: [5, 6, 7, 8], 1: [3, 4, 5, 6]}  # subtopology -> end offset per partition
 CLICKS_ENDS = [4, 4]
@@ -86,6 +86,7 @@ def settings(tmp_path: Path, broker: EmbeddedBroker) -> Settings:
         lake_root=tmp_path / "lake",
         kafka_bootstrap=broker.bootstrap,
         plan_signing_key_file=key_file(tmp_path),
+        plan_key_id=SIGNER.key_id,
         acceptable_recovery_lag=2,
         num_standby_replicas=1,
         planner_processes=1,
