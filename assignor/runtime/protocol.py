@@ -17,6 +17,9 @@ from assignor.task import UNKNOWN_OFFSET_SUM, TaskId, parse_task_ids
 
 SUPPORTED_VERSIONS = (1, 2)
 LATEST_VERSION = max(SUPPORTED_VERSIONS)
+# The state-report bounds of shared/contracts/pipeline.md: a member outside them gets an error code, not a crash.
+MAX_CAPACITY = 1024
+MAX_ID_CHARS = 249
 
 Partition = tuple[str, int]  # (topic, partition)
 
@@ -122,10 +125,13 @@ class Subscription:
         if not isinstance(epoch, int) or isinstance(epoch, bool):
             raise ProtocolError(f"{what}.rejoin_epoch must be an integer, got {epoch!r}")
         capacity = _field(body, "capacity", int, what)
-        if capacity < 1:
-            raise ProtocolError(f"{what}.capacity must be >= 1, got {capacity}")
+        if not 1 <= capacity <= MAX_CAPACITY:
+            raise ProtocolError(f"{what}.capacity must be 1..{MAX_CAPACITY}, got {capacity}")
+        process_id = _field(body, "process_id", str, what)
+        if not 0 < len(process_id) <= MAX_ID_CHARS:
+            raise ProtocolError(f"{what}.process_id must be 1..{MAX_ID_CHARS} characters, got {len(process_id)}")
         return cls(
-            process_id=_field(body, "process_id", str, what),
+            process_id=process_id,
             capacity=capacity,
             previous_active=_tasks(body.get("previous_active"), f"{what}.previous_active"),
             previous_standby=_tasks(body.get("previous_standby"), f"{what}.previous_standby"),

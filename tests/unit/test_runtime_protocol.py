@@ -75,7 +75,17 @@ def test_assignment_round_trips(tasks, plan_id, probing, code) -> None:  # type:
         (
             b'{"version": 1, "latest_supported_version": 1, "process_id": "p", "capacity": 0, "previous_active": [],'
             b' "previous_standby": [], "task_offset_sums": {}, "endpoint": ""}',
-            "capacity must be >= 1",
+            r"capacity must be 1\.\.1024",
+        ),
+        (
+            b'{"version": 1, "latest_supported_version": 1, "process_id": "p", "capacity": 100000000000000000000,'
+            b' "previous_active": [], "previous_standby": [], "task_offset_sums": {}, "endpoint": ""}',
+            r"capacity must be 1\.\.1024",
+        ),
+        (
+            b'{"version": 1, "latest_supported_version": 1, "process_id": "", "capacity": 1, "previous_active": [],'
+            b' "previous_standby": [], "task_offset_sums": {}, "endpoint": ""}',
+            r"process_id must be 1\.\.249 characters",
         ),
         (
             b'{"version": 1, "latest_supported_version": 1, "process_id": "p", "capacity": 1, "previous_active": ["x"],'
