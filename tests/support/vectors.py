@@ -211,7 +211,7 @@ def _group_json(group: GroupState) -> dict[str, Any]:
     }
 
 
-def _assignment_json(assignment: GroupAssignment) -> dict[str, Any]:
+def assignment_json(assignment: GroupAssignment) -> dict[str, Any]:
     return {
         pid: {"active": sorted(map(str, ca.active)), "standby": sorted(map(str, ca.standby)),
               "warmup": sorted(map(str, ca.warmup))}
@@ -226,7 +226,7 @@ def _honor_case(name: str, plan: ApprovedPlan, group: GroupState) -> tuple[dict[
     if live is None:
         expected = {"fallback": str(rejection.code if rejection else "")}
     else:
-        expected = {"assignment": _assignment_json(live), "followup_rebalance": live.probing_rebalance_needed}
+        expected = {"assignment": assignment_json(live), "followup_rebalance": live.probing_rebalance_needed}
     case = {
         "name": name,
         "configs": {
@@ -343,7 +343,7 @@ def ha_vectors(groups: int = 120) -> dict[str, Any]:
                     pid: {str(t): lag for t, lag in tl.items()} for pid, tl in sorted(compute_lags(group).items())
                 },
                 "expected": {
-                    "assignment": _assignment_json(result),
+                    "assignment": assignment_json(result),
                     "followup_rebalance": result.probing_rebalance_needed,
                 },
             }

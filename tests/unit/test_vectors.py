@@ -22,7 +22,7 @@ from assignor.assignment import ClientAssignment
 from assignor.honor import honor_target
 from assignor.protocol.plan_keys import VerifyKeys
 from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection
-from tests.support.vectors import VECTORS, _plan, ha_vectors, honor_vectors, signed_plan_vectors
+from tests.support.vectors import VECTORS, _plan, assignment_json, ha_vectors, honor_vectors, signed_plan_vectors
 
 SIGNED = json.loads((VECTORS / "signed_plans.json").read_text(encoding="utf-8"))
 HONOR = json.loads((VECTORS / "honor_cases.json").read_text(encoding="utf-8"))
@@ -104,11 +104,7 @@ def test_honor_case(case: dict[str, Any]) -> None:
         return
     assert rejection is None
     live = honor_target(plan.target, group, plan.configs, plan.move_order)
-    got = {
-        pid: {"active": sorted(map(str, ca.active)), "standby": sorted(map(str, ca.standby)),
-              "warmup": sorted(map(str, ca.warmup))}
-        for pid, ca in live.clients.items()
-    }  # fmt: skip
+    got = assignment_json(live)
     assert got == case["expected"]["assignment"]
     assert live.probing_rebalance_needed == case["expected"]["followup_rebalance"]
     live.validate(group, plan.configs)
@@ -122,10 +118,6 @@ def test_high_availability_case(case: dict[str, Any]) -> None:
         group,
         AssignmentConfigs(**{**configs, "rack_aware_assignment_tags": tuple(configs["rack_aware_assignment_tags"])}),
     )
-    got = {
-        pid: {"active": sorted(map(str, ca.active)), "standby": sorted(map(str, ca.standby)),
-              "warmup": sorted(map(str, ca.warmup))}
-        for pid, ca in result.clients.items()
-    }  # fmt: skip
+    got = assignment_json(result)
     assert got == case["expected"]["assignment"]
     assert result.probing_rebalance_needed == case["expected"]["followup_rebalance"]
