@@ -3,10 +3,12 @@ package io.rebalanceplanner;
 import io.rebalanceplanner.core.ClientTasks;
 import io.rebalanceplanner.core.CodePoints;
 import io.rebalanceplanner.core.FitCheck;
+import io.rebalanceplanner.core.HighAvailability;
 import io.rebalanceplanner.core.Honor;
 import io.rebalanceplanner.core.LagIndex;
 import io.rebalanceplanner.core.LiveGroup;
 import io.rebalanceplanner.core.Plan;
+import io.rebalanceplanner.core.PlanConfigs;
 import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.core.Task;
 import io.rebalanceplanner.core.Verdict;
@@ -29,6 +31,7 @@ import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupAssignme
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
+import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsState;
@@ -41,18 +44,21 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A KIP-924 task assignor that honors Ed25519-signed plans from the plans topic and otherwise leaves the
- * assignment to Kafka's own public assignor.
+ * A KIP-924 task assignor that honors Ed25519-signed plans from the plans topic and otherwise assigns like
+ * Kafka's default HighAvailabilityTaskAssignor (our port, {@link HighAvailability}: Kafka 4.3.1 keeps its own
+ * internal, and its public StickyTaskAssignor ignores lags and warmups).
  *
  * <p>Enable with {@code task.assignor.class=io.rebalanceplanner.PlanHonoringTaskAssignor} and
  * {@code rebalance.planner.verify.keys=<key_id>=<64 hex>}. {@link #assign} never throws: whatever goes wrong,
- * the group gets the fallback assignment and the state reports say why.
+ * the group gets the fallback assignment and the state reports say why. The fallback itself falls back to
+ * StickyTaskAssignor, and that to keeping previous actives.
  */
 public class PlanHonoringTaskAssignor implements TaskAssignor {
     private static final Logger LOG = LoggerFactory.getLogger(PlanHonoringTaskAssignor.class);
 
     private final LongSupplier clock;
-    private final TaskAssignor fallback;
+    /** Used only when the KIP-441 port fails: Kafka's public assignor (lag-blind, but always available). */
+    private final TaskAssignor lastFallback;
     private PlanSource planSource;
     private ReportSink reportSink;
     private PlannerSettings settings;
@@ -64,12 +70,27 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
         this(null, null, System::currentTimeMillis, new StickyTaskAssignor());
     }
 
-    /** For tests: fixed plan source, report sink and clock instead of the shared Kafka clients. */
-    PlanHonoringTaskAssignor(PlanSource planSource, ReportSink reportSink, LongSupplier clock, TaskAssignor fallback) {
+    /**
+     * For tests: fixed plan source, report sink and clock instead of the shared Kafka clients, and the assignor
+     * used when the KIP-441 fallback fails.
+     */
+    PlanHonoringTaskAssignor(PlanSource planSource, ReportSink reportSink, LongSupplier clock,
+            TaskAssignor lastFallback) {
         this.planSource = planSource;
         this.reportSink = reportSink;
         this.clock = clock;
-        this.fallback = fallback;
+        this.lastFallback = lastFallback;
+    }
+
+    /** A fallback assignment, with warmups told apart from standbys when our own assignor made it. */
+    private static final class Fallback {
+        final TaskAssignment assignment;
+        final Map<String, ClientTasks> tasks;
+
+        Fallback(TaskAssignment assignment, Map<String, ClientTasks> tasks) {
+            this.assignment = assignment;
+            this.tasks = tasks;
+        }
     }
 
     /**
@@ -89,12 +110,12 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 reportSink = SharedClients.reportSink(settings);
             }
             if (settings.verifyKeys().isEmpty()) {
-                LOG.warn("{} has no keys: no plan can verify, the group uses Kafka's assignment",
+                LOG.warn("{} has no keys: no plan can verify, the group uses the KIP-441 fallback",
                         PlannerSettings.VERIFY_KEYS);
             }
         } catch (RuntimeException e) {
             configError = e.getClass().getSimpleName() + ": " + e.getMessage();
-            LOG.error("rebalance planner configuration is invalid, using Kafka's assignment: {}", configError);
+            LOG.error("rebalance planner configuration is invalid, using the KIP-441 fallback: {}", configError);
         }
     }
 
@@ -116,10 +137,10 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             } catch (PlansUnreadableException e) {
                 record = null;
                 fallbackReason = "plans_unreadable: " + e.getMessage();
-                return finish(applicationState, fallback(applicationState), null, fallbackReason, null, lags, now);
+                return finish(applicationState, fallback(applicationState, now), null, fallbackReason, lags, now);
             }
             if (record == null) {
-                return finish(applicationState, fallback(applicationState), null, null, null, lags, now);
+                return finish(applicationState, fallback(applicationState, now), null, null, lags, now);
             }
             String groupId = settings.applicationId();
             Verdict verdict = verifier.verify(record, groupId, now, SharedClients.newestHonored(groupId));
@@ -128,15 +149,15 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 SharedClients.honored(groupId, verdict.createdAt());
             }
             if (verdict.outcome() != Verdict.Outcome.PLAN) {
-                return finish(applicationState, fallback(applicationState), null, verdict.fallbackReason(), null,
-                        lags, now);
+                return finish(applicationState, fallback(applicationState, now), null, verdict.fallbackReason(), lags,
+                        now);
             }
             Plan plan = verdict.plan();
             LiveGroup group = liveGroup(states, applicationState.allTasks());
             FitCheck.Unfit unfit = FitCheck.unfitReason(plan.target(), group, plan.configs());
             if (unfit != null) {
-                return finish(applicationState, fallback(applicationState), null,
-                        unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), null, lags, now);
+                return finish(applicationState, fallback(applicationState, now), null,
+                        unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), lags, now);
             }
             List<String> pids = new ArrayList<>();
             for (LiveGroup.Client c : group.clients()) {
@@ -145,7 +166,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             pids.sort(CodePoints.ORDER);
             LagIndex index = new LagIndex(pids, lags, Map.of(), plan.configs().acceptableRecoveryLag());
             Honor.Result honored = Honor.honorTarget(plan.target(), group, plan.configs(), plan.moveOrder(), index);
-            TaskAssignment assignment = toKafka(states, honored, now + plan.configs().probingRebalanceIntervalMs());
+            TaskAssignment assignment = toKafka(states, honored.assignment(), honored.followupRebalance(),
+                    now + plan.configs().probingRebalanceIntervalMs());
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
                     assignment);
             if (error != TaskAssignor.AssignmentError.NONE) {
@@ -155,21 +177,45 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             SharedClients.honored(groupId, plan.createdAt());
             planId = plan.planId();
             LOG.info("honoring plan {} (follow-up rebalance: {})", planId, honored.followupRebalance());
-            return finish(applicationState, assignment, planId, null, honored.assignment(), lags, now);
+            return finish(applicationState, new Fallback(assignment, honored.assignment()), planId, null, lags,
+                    now);
         } catch (Throwable t) {
             fallbackReason = "internal_error: " + t.getClass().getName() + ": " + t.getMessage();
-            LOG.error("rebalance planner failed, using Kafka's assignment: {}", fallbackReason, t);
-            return finish(applicationState, fallback(applicationState), planId, fallbackReason, null, lags, now);
+            LOG.error("rebalance planner failed, using the KIP-441 fallback: {}", fallbackReason, t);
+            return finish(applicationState, fallback(applicationState, now), planId, fallbackReason, lags, now);
         }
     }
 
-    /** Kafka's assignment; if even that fails, the previous owners keep their tasks so the group still runs. */
-    private TaskAssignment fallback(ApplicationState applicationState) {
+    /**
+     * The assignment when no plan is honored, whatever the reason: the KIP-441 port with the application's own
+     * settings (warmups as standby tasks, a probing rebalance while copies still move). If the port fails,
+     * Kafka's StickyTaskAssignor; if even that fails, the previous owners keep their tasks so the group runs.
+     */
+    private Fallback fallback(ApplicationState applicationState, long now) {
         try {
-            return fallback.assign(applicationState);
+            Map<ProcessId, KafkaStreamsState> states = applicationState.kafkaStreamsStates(true);
+            AssignmentConfigs kafka = applicationState.assignmentConfigs();
+            PlanConfigs configs = new PlanConfigs(kafka.acceptableRecoveryLag(), kafka.maxWarmupReplicas(),
+                    kafka.numStandbyReplicas(), kafka.probingRebalanceIntervalMs(), kafka.rackAwareAssignmentTags());
+            HighAvailability.Result ha = HighAvailability.assign(liveGroup(states, applicationState.allTasks()),
+                    configs, lagsOf(states));
+            TaskAssignment assignment = toKafka(states, ha.assignment(), ha.followupRebalance(),
+                    now + configs.probingRebalanceIntervalMs());
+            TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
+                    assignment);
+            if (error != TaskAssignor.AssignmentError.NONE) {
+                throw new IllegalStateException("the KIP-441 fallback gave an invalid assignment: " + error);
+            }
+            LOG.info("KIP-441 fallback assignment (follow-up rebalance: {})", ha.followupRebalance());
+            return new Fallback(assignment, ha.assignment());
         } catch (Throwable t) {
-            LOG.error("the fallback assignor failed; keeping previous active tasks", t);
-            return lastResort(applicationState);
+            LOG.error("the KIP-441 fallback failed; using Kafka's StickyTaskAssignor", t);
+        }
+        try {
+            return new Fallback(lastFallback.assign(applicationState), null);
+        } catch (Throwable t) {
+            LOG.error("the sticky fallback failed too; keeping previous active tasks", t);
+            return new Fallback(lastResort(applicationState), null);
         }
     }
 
@@ -202,21 +248,21 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
         }
     }
 
-    private TaskAssignment finish(ApplicationState applicationState, TaskAssignment assignment, String planId,
-            String fallbackReason, Map<String, ClientTasks> honored, Map<String, Map<Task, Long>> lags, long now) {
+    private TaskAssignment finish(ApplicationState applicationState, Fallback result, String planId,
+            String fallbackReason, Map<String, Map<Task, Long>> lags, long now) {
         try {
             if (fallbackReason != null) {
                 LOG.info("not honoring a plan: {}", fallbackReason);
             }
             if (reportSink != null && settings != null) {
-                pending = StateReports.pending(settings.applicationId(), applicationState, assignment, honored, lags,
-                        planId, fallbackReason, now);
+                pending = StateReports.pending(settings.applicationId(), applicationState, result.assignment,
+                        result.tasks, lags, planId, fallbackReason, now);
             }
         } catch (Throwable t) {
             LOG.warn("could not prepare state reports: {}", t.toString());
             pending = null;
         }
-        return assignment;
+        return result.assignment;
     }
 
     /**
@@ -260,7 +306,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
         for (Map.Entry<ProcessId, KafkaStreamsState> e : states.entrySet()) {
             KafkaStreamsState s = e.getValue();
             clients.add(new LiveGroup.Client(e.getKey().id().toString(), s.numProcessingThreads(),
-                    tasks(s.previousActiveTasks()), tasks(s.previousStandbyTasks())));
+                    tasks(s.previousActiveTasks()), tasks(s.previousStandbyTasks()), s.clientTags()));
         }
         Set<Task> stateful = new HashSet<>();
         Set<Task> stateless = new HashSet<>();
@@ -279,8 +325,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
     }
 
     /** Warmups become standby tasks: KIP-924 has no separate role, a standby that catches up is a warmup. */
-    static TaskAssignment toKafka(Map<ProcessId, KafkaStreamsState> states, Honor.Result honored,
-            long followupAtMs) {
+    static TaskAssignment toKafka(Map<ProcessId, KafkaStreamsState> states, Map<String, ClientTasks> tasks,
+            boolean followupRebalance, long followupAtMs) {
         Map<String, ProcessId> byName = new HashMap<>();
         for (ProcessId pid : states.keySet()) {
             byName.put(pid.id().toString(), pid);
@@ -288,7 +334,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
         Map<Task, TaskId> kafkaIds = new HashMap<>();
         List<KafkaStreamsAssignment> out = new ArrayList<>();
         boolean followupSet = false;
-        for (Map.Entry<String, ClientTasks> e : honored.assignment().entrySet()) {
+        for (Map.Entry<String, ClientTasks> e : tasks.entrySet()) {
             ProcessId pid = byName.get(e.getKey());
             Set<AssignedTask> assigned = new HashSet<>();
             for (Task t : e.getValue().active()) {
@@ -301,7 +347,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 assigned.add(new AssignedTask(kafkaId(kafkaIds, t), AssignedTask.Type.STANDBY));
             }
             KafkaStreamsAssignment a = KafkaStreamsAssignment.of(pid, assigned);
-            if (honored.followupRebalance() && !followupSet) {
+            if (followupRebalance && !followupSet) {
                 // One member asking for the probing rebalance is enough; Kafka's own assignor does the same.
                 a = a.withFollowupRebalance(Instant.ofEpochMilli(followupAtMs));
                 followupSet = true;

@@ -19,11 +19,17 @@ import org.apache.kafka.streams.processor.assignment.TaskInfo;
 import org.apache.kafka.streams.processor.assignment.TaskTopicPartition;
 import org.apache.kafka.streams.state.HostInfo;
 
-/** A hand-built KIP-924 ApplicationState: subtopology 0 stateless, subtopology 1 stateful. */
+/**
+ * A hand-built KIP-924 ApplicationState: subtopology 0 stateless, subtopology 1 stateful. Lags are dense like
+ * Kafka's: a stateful task a client was given no lag for lags the whole changelog ({@link #endOffsetSum}).
+ */
 final class FakeApplicationState implements ApplicationState {
     final Map<ProcessId, FakeClient> clients = new TreeMap<>();
     final Map<TaskId, TaskInfo> tasks = new TreeMap<>();
     boolean lagsExplode;
+    long endOffsetSum = 10_000L;
+    int numStandbyReplicas;
+    List<String> rackAwareAssignmentTags = List.of();
 
     FakeApplicationState(int partitions) {
         for (int p = 0; p < partitions; p++) {
@@ -49,7 +55,7 @@ final class FakeApplicationState implements ApplicationState {
 
     @Override
     public AssignmentConfigs assignmentConfigs() {
-        return new AssignmentConfigs(100L, 2, 0, 600000L, List.of(), 10, 1, "none");
+        return new AssignmentConfigs(100L, 2, numStandbyReplicas, 600000L, rackAwareAssignmentTags, 10, 1, "none");
     }
 
     @Override
@@ -62,6 +68,7 @@ final class FakeApplicationState implements ApplicationState {
         final SortedSet<TaskId> previousActive = new TreeSet<>();
         final SortedSet<TaskId> previousStandby = new TreeSet<>();
         final Map<TaskId, Long> lags = new HashMap<>();
+        Map<String, String> tags = Map.of("zone", "z1");
         private final boolean withLags;
 
         FakeClient(ProcessId pid) {
@@ -77,6 +84,7 @@ final class FakeApplicationState implements ApplicationState {
             FakeClient c = new FakeClient(pid, false);
             c.previousActive.addAll(previousActive);
             c.previousStandby.addAll(previousStandby);
+            c.tags = tags;
             return c;
         }
 
@@ -123,7 +131,13 @@ final class FakeApplicationState implements ApplicationState {
             if (lagsExplode) {
                 throw new IllegalStateException("Tried to lookup lag for unknown task 1_0");
             }
-            return lags;
+            Map<TaskId, Long> dense = new HashMap<>();
+            for (TaskInfo info : tasks.values()) {
+                if (info.isStateful()) {
+                    dense.put(info.id(), lags.getOrDefault(info.id(), endOffsetSum));
+                }
+            }
+            return dense;
         }
 
         @Override
@@ -133,7 +147,7 @@ final class FakeApplicationState implements ApplicationState {
 
         @Override
         public Map<String, String> clientTags() {
-            return Map.of("zone", "z1");
+            return tags;
         }
 
         @Override

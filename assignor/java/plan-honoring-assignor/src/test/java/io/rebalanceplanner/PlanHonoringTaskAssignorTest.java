@@ -42,6 +42,7 @@ import org.junit.jupiter.api.Test;
 class PlanHonoringTaskAssignorTest {
     private static final String A = "00000000-0000-0000-0000-00000000000a";
     private static final String B = "00000000-0000-0000-0000-00000000000b";
+    private static final String C = "00000000-0000-0000-0000-00000000000c";
     private static final long NOW = 1_790_000_000_000L;
 
     private KeyPair keys;
@@ -186,9 +187,115 @@ class PlanHonoringTaskAssignorTest {
         assertEquals(List.of(), r.get("warmup_tasks"));
     }
 
+    private static List<Instant> followups(TaskAssignment assignment) {
+        return assignment.assignment().stream().flatMap(a -> a.followupRebalanceDeadline().stream()).toList();
+    }
+
+    private FakeApplicationState.FakeClient client(String pid) {
+        return app.clients.get(new org.apache.kafka.streams.processor.assignment.ProcessId(UUID.fromString(pid)));
+    }
+
     @Test
     void noPlanFallsBackWithoutAReason() throws Exception {
-        assertFallback(run(assignor((group, timeout) -> null)), A, null);
+        TaskAssignment result = run(assignor((group, timeout) -> null));
+        assertFallback(result, A, null);
+        // Everyone is caught up where the balanced placement puts them: nothing to warm up, no probing.
+        assertEquals(Map.of(A, "0_0=ACTIVE,1_0=ACTIVE", B, "0_1=ACTIVE,1_1=ACTIVE"), roles(result));
+        assertEquals(List.of(), followups(result));
+    }
+
+    /**
+     * B joins with no state (lag = the changelog end): the KIP-441 fallback keeps every stateful active on A,
+     * warms B up on the task balance gives it (as a STANDBY, reported as a warmup) and schedules the probing
+     * rebalance at now + probing.rebalance.interval.ms. Kafka's StickyTaskAssignor would hand B a cold active.
+     */
+    @Test
+    void noPlanAndANewcomerWithoutStateGetsAWarmupAndAFollowup() throws Exception {
+        client(B).lags.clear();
+        TaskAssignment result = run(assignor((group, timeout) -> null));
+        assertEquals(Map.of(A, "1_0=ACTIVE,1_1=ACTIVE", B, "0_0=ACTIVE,0_1=ACTIVE,1_1=STANDBY"), roles(result));
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 600_000)), followups(result));
+        Map<String, Object> rb = report(B);
+        assertNull(rb.get("plan_id"));
+        assertNull(rb.get("fallback_reason"));
+        assertEquals(List.of("1_1"), rb.get("warmup_tasks"));
+        assertEquals(List.of(), rb.get("standby_tasks"));
+        assertEquals(Map.of("1_0", 10_000L, "1_1", 10_000L), rb.get("task_lags"));
+    }
+
+    /** Rejections and unfit targets get the same KIP-441 assignment as having no plan at all. */
+    @Test
+    void everyFallbackReasonUsesTheKip441Assignor() throws Exception {
+        client(B).lags.clear();
+        byte[] plan = signedPlan("app", Map.of());
+        byte[] tampered = new String(plan, StandardCharsets.UTF_8).replace("alice", "mallory")
+                .getBytes(StandardCharsets.UTF_8);
+        byte[] otherGroup = signedPlan("other-app", Map.of());
+        PlanSource unreadable = (group, timeout) -> {
+            throw new PlansUnreadableException("broker unreachable", null);
+        };
+        Map<String, PlanSource> sources = new LinkedHashMap<>();
+        sources.put("none", (group, timeout) -> null);
+        sources.put("plans_unreadable", unreadable);
+        sources.put("bad_signature", (group, timeout) -> tampered);
+        sources.put("wrong_group", (group, timeout) -> otherGroup);
+        for (Map.Entry<String, PlanSource> e : sources.entrySet()) {
+            published.clear();
+            TaskAssignment result = run(assignor(e.getValue()));
+            assertEquals(Map.of(A, "1_0=ACTIVE,1_1=ACTIVE", B, "0_0=ACTIVE,0_1=ACTIVE,1_1=STANDBY"), roles(result),
+                    e.getKey());
+            assertEquals(List.of(Instant.ofEpochMilli(NOW + 600_000)), followups(result), e.getKey());
+            Object reason = report(B).get("fallback_reason");
+            assertTrue(e.getKey().equals("none") ? reason == null : String.valueOf(reason).startsWith(e.getKey()),
+                    e.getKey() + ": " + reason);
+        }
+        // An unfit target (C is not in it): balance gives B 1_1 again, which it cannot run yet; C takes a
+        // stateless task only, since the two stateful tasks went to A and B first.
+        app.client(C);
+        published.clear();
+        TaskAssignment result = assignor((group, timeout) -> plan).assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        assertEquals(Map.of(A, "1_0=ACTIVE,1_1=ACTIVE", B, "0_0=ACTIVE,1_1=STANDBY", C, "0_1=ACTIVE"), roles(result));
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 600_000)), followups(result));
+    }
+
+    /** Standbys follow rack.aware.assignment.tags (Streams config) over the members' client.tag.* values. */
+    @Test
+    void fallbackStandbysSpreadOverClientTags() throws Exception {
+        app.numStandbyReplicas = 1;
+        app.rackAwareAssignmentTags = List.of("zone");
+        FakeApplicationState.FakeClient c = app.client(C);
+        c.tags = Map.of("zone", "z2");
+        for (FakeApplicationState.FakeClient client : List.of(client(B), c)) {
+            client.lags.put(new TaskId(1, 0), 0L);
+            client.lags.put(new TaskId(1, 1), 0L);
+        }
+        TaskAssignment result = assignor((group, timeout) -> null).assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        // A and B share zone z1, so both standbys go to C in z2 (without tags, A would take 1_1's standby).
+        assertEquals(Map.of(A, "0_1=ACTIVE,1_0=ACTIVE", B, "1_1=ACTIVE", C, "0_0=ACTIVE,1_0=STANDBY,1_1=STANDBY"),
+                roles(result));
+        assertEquals(List.of(), followups(result));
+    }
+
+    /** If the KIP-441 port fails (here: no lags), Kafka's StickyTaskAssignor assigns; nothing escapes. */
+    @Test
+    void failingKip441FallbackUsesStickyTaskAssignor() throws Exception {
+        app.lagsExplode = true;
+        int[] calls = {0};
+        TaskAssignor sticky = new TaskAssignor() {
+            @Override
+            public TaskAssignment assign(org.apache.kafka.streams.processor.assignment.ApplicationState state) {
+                calls[0]++;
+                return new StickyTaskAssignor().assign(state);
+            }
+        };
+        PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor((group, timeout) -> null, published::putAll,
+                () -> NOW, sticky);
+        assignor.configure(Map.of("application.id", "app"));
+        TaskAssignment result = assignor.assign(app);
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        assertEquals(1, calls[0]);
     }
 
     @Test
@@ -277,7 +384,8 @@ class PlanHonoringTaskAssignorTest {
     }
 
     @Test
-    void failingFallbackStillAssignsEveryTask() {
+    void failingFallbacksStillAssignEveryTask() {
+        app.lagsExplode = true; // the KIP-441 port needs lags, so it fails first, then the sticky one
         TaskAssignor broken = new TaskAssignor() {
             @Override
             public TaskAssignment assign(org.apache.kafka.streams.processor.assignment.ApplicationState state) {

@@ -46,6 +46,9 @@ public final class HighAvailability {
         List<Task> stateful = new ArrayList<>(group.statefulTasks());
         Placement placement = new Placement(group);
         for (String pid : placement.processIds) {
+            if (placement.capacity.get(pid) < 1) {
+                throw new IllegalArgumentException("client " + pid + " has capacity " + placement.capacity.get(pid));
+            }
             Map<Task, Long> mine = lags.get(pid);
             for (Task task : stateful) {
                 if (mine == null || mine.get(task) == null) {

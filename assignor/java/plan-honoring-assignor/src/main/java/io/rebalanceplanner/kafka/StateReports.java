@@ -112,7 +112,7 @@ public final class StateReports {
     }
 
     public static Pending pending(String groupId, ApplicationState app, TaskAssignment assignment,
-            Map<String, ClientTasks> honored, Map<String, Map<Task, Long>> lags, String planId,
+            Map<String, ClientTasks> withWarmups, Map<String, Map<Task, Long>> lags, String planId,
             String fallbackReason, long nowMs) {
         Map<ProcessId, KafkaStreamsState> states = app.kafkaStreamsStates(false);
         Map<String, Object> topology = topology(app.allTasks());
@@ -143,7 +143,8 @@ public final class StateReports {
                     (t.type() == AssignedTask.Type.ACTIVE ? active : standby).add(task);
                 }
             }
-            ClientTasks mine = honored == null ? null : honored.get(pid);
+            // Kafka only knows standbys; our own assignors (honoring or the KIP-441 fallback) say which are warmups.
+            ClientTasks mine = withWarmups == null ? null : withWarmups.get(pid);
             if (mine != null) {
                 standby.removeAll(mine.warmup());
                 warmup.addAll(mine.warmup());

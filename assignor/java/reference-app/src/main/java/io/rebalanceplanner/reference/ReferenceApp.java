@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -141,6 +142,9 @@ public final class ReferenceApp {
             }
         });
         CountDownLatch closed = new CountDownLatch(1);
+        AtomicBoolean closedCleanly = new AtomicBoolean();
+        // The status main decided (0, or 1 when Streams failed or main threw); -1 while none: a signal stops us.
+        AtomicInteger exitStatus = new AtomicInteger(-1);
         // Idempotent: SIGTERM, stdin EOF and a failed Streams may all ask at once; whoever comes second
         // waits for the first to finish, so the JVM never exits halfway through closing the stores.
         Runnable shutdown = () -> {
@@ -157,6 +161,7 @@ public final class ReferenceApp {
                 counters.flush();
                 events.emit("shutdown", "processed", counters.totals());
                 events.close();
+                closedCleanly.set(true);
             } catch (IOException | RuntimeException e) {
                 System.err.println("shutdown: " + e);
             } finally {
@@ -164,7 +169,15 @@ public final class ReferenceApp {
                 closed.countDown();
             }
         };
-        Runtime.getRuntime().addShutdownHook(new Thread(shutdown, "reference-app-shutdown"));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            shutdown.run();
+            // On SIGTERM the JVM would exit 143 even after a clean close, yet a stop on request is a normal end
+            // (0). So the hook ends the JVM itself, with main's status when main decided one (System.exit, an
+            // exception, or main finishing while a signal arrived). Halting is safe: the stores and the events
+            // file are closed, and this is the app's only hook.
+            int status = exitStatus.get();
+            Runtime.getRuntime().halt(status >= 0 ? status : closedCleanly.get() ? 0 : 1);
+        }, "reference-app-shutdown"));
         if (flags.getBool("exit-on-stdin-eof", false)) {
             Thread watcher = new Thread(() -> {
                 try (InputStream in = System.in) {
@@ -180,6 +193,17 @@ public final class ReferenceApp {
             watcher.setDaemon(true);
             watcher.start();
         }
+        try {
+            return runUntilStopped(streams, events, appId, plugin, counters, stopped, shutdown, exitStatus);
+        } catch (Exception | Error e) {
+            exitStatus.compareAndSet(-1, 1);
+            throw e;
+        }
+    }
+
+    private static int runUntilStopped(KafkaStreams streams, Events events, String appId, boolean plugin,
+            Counters counters, CountDownLatch stopped, Runnable shutdown, AtomicInteger exitStatus)
+            throws InterruptedException {
         streams.start();
         events.emit("start", "process_id", processId(streams), "application_id", appId, "plugin", plugin);
         Map<String, List<String>> lastAssigned = new HashMap<>();
@@ -191,9 +215,10 @@ public final class ReferenceApp {
             }
             counters.maybeEmit();
         }
-        KafkaStreams.State finalState = streams.state();
+        int status = streams.state() == KafkaStreams.State.ERROR ? 1 : 0;
         shutdown.run();
-        return finalState == KafkaStreams.State.ERROR ? 1 : 0;
+        exitStatus.compareAndSet(-1, status);
+        return status;
     }
 
     private static String processId(KafkaStreams streams) {
