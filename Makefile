@@ -13,7 +13,7 @@ JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.
 JAVA_JARS := $(JAVA_DIR)/target/.built
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime demo simulate lock clean
+.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams demo simulate lock clean
 
 install: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 
@@ -67,6 +67,10 @@ bench-pipeline: $(STAMP)
 # A live scale-out of real instance processes (~5 min): not part of `make bench`.
 bench-runtime: $(STAMP) $(KAFKA_JARS)
 	$(BIN)/python bench/runtime_bench.py
+
+# The same scale-out (3 -> 4) with real Kafka Streams JVMs, plan-honoring plugin vs Kafka's assignor (~15 min).
+bench-streams: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
+	$(BIN)/python bench/streams_bench.py
 
 # The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~5 min).
 demo: $(STAMP) $(KAFKA_JARS)

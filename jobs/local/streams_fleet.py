@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.runtime.events import read_events
+from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
 from jobs.local.fleet_events import Event, EventSource, last_event, processing, processing_intervals
 from jobs.processes import spawn, stop_group
@@ -32,12 +33,12 @@ JAR_DIR = REPO / "assignor" / "java" / "reference-app" / "target"
 STORE = "counts"  # ReferenceApp.STORE: subtopology 1 counts into it
 # Kafka Streams keeps its process id here (StateDirectory.PROCESS_FILE_NAME), under <state.dir>/<application.id>.
 PROCESS_FILE = "kafka-streams-process-metadata"
-# AbstractCoordinator's line for every generation a member joins (classic protocol).
+# The coordinator's line for every generation a member joins (classic protocol; logged as ConsumerCoordinator).
 _JOINED = re.compile(r"Successfully joined group with generation Generation\{generationId=(\d+)")
 # Kafka's INFO logs are a config dump per client; keep the join lines and the plugin's own.
 _LOG_LEVELS = {
     "org.slf4j.simpleLogger.defaultLogLevel": "warn",
-    "org.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.AbstractCoordinator": "info",
+    "org.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.ConsumerCoordinator": "info",
     "org.slf4j.simpleLogger.log.io.rebalanceplanner": "info",
     "org.slf4j.simpleLogger.showDateTime": "true",
 }
@@ -220,6 +221,16 @@ class StreamsFleet:
         result: dict[str, Any] = json.loads(out.decode("utf-8").strip().splitlines()[-1])
         return result
 
+    def changelog_records(self) -> int:
+        """Records in the counts changelog (0 until Kafka Streams has created it)."""
+        ends = ChangelogEndOffsets(self.config.bootstrap)
+        try:
+            return sum(ends([(self.config.changelog_topic, p) for p in range(self.config.partitions)]).values())
+        except KafkaException:
+            return 0
+        finally:
+            ends.close()
+
     def reports(self) -> dict[str, dict[str, Any]]:
         """The newest state report per process id the plugin published for this application."""
         return live_reports(self.config.bootstrap, self.config.reports_topic, self.config.application_id)
@@ -279,9 +290,9 @@ class Restore:
     restored: int | None  # None while it is still restoring
 
     @property
-    def backlog(self) -> int:
-        """Records the task had to restore before it could process (a negative start means "from scratch")."""
-        return self.end_offset - max(self.start_offset, 0)
+    def records(self) -> int:
+        """Records the task restored before it could process (while restoring: what it has to restore)."""
+        return self.restored if self.restored is not None else self.end_offset - max(self.start_offset, 0)
 
 
 def assignment(instance: EventSource) -> tuple[set[str], set[str]] | None:
@@ -336,7 +347,9 @@ def stopped_tasks(instance: EventSource, since_ms: int = 0) -> set[str]:
 
 def handovers(instances: Iterable[EventSource], since_ms: int) -> int:
     """Times since ``since_ms`` that a task began processing on another instance than the one before it."""
-    starts = sorted((start, task, name) for task, spans in processing_intervals(instances).items() for name, start, _ in spans)
+    starts = sorted(
+        (start, task, name) for task, spans in processing_intervals(instances).items() for name, start, _ in spans
+    )
     last_owner: dict[str, str] = {}
     moved = 0
     for start, task, name in starts:
@@ -354,6 +367,12 @@ def generation(instances: Iterable[StreamsInstance]) -> int:
 def rebalances(instances: Iterable[StreamsInstance], after_generation: int) -> int:
     """Rebalances completed after ``after_generation``: the distinct generations joined since."""
     return len({g for i in instances for g in i.generations() if g > after_generation})
+
+
+def processed_once(fleet: StreamsFleet) -> bool:
+    """Every task processed by exactly one live instance right now (warmups may still be catching up)."""
+    running = [t for i in fleet.live() for t in processing(i)]
+    return sorted(running) == sorted(fleet.config.tasks)
 
 
 def settled(fleet: StreamsFleet) -> bool:

@@ -26,9 +26,8 @@ def lag_column(offset_sum: Column, end_offset_sum: Column) -> Column:
 
 
 def offset_sum_from_lag(reported_lag: Column) -> Column:
-    """The offset sum a Kafka Streams plugin report implies (it sends lags, not sums): sentinels pass through, a
-    lag becomes end - lag against the end offsets read now. Records written since the leader measured count as
-    lag too, which only makes the planner more careful."""
+    """The offset sum a Kafka Streams plugin report implies for a task it holds (it sends lags, not sums):
+    sentinels pass through, a lag becomes end - lag against the end offsets read now."""
     end = sf.col("end_offset_sum")
     return (
         sf.when(reported_lag.isin(LATEST_OFFSET, UNKNOWN_OFFSET_SUM), reported_lag)
@@ -51,11 +50,15 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
         .withColumnRenamed("key", "task_id")
         .withColumnRenamed("value", "offset_sum")
     )
+    # A plugin report's lags date from the last rebalance. Only a task the instance holds (active, standby or
+    # warmup) keeps its state moving with the changelog since; for any other task an old lag would make it look
+    # caught up on records written later, so it counts as holding no state.
+    held = sf.concat("active_tasks", "standby_tasks", "warmup_tasks")
     reported_lags = (
         fresh.where(sf.col("task_lags").isNotNull())
-        .select(*group, "process_id", sf.explode("task_lags"))
-        .withColumnRenamed("key", "task_id")
-        .withColumnRenamed("value", "reported_lag")
+        .select(*group, "process_id", held.alias("held"), sf.explode("task_lags"))
+        .where(sf.expr("array_contains(held, key)"))
+        .select(*group, "process_id", sf.col("key").alias("task_id"), sf.col("value").alias("reported_lag"))
     )
     stateful = tasks.where(sf.col("stateful")).select(*group, "task_id")
     ends = offsets.groupBy(*group, "task_id").agg(sf.sum("end_offset").alias("end_offset_sum"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -27,6 +28,19 @@ def random_groups(seed: int, count: int) -> dict[str, GroupState]:
             with_history=rng.random() < 0.9,
         )
     return groups
+
+
+def held_state_only(group: GroupState) -> GroupState:
+    """The group as the pipeline sees it from plugin reports: offset sums only for the tasks each instance holds."""
+    return replace(
+        group,
+        clients=tuple(
+            replace(c, task_offset_sums={
+                t: s for t, s in c.task_offset_sums.items() if t in c.previous_active | c.previous_standby
+            })
+            for c in group.clients
+        ),
+    )  # fmt: skip
 
 
 def report_rows(
