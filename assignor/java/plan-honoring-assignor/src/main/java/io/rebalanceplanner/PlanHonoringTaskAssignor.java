@@ -6,6 +6,7 @@ import io.rebalanceplanner.core.FitCheck;
 import io.rebalanceplanner.core.HighAvailability;
 import io.rebalanceplanner.core.Honor;
 import io.rebalanceplanner.core.LagIndex;
+import io.rebalanceplanner.core.LiveAssignment;
 import io.rebalanceplanner.core.LiveGroup;
 import io.rebalanceplanner.core.Plan;
 import io.rebalanceplanner.core.PlanConfigs;
@@ -165,7 +166,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             }
             pids.sort(CodePoints.ORDER);
             LagIndex index = new LagIndex(pids, lags, Map.of(), plan.configs().acceptableRecoveryLag());
-            Honor.Result honored = Honor.honorTarget(plan.target(), group, plan.configs(), plan.moveOrder(), index);
+            LiveAssignment honored = Honor.honorTarget(plan.target(), group, plan.configs(), plan.moveOrder(), index);
             TaskAssignment assignment = toKafka(states, honored.assignment(), honored.followupRebalance(),
                     now + plan.configs().probingRebalanceIntervalMs());
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
@@ -197,7 +198,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             AssignmentConfigs kafka = applicationState.assignmentConfigs();
             PlanConfigs configs = new PlanConfigs(kafka.acceptableRecoveryLag(), kafka.maxWarmupReplicas(),
                     kafka.numStandbyReplicas(), kafka.probingRebalanceIntervalMs(), kafka.rackAwareAssignmentTags());
-            HighAvailability.Result ha = HighAvailability.assign(liveGroup(states, applicationState.allTasks()),
+            LiveAssignment ha = HighAvailability.assign(liveGroup(states, applicationState.allTasks()),
                     configs, lagsOf(states));
             TaskAssignment assignment = toKafka(states, ha.assignment(), ha.followupRebalance(),
                     now + configs.probingRebalanceIntervalMs());

@@ -15,34 +15,13 @@ import java.util.Map;
  * keeps copies on caught-up clients, spending warmups; stateless actives are dealt last, by active load.
  */
 public final class HighAvailability {
-    /** The assignment for this rebalance, and whether a probing rebalance must follow it. */
-    public static final class Result {
-        private final Map<String, ClientTasks> assignment;
-        private final boolean followupRebalance;
-
-        Result(Map<String, ClientTasks> assignment, boolean followupRebalance) {
-            this.assignment = assignment;
-            this.followupRebalance = followupRebalance;
-        }
-
-        /** Process id (code-point order) to its tasks; warmups apart from the configured standbys. */
-        public Map<String, ClientTasks> assignment() {
-            return assignment;
-        }
-
-        /** True iff some copy had to stay away from its balanced place: the probing rebalance checks again. */
-        public boolean followupRebalance() {
-            return followupRebalance;
-        }
-    }
-
     private HighAvailability() {}
 
     /**
      * @param lags process id to task to lag, dense: every client on every stateful task, as KIP-924's
      *     {@code statefulTasksToLagSums} gives it (no offset sums or end offsets needed; see {@link LagIndex})
      */
-    public static Result assign(LiveGroup group, PlanConfigs configs, Map<String, Map<Task, Long>> lags) {
+    public static LiveAssignment assign(LiveGroup group, PlanConfigs configs, Map<String, Map<Task, Long>> lags) {
         List<Task> stateful = new ArrayList<>(group.statefulTasks());
         Placement placement = new Placement(group);
         for (String pid : placement.processIds) {
@@ -64,6 +43,6 @@ public final class HighAvailability {
         int activeMoves = Movement.moveActives(placement, index, stateful, budget);
         int standbyMoves = Movement.moveStandbys(placement, index, budget);
         Balance.dealActives(placement, group.statelessTasks());
-        return new Result(placement.freeze(), activeMoves + standbyMoves > 0);
+        return new LiveAssignment(placement.freeze(), activeMoves + standbyMoves > 0);
     }
 }

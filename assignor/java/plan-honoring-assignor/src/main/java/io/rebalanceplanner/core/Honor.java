@@ -16,32 +16,13 @@ import java.util.TreeSet;
  * output, tie-breaks included, so change the two together.
  */
 public final class Honor {
-    /** This rebalance's assignment, and whether another rebalance is needed to reach the target. */
-    public static final class Result {
-        private final Map<String, ClientTasks> assignment;
-        private final boolean followupRebalance;
-
-        Result(Map<String, ClientTasks> assignment, boolean followupRebalance) {
-            this.assignment = assignment;
-            this.followupRebalance = followupRebalance;
-        }
-
-        public Map<String, ClientTasks> assignment() {
-            return assignment;
-        }
-
-        public boolean followupRebalance() {
-            return followupRebalance;
-        }
-    }
-
     private Honor() {}
 
     /**
      * @param target a target that fits the group (see {@link FitCheck})
      * @param order the plan's move order: warmups are placed in this order while the budget lasts
      */
-    public static Result honorTarget(Map<String, ClientTasks> target, LiveGroup group, PlanConfigs configs,
+    public static LiveAssignment honorTarget(Map<String, ClientTasks> target, LiveGroup group, PlanConfigs configs,
             List<Task> order, LagIndex lags) {
         Placement placement = new Placement(group);
         int budget = configs.maxWarmupReplicas();
@@ -113,7 +94,7 @@ public final class Honor {
             placement.assignActive(owners.get(task), task);
         }
         Map<String, ClientTasks> live = placement.freeze();
-        return new Result(live, !live.equals(withoutWarmups(target)));
+        return new LiveAssignment(live, !live.equals(withoutWarmups(target)));
     }
 
     /** Where a task stays active while its target owner restores: H1-safe, least disruptive. */

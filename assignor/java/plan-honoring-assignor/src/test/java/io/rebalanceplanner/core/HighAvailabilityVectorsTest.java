@@ -84,7 +84,7 @@ class HighAvailabilityVectorsTest {
     }
 
     private static void check(JsonNode c, String name, boolean reversed) {
-        HighAvailability.Result result = HighAvailability.assign(group(c.get("group"), reversed),
+        LiveAssignment result = HighAvailability.assign(group(c.get("group"), reversed),
                 configs(c.get("configs")), lags(c.get("lags")));
         JsonNode expected = c.get("expected");
         assertEquals(assignment(expected.get("assignment")).toString(), result.assignment().toString(), name);
