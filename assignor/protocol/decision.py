@@ -9,7 +9,7 @@ from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.high_availability import assign_high_availability
 from assignor.honor import honor_target
-from assignor.protocol.plans import PlanRejected, Reason, Verifier, Withdrawal, fit_rejection, read_record
+from assignor.protocol.plans import PlanRejected, Reason, Verifier, fit_rejection
 from assignor.state import ClientState, GroupState
 from assignor.task import TaskId
 
@@ -47,17 +47,13 @@ def decide(
             raise rejection
         live = honor_target(plan.target, group, plan.configs, plan.move_order)
     except PlanRejected as rejected:
-        acted = _withdrawal_time(plan_record, verifier) if rejected.code is Reason.WITHDRAWN else None
-        return LeaderDecision(assign_high_availability(group, configs), None, str(rejected), None, acted)
+        return LeaderDecision(
+            assign_high_availability(group, configs), None, str(rejected), None, rejected.withdrawn_at
+        )
     except Exception as err:
         reason = PlanRejected(Reason.INTERNAL_ERROR, f"{type(err).__name__}: {err}")
         return LeaderDecision(assign_high_availability(group, configs), None, str(reason))
     return LeaderDecision(live, plan.plan_id, None, None, plan.created_at, plan.configs.probing_rebalance_interval_ms)
-
-
-def _withdrawal_time(plan_record: bytes, verifier: Verifier) -> int | None:
-    record = read_record(plan_record, verifier.keys)
-    return record.created_at if isinstance(record, Withdrawal) else None
 
 
 # Kafka Streams retries a leader that could not fetch changelog end offsets with a follow-up rebalance after its

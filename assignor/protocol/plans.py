@@ -75,10 +75,11 @@ class Reason(StrEnum):
 class PlanRejected(ValueError):
     """A plan record that must not be applied; ``str()`` is the reason a group reports."""
 
-    def __init__(self, code: Reason, detail: str) -> None:
+    def __init__(self, code: Reason, detail: str, withdrawn_at: int | None = None) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
+        self.withdrawn_at = withdrawn_at  # created_at of a verified withdrawal: what the leader acted on
 
 
 def target_json(target: GroupAssignment) -> dict[str, dict[str, list[str]]]:
@@ -296,7 +297,7 @@ class Verifier:
                 f"({newest_honored_created_at})",
             )
         if isinstance(record, Withdrawal):
-            raise PlanRejected(Reason.WITHDRAWN, f"plan {record.plan_id} was withdrawn")
+            raise PlanRejected(Reason.WITHDRAWN, f"plan {record.plan_id} was withdrawn", record.created_at)
         if now_ms > record.valid_until:
             raise PlanRejected(Reason.EXPIRED, f"plan {record.plan_id} expired at {record.valid_until} (now {now_ms})")
         return record
