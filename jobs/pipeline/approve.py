@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from assignor.assignment import GroupAssignment
-from assignor.protocol.plans import target_digest
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
-from jobs.pipeline.targets import HISTORY_DDL, history_rows, plan_targets
+from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -95,16 +92,3 @@ def run_approve(
     log.info("approve: %d plan(s) %s by %s", len(todo), decision, by)
     counts = {decision.lower(): len(todo), **({"target_changed": len(changed)} if changed else {})}
     return StageResult("approve", snapshot, tuple(outcomes), counts)
-
-
-TARGET_CHANGED = "target changed since validation: its digest no longer matches; plan and validate again"
-
-
-def changed_since_validation(rows: DataFrame, targets: Mapping[str, GroupAssignment]) -> list[str]:
-    """Plans whose target (as read now) no longer has the digest recorded when it was validated."""
-    bound = {r["plan_id"]: r["target_digest"] for r in rows.select("plan_id", "target_digest").collect()}
-    return sorted(
-        plan_id
-        for plan_id, digest in bound.items()
-        if digest is None or plan_id not in targets or target_digest(targets[plan_id]) != digest
-    )

@@ -18,11 +18,10 @@ from assignor import AssignmentConfigs, GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
-from jobs.pipeline.approve import TARGET_CHANGED, changed_since_validation
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.streams_groups import GROUP_METADATA
-from jobs.pipeline.targets import HISTORY_DDL, history_rows, plan_targets
+from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
 from jobs.settings import Settings
 from schemas import read_json
 

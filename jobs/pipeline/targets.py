@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import ClientAssignment, GroupAssignment, TaskId
+from assignor.protocol.plans import target_digest
 from jobs.lakehouse.lake import Lake
 
 HISTORY_DDL = (
@@ -53,3 +54,16 @@ def history_rows(
         for role, tasks in (("ACTIVE", ca.active), ("STANDBY", ca.standby))
         for task in sorted(tasks)
     ]
+
+
+TARGET_CHANGED = "target changed since validation: its digest no longer matches; plan and validate again"
+
+
+def changed_since_validation(rows: DataFrame, targets: Mapping[str, GroupAssignment]) -> list[str]:
+    """Plans whose target (as read now) no longer has the digest recorded when it was validated."""
+    bound = {r["plan_id"]: r["target_digest"] for r in rows.select("plan_id", "target_digest").collect()}
+    return sorted(
+        plan_id
+        for plan_id, digest in bound.items()
+        if digest is None or plan_id not in targets or target_digest(targets[plan_id]) != digest
+    )

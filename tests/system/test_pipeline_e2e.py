@@ -16,7 +16,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_names
 from jobs.local.broker import EmbeddedBroker
-from jobs.pipeline.approve import TARGET_CHANGED, run_approve
+from jobs.pipeline.approve import run_approve
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.history import run_history
 from jobs.pipeline.lags import run_lags
@@ -25,7 +25,7 @@ from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.report import run_report
 from jobs.pipeline.stage import StageInputError, StageResult
-from jobs.pipeline.targets import plan_targets
+from jobs.pipeline.targets import TARGET_CHANGED, plan_targets
 from jobs.pipeline.validate import load_suites, run_validate
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
