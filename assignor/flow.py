@@ -10,6 +10,7 @@ bounds. Integer costs make the optimum exact, so lexicographic objectives can be
 from __future__ import annotations
 
 import heapq
+import math
 
 
 class FlowNetwork:
@@ -58,16 +59,21 @@ class FlowNetwork:
         while True:
             if not sources:
                 return True
-            distance: dict[int, int] = dict.fromkeys(sources, 0)
-            parent: dict[int, int] = {}
-            settled: dict[int, int] = {}
+            # Lists indexed by node, not dicts: these networks are small and rebuilt per search.
+            distance: list[float] = len(excess) * [math.inf]
+            done = len(excess) * [False]
+            parent = len(excess) * [-1]
+            order: list[int] = []
             heap = [(0, v) for v in sorted(sources)]
+            for v in sources:
+                distance[v] = 0
             target = -1
             while heap:
                 d, u = heapq.heappop(heap)
-                if u in settled:
+                if done[u]:
                     continue
-                settled[u] = d
+                done[u] = True
+                order.append(u)
                 if excess[u] < 0:
                     target = u
                     break
@@ -76,10 +82,10 @@ class FlowNetwork:
                     if residual[a] <= 0:
                         continue
                     v = head[a]
-                    if v in settled:
+                    if done[v]:
                         continue
                     nd = d + cost[a] + pu - potential[v]
-                    if nd < distance.get(v, nd + 1):
+                    if nd < distance[v]:
                         distance[v] = nd
                         parent[v] = a
                         heapq.heappush(heap, (nd, v))
@@ -87,12 +93,12 @@ class FlowNetwork:
                 return False
             # Raising every potential by min(distance, reach) keeps reduced costs non-negative; shifted by -reach,
             # only the settled nodes change.
-            reach = settled[target]
-            for v, d in settled.items():
-                potential[v] += d - reach
+            reach = d
+            for v in order:
+                potential[v] += int(distance[v]) - reach
             amount = -excess[target]
             v = target
-            while v in parent:
+            while parent[v] >= 0:
                 a = parent[v]
                 amount = min(amount, residual[a])
                 v = head[a ^ 1]
@@ -102,7 +108,7 @@ class FlowNetwork:
                 sources.discard(v)
             excess[target] += amount
             v = target
-            while v in parent:
+            while parent[v] >= 0:
                 a = parent[v]
                 residual[a] -= amount
                 residual[a ^ 1] += amount

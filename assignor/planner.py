@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -267,15 +268,59 @@ def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: f
     if restore_rate is not None and restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     lags = LagIndex.of(group, configs)
-    plan = _schedule(plan_target(group, configs, lags), group, configs, restore_rate, lags)
+    target = plan_target(group, configs, lags)
+    order = move_order(target, group, configs, lags)
+    plan = _schedule(target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order))
     if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
-            fallback = _schedule(baseline, group, configs, restore_rate, lags)
-            keys = ("moves", "warmups", "rounds", "restore_offsets")
-            if any(plan.metrics[k] > fallback.metrics[k] for k in keys):
+            order = move_order(baseline, group, configs, lags)
+            walk = _walk(baseline, group, configs, lags, order)
+            first = next(walk)
+            if not _may_be_worse(plan, baseline, first[0], group, lags):
+                return plan
+            fallback = _schedule(baseline, group, configs, restore_rate, lags, order, itertools.chain([first], walk))
+            if any(plan.metrics[k] > fallback.metrics[k] for k in _NEVER_WORSE):
                 return fallback
     return plan
+
+
+_NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
+
+
+def _may_be_worse(
+    plan: GroupPlan, baseline: GroupAssignment, first: GroupAssignment, group: GroupState, lags: LagIndex
+) -> bool:
+    """Whether following ``baseline`` might beat the plan on some metric, judged from its first step only.
+
+    Its moves and restore are known from the end state; its warmups are at least the first step's and its rounds
+    at least two if that step probes. Scheduling the rest is needed only when these bounds do not settle it.
+    """
+    restore, moves = _cost(baseline, group, lags)
+    warmups = sum(len(ca.warmup) for ca in first.clients.values())
+    rounds = 2 if first.probing_rebalance_needed else 1
+    bounds = {"moves": moves, "warmups": warmups, "rounds": rounds, "restore_offsets": restore}
+    return any(plan.metrics[k] > bounds[k] for k in _NEVER_WORSE)
+
+
+_Step = tuple[GroupAssignment, GroupState, LagIndex]
+
+
+def _walk(
+    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, order: Sequence[TaskId]
+) -> Iterator[_Step]:
+    """The safe steps from the live assignment to ``target``, each with the state it was computed from (lazily)."""
+    limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
+    state, state_lags = group, lags
+    for count in itertools.count(1):
+        step = honor_target(target, state, configs, order, state_lags)
+        yield step, state, state_lags
+        if not step.probing_rebalance_needed:
+            return
+        if count > limit:  # pragma: no cover - every step warms up or completes at least one move
+            raise RuntimeError(f"schedule did not reach the target within {limit} steps")
+        state = catch_up_fully(state, step)
+        state_lags = LagIndex.of(state, configs)
 
 
 def _schedule(
@@ -284,23 +329,13 @@ def _schedule(
     configs: AssignmentConfigs,
     restore_rate: float | None,
     lags: LagIndex,
+    order: Sequence[TaskId],
+    walk: Iterable[_Step],
 ) -> GroupPlan:
-    """The safe steps from the live assignment to ``target``, and the plan's metrics (``lags``: the group's)."""
-    order = move_order(target, group, configs, lags)
-    limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
-    steps: list[GroupAssignment] = []
-    states: list[tuple[GroupState, LagIndex]] = []
-    state, state_lags = group, lags
-    while True:
-        step = honor_target(target, state, configs, order, state_lags)
-        steps.append(step)
-        states.append((state, state_lags))
-        if not step.probing_rebalance_needed:
-            break
-        if len(steps) > limit:  # pragma: no cover - every step warms up or completes at least one move
-            raise RuntimeError(f"schedule did not reach the target within {limit} steps")
-        state = catch_up_fully(state, step)
-        state_lags = LagIndex.of(state, configs)
+    """The plan following ``walk`` to ``target`` in ``order``, and its metrics (``lags``: the group's)."""
+    walked = list(walk)
+    steps = [step for step, _, _ in walked]
+    states = [(state, state_lags) for _, state, state_lags in walked]
     capacity = {c.process_id: c.capacity for c in group.clients}
     before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
     after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import overload
 
 import numpy as np
@@ -20,6 +20,14 @@ from scipy.sparse import coo_array
 from assignor.flow import FlowNetwork
 from assignor.lags import LagIndex, lag_is_caught_up
 from assignor.task import TaskId
+
+
+def _restore_cost(lag: int, end: int, acceptable_recovery_lag: int) -> int:
+    """Offsets a replica with this lag replays before it is caught up (0 when it already is)."""
+    if lag_is_caught_up(lag, acceptable_recovery_lag):
+        return 0
+    # Not caught up costs a warmup round even when nothing is left to replay (-3 on an empty log).
+    return max(1, end if lag < 0 else lag)
 
 
 @dataclass(frozen=True)
@@ -32,17 +40,29 @@ class ActiveCosts:
     capacity: Mapping[str, int]
     previous_owners: Mapping[TaskId, frozenset[str]]
     lags: LagIndex
+    _default_restore: Mapping[TaskId, int] = field(init=False, repr=False, compare=False)
+    _reported_restore: Mapping[TaskId, Mapping[str, int]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # restore() is asked about every (task, client) pair several times per plan: price each once.
+        acceptable = self.lags.acceptable_recovery_lag
+        default: dict[TaskId, int] = {}
+        reported: dict[TaskId, dict[str, int]] = {}
+        for task in self.stateful:
+            end = self.lags.ends.get(task, 0)
+            default[task] = _restore_cost(end, end, acceptable)
+            reported[task] = {
+                pid: _restore_cost(lag, end, acceptable) for pid, lag in self.lags.reported.get(task, {}).items()
+            }
+        object.__setattr__(self, "_default_restore", default)
+        object.__setattr__(self, "_reported_restore", reported)
 
     def restore(self, task: TaskId, pid: str | None) -> int:
         """Offsets to replay before the task can run on ``pid`` (None: a client without state)."""
-        if task not in self.stateful:
+        default = self._default_restore.get(task)
+        if default is None:
             return 0
-        end = self.lags.ends.get(task, 0)
-        lag = end if pid is None else self.lags.lag(pid, task)
-        if lag_is_caught_up(lag, self.lags.acceptable_recovery_lag):
-            return 0
-        # Not caught up costs a warmup round even when nothing is left to replay (-3 on an empty log).
-        return max(1, end if lag < 0 else lag)
+        return default if pid is None else self._reported_restore[task].get(pid, default)
 
     def move(self, task: TaskId, pid: str | None) -> int:
         """1 when the task had an owner and ``pid`` (None: someone new) is not it."""
