@@ -12,6 +12,7 @@ from types import MappingProxyType
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
+from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import honor_target, move_order, target_fits
 from assignor.invariants import balance_violations, validity_violations
@@ -218,28 +219,6 @@ def _restore_offsets(target: GroupAssignment, group: GroupState, lags: LagIndex)
     return total
 
 
-def _estimated_seconds(
-    steps: Sequence[GroupAssignment],
-    states: Sequence[tuple[GroupState, LagIndex]],
-    configs: AssignmentConfigs,
-    rate: float,
-) -> float:
-    """Each step lasts at least one probing interval, longer while its slowest instance restores."""
-    interval = configs.probing_rebalance_interval_ms / 1000
-    seconds = 0.0
-    for step, (state, lags) in zip(steps, states, strict=True):
-        slowest = 0
-        for pid, ca in step.clients.items():
-            owed = 0
-            for task in (ca.active | ca.standby | ca.warmup) & state.stateful_tasks:
-                lag = lags.lag(pid, task)
-                owed += 0 if lag == -2 else (lags.ends.get(task, 0) if lag < 0 else lag)
-            slowest = max(slowest, owed)
-        restore = slowest / rate
-        seconds += max(interval, restore) if step.probing_rebalance_needed else restore
-    return seconds
-
-
 def _cost(target: GroupAssignment, group: GroupState, lags: LagIndex) -> tuple[int, int]:
     owners_before = _previous_owners(group)
     moves = sum(1 for t, p in target.active_owners().items() if owners_before.get(t) and p not in owners_before[t])
@@ -258,14 +237,16 @@ def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssi
     return end_state
 
 
-def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
+def plan_group(
+    group: GroupState, configs: AssignmentConfigs, *, restore_rate: float = DEFAULT_RESTORE_RATE
+) -> GroupPlan:
     """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1).
 
     The target is plan_target's (least restore, then fewest moves) unless following it would take more
     moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
     tasks): then that end state is the target, so a plan is never worse than the baseline.
     """
-    if restore_rate is not None and restore_rate <= 0:
+    if restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     lags = LagIndex.of(group, configs)
     target = plan_target(group, configs, lags)
@@ -327,7 +308,7 @@ def _schedule(
     target: GroupAssignment,
     group: GroupState,
     configs: AssignmentConfigs,
-    restore_rate: float | None,
+    restore_rate: float,
     lags: LagIndex,
     order: Sequence[TaskId],
     walk: Iterable[_Step],
@@ -347,7 +328,7 @@ def _schedule(
         "restore_offsets": restore,
         "max_load_skew_before": _skew(before_loads, capacity),
         "max_load_skew_after": _skew(after_loads, capacity),
+        "estimated_seconds": estimated_seconds(steps, states, configs, restore_rate),
+        "restore_rate": restore_rate,
     }
-    if restore_rate is not None:
-        metrics["estimated_seconds"] = _estimated_seconds(steps, states, configs, restore_rate)
     return GroupPlan(target=target, steps=steps, metrics=metrics, move_order=order)

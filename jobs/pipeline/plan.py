@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
+from assignor.estimate import DEFAULT_RESTORE_RATE
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
@@ -176,7 +177,7 @@ def plan_record(
     }
     try:
         group = group_state(rows)
-        plan = plan_group(group, configs, restore_rate=restore_rate)
+        plan = plan_group(group, configs, restore_rate=restore_rate or DEFAULT_RESTORE_RATE)
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
         out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments="", move_order="")
         return out
@@ -189,7 +190,7 @@ def plan_record(
         restore_offsets=int(metrics["restore_offsets"]),
         max_load_skew_before=float(metrics["max_load_skew_before"]),
         max_load_skew_after=float(metrics["max_load_skew_after"]),
-        estimated_seconds=float(metrics["estimated_seconds"]) if "estimated_seconds" in metrics else None,
+        estimated_seconds=float(metrics["estimated_seconds"]),
         move_order=",".join(str(t) for t in plan.move_order),
         reason=None,
         assignments=packed_assignments(plan),

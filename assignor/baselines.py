@@ -1,0 +1,59 @@
+"""What leaving a group to Kafka's own assignor would cost: its rounds replayed to convergence, in plan metrics."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from assignor.configs import AssignmentConfigs
+from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
+from assignor.high_availability import assign_high_availability
+from assignor.lags import LagIndex
+from assignor.simulation import Assignor, Scenario, simulate
+from assignor.state import GroupState
+
+BASELINE_ASSIGNORS: Mapping[str, Assignor] = MappingProxyType({"kip441": assign_high_availability})
+"""The assignors a plan is compared with, by the name the plan_baselines table records."""
+
+
+@dataclass(frozen=True)
+class BaselineCost:
+    """One baseline assignor's cost on one group, from its first rebalance until it stops probing."""
+
+    assignor: str
+    moves: int  # active owner changes, summed over every round
+    warmups: int
+    rounds: int
+    restore_offsets: int
+    estimated_seconds: float
+    converged: bool
+
+
+def round_limit(group: GroupState, configs: AssignmentConfigs) -> int:
+    """Rounds allowed before a replay counts as not converged: well past the contract's convergence bound."""
+    replicas = len(group.stateful_tasks) * (1 + configs.num_standby_replicas)
+    return 2 * (math.ceil(replicas / configs.max_warmup_replicas) + 2) + 10
+
+
+def baseline_cost(
+    group: GroupState, configs: AssignmentConfigs, assignor: str, *, restore_rate: float = DEFAULT_RESTORE_RATE
+) -> BaselineCost:
+    """Replay ``assignor`` (a BASELINE_ASSIGNORS name) with full catch-up between rebalances and total its cost."""
+    if assignor not in BASELINE_ASSIGNORS:
+        raise ValueError(f"unknown baseline assignor {assignor!r}; known: {', '.join(sorted(BASELINE_ASSIGNORS))}")
+    result = simulate(
+        Scenario(assignor, group, configs, max_rounds=round_limit(group, configs)), BASELINE_ASSIGNORS[assignor]
+    )
+    steps = [r.assignment for r in result.rounds]
+    states = [(r.group, LagIndex.of(r.group, configs)) for r in result.rounds]
+    return BaselineCost(
+        assignor=assignor,
+        moves=result.total_moves,
+        warmups=result.total_warmups,
+        rounds=len(result.rounds),
+        restore_offsets=result.total_restored_offsets,
+        estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
+        converged=result.converged,
+    )

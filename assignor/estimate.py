@@ -1,0 +1,41 @@
+"""How long a sequence of rebalances takes: probing intervals, stretched while the slowest instance restores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assignor.assignment import GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.lags import LagIndex
+from assignor.state import GroupState
+
+DEFAULT_RESTORE_RATE = 10_000.0
+"""Offsets/second one instance replays when nothing better is known: a conservative figure for RocksDB stores
+restored from a changelog (operators set their own, or the pipeline passes what it observed)."""
+
+
+def estimated_seconds(
+    steps: Sequence[GroupAssignment],
+    states: Sequence[tuple[GroupState, LagIndex]],
+    configs: AssignmentConfigs,
+    restore_rate: float,
+) -> float:
+    """Each step lasts at least one probing interval, longer while its slowest instance restores.
+
+    ``states``: the input each step was computed from, with its lags.
+    """
+    if restore_rate <= 0:
+        raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
+    interval = configs.probing_rebalance_interval_ms / 1000
+    seconds = 0.0
+    for step, (state, lags) in zip(steps, states, strict=True):
+        slowest = 0
+        for pid, ca in step.clients.items():
+            owed = 0
+            for task in (ca.active | ca.standby | ca.warmup) & state.stateful_tasks:
+                lag = lags.lag(pid, task)
+                owed += 0 if lag == -2 else (lags.ends.get(task, 0) if lag < 0 else lag)
+            slowest = max(slowest, owed)
+        restore = slowest / restore_rate
+        seconds += max(interval, restore) if step.probing_rebalance_needed else restore
+    return seconds
