@@ -1,4 +1,4 @@
-"""Pure-Python task assignment for Kafka Streams-style groups: lags, the KIP-441 assignor and the planner."""
+"""Pure-Python task assignment for Kafka Streams-style groups: lags, KIP-441, the broker-side assignment, planner."""
 
 from assignor.assignment import ClientAssignment, GroupAssignment, Role
 from assignor.configs import AssignmentConfigs
@@ -7,6 +7,7 @@ from assignor.high_availability import assign_high_availability
 from assignor.lags import compute_lags
 from assignor.planner import GroupPlan, honor_plan, plan_group
 from assignor.state import ClientState, GroupState
+from assignor.streams_broker import assign_streams_broker
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Role",
     "TaskId",
     "assign_high_availability",
+    "assign_streams_broker",
     "compute_lags",
     "honor_plan",
     "plan_group",

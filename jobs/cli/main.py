@@ -19,6 +19,7 @@ from assignor import (
     GroupAssignment,
     GroupState,
     assign_high_availability,
+    assign_streams_broker,
     honor_plan,
     plan_group,
 )
@@ -66,10 +67,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-rounds", type=int, help="stop after this many rebalances")
     sim.add_argument(
         "--assignor",
-        choices=("kip441", "planner"),
+        choices=("kip441", "planner", "streams_broker"),
         default="kip441",
         help="kip441: Kafka's high-availability assignor at every rebalance (default); planner: plan once at the "
-        "first rebalance, then honor that plan at every rebalance",
+        "first rebalance, then honor that plan at every rebalance; streams_broker: Kafka's broker-side streams "
+        "group assignment (KIP-1071: sticky target, moves staged behind warmups)",
     )
     sim.add_argument("--assignments", action="store_true", help="also print every round's assignment")
     sim.add_argument("--json", action="store_true", help="print one JSON line per round instead of tables")
@@ -120,6 +122,13 @@ def planning_leader() -> Assignor:
     return leader
 
 
+def _assignor(name: str) -> Assignor:
+    """The assignor the simulate command replays, by its --assignor name."""
+    if name == "planner":
+        return planning_leader()
+    return assign_streams_broker if name == "streams_broker" else assign_high_availability
+
+
 def _read_scenario_file(path: Path) -> object:
     """Parse and schema-check a scenario file; ScenarioError names the file and the offending field."""
     try:
@@ -147,7 +156,7 @@ def _cmd_simulate(args: argparse.Namespace, console: Console) -> int:
         scenario = replace(scenario, catch_up=RestoreRate(args.restore_rate))
     if args.max_rounds is not None:
         scenario = replace(scenario, max_rounds=args.max_rounds)
-    result = simulate(scenario, planning_leader() if args.assignor == "planner" else assign_high_availability)
+    result = simulate(scenario, _assignor(args.assignor))
     if args.json:
         for r in result.rounds:
             row = {
