@@ -64,7 +64,9 @@ def add_pipeline_commands(commands: Any) -> None:
     report = parsers["report"]
     report.add_argument("--out", type=Path, help="HTML file (default: reports/<snapshot>.html beside the lake)")
     report.add_argument("--group", action="append", default=[], help="only this group (repeatable)")
-    report.add_argument("--limit", type=int, default=100, help="at most this many groups, most moves first")
+    report.add_argument(
+        "--limit", type=int, default=1000, help="details for at most this many groups, most to restore first"
+    )
 
 
 def _bootstrap(args: argparse.Namespace, settings: Settings) -> str:
@@ -177,7 +179,7 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
             if args.command == "history":
                 _print_history(args, lake, console)
             elif args.command == "report":
-                from jobs.pipeline.report import run_report
+                from jobs.report import run_report
 
                 path = run_report(lake, args.snapshot_id, args.out, args.group or None, args.limit)
                 console.print(f"report written to [bold]{path}[/bold]")

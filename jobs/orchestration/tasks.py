@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from airflow.configuration import conf
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 from confluent_kafka import KafkaException
@@ -33,10 +34,13 @@ from jobs.pipeline.lags import run_lags
 from jobs.pipeline.observe import run_observe
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
-from jobs.pipeline.report import run_report
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.validate import run_validate
+from jobs.report import Report, build_report, report_path, run_report, write_report
+from jobs.report.approval import summary_markdown
+from jobs.report.links import data_docs_url, report_url
+from jobs.report.numbers import plural
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,7 +52,7 @@ KIP441_PARAMS = (
     "num_standby_replicas",
     "probing_rebalance_interval_ms",
 )
-BODY_ROWS = 40  # the approval page lists the groups with the most moves; the HTML report has them all
+BODY_ROWS = 15  # the approval page lists the groups with the most to restore; the HTML report has them all
 T = TypeVar("T")
 
 
@@ -198,36 +202,35 @@ def validate(rt: Runtime, snapshot_id: str) -> str:
     return snapshot_id
 
 
-def _cell(value: Any) -> str:
-    return "-" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+def _links(rt: Runtime, snapshot_id: str, report: Path) -> tuple[str, str]:
+    """(report, Data Docs) as Markdown links: served by the rebalance_reports plugin under Airflow's base URL,
+    with the file paths for a reader outside Airflow."""
+    docs = rt.settings.data_docs / "index.html"
+    base = conf.get("api", "base_url", fallback="") or ""
+    if not base:
+        return f"`{report}`", f"`{docs}`"
+    return (
+        f"[open the report]({report_url(base, snapshot_id)}) (file: `{report}`)",
+        f"[open the Data Docs]({data_docs_url(base)}) (file: `{docs}`)",
+    )
 
 
-def approval_body(
-    plans: Sequence[Mapping[str, Any]], report: Path, data_docs: Path, filtered_out: int, timeout_s: float
-) -> str:
-    """The approval page (Markdown): the plans as a table, most moves first, and where the reports are."""
-    counts: dict[str, int] = {}
-    for p in plans:
-        counts[str(p["status"])] = counts.get(str(p["status"]), 0) + 1
+def approval_body(report: Report, report_link: str, data_docs_link: str, filtered_out: int, timeout_s: float) -> str:
+    """The approval page (Markdown): the fleet beside KIP-441, the groups with most to restore, the links."""
     lines = [
-        f"**{len(plans)} plan(s)**: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+        f"### Tonight's plans, snapshot `{report.snapshot_id}`",
         "",
-        "| group | moves | warmups | rounds | restore offsets | validation |",
-        "|---|---:|---:|---:|---:|---|",
+        summary_markdown(report.fleet, report.rows, BODY_ROWS),
     ]
-    ranked = sorted(plans, key=lambda p: (p["status"] != PlanStatus.VALIDATED, -(p["moves"] or 0), p["group_id"]))
-    for p in ranked[:BODY_ROWS]:
-        outcome = str(p["status"]) + (f": {p['reason']}" if p.get("reason") else "")
-        cells = [p["group_id"], p["moves"], p["warmups"], p["rounds"], p["restore_offsets"], outcome]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    if len(ranked) > BODY_ROWS:
-        lines.append(f"\n… and {len(ranked) - BODY_ROWS} more group(s): see the HTML report.")
     if filtered_out:
-        lines.append(f"\n{filtered_out} plan(s) outside this run's group filter are not offered and get rejected.")
+        lines.append(
+            f"\n{plural(filtered_out, 'plan')} outside this run's group filter {'is' if filtered_out == 1 else 'are'} "
+            "not offered and will be rejected."
+        )
     lines += [
         "",
-        f"HTML report: `{report}`  ",
-        f"Great Expectations Data Docs: `{data_docs / 'index.html'}`",
+        f"**HTML report** (every group, sortable, with each group's steps): {report_link}  ",
+        f"**Great Expectations Data Docs**: {data_docs_link}",
         "",
         "*Approve all validated* approves every VALIDATED plan above; *Approve selected groups* approves the groups "
         "listed in the form (the others are rejected); *Reject all* publishes nothing. "
@@ -236,32 +239,39 @@ def approval_body(
     return "\n".join(lines)
 
 
+def _refresh_report(lake: Lake, snapshot_id: str) -> None:
+    """Write the snapshot's report again so its statuses are the lake's now (approved, published, realized)."""
+    try:
+        run_report(lake, snapshot_id, None)
+    except StageInputError as err:  # a snapshot without an extract has no report to refresh
+        log.info("report %s not refreshed: %s", snapshot_id, err)
+
+
 def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: float | None) -> dict[str, Any]:
     """Write the HTML report and build the approval page; the candidates are the VALIDATED plans in the filter."""
     timeout = float(timeout_s) if timeout_s else rt.settings.approval_timeout_s
 
     def body(lake: Lake) -> dict[str, Any]:
-        columns = ("plan_id", "group_id", "status", "moves", "warmups", "rounds", "restore_offsets", "reason")
-        rows = [
-            r.asDict() for r in lake.read("plans", snapshot_id).select(*columns).orderBy(sf.col("group_id")).collect()
-        ]
-        shown = [r for r in rows if in_filter(r["group_id"], groups)]
-        report = run_report(lake, snapshot_id, None, [r["group_id"] for r in shown] if groups else None, limit=100)
-        candidates = {r["group_id"]: r["plan_id"] for r in shown if r["status"] == PlanStatus.VALIDATED}
+        rows = lake.read("plans", snapshot_id).select("plan_id", "group_id", "status").collect()
+        shown = sorted(r["group_id"] for r in rows if in_filter(r["group_id"], groups))
+        report = build_report(lake, snapshot_id, shown if groups else None)
+        path = write_report(report, report_path(lake, snapshot_id))
+        candidates = {r.group_id: r.plan_id for r in report.rows if r.status == PlanStatus.VALIDATED}
         outside = sorted(
             r["plan_id"] for r in rows if r["status"] == PlanStatus.VALIDATED and r["group_id"] not in candidates
         )
         log.info(
-            "review %s: %d plan(s), %d awaiting approval, report %s", snapshot_id, len(rows), len(candidates), report
+            "review %s: %d plan(s), %d awaiting approval, report %s", snapshot_id, len(rows), len(candidates), path
         )
+        report_link, docs_link = _links(rt, snapshot_id, path)
         return {
             "snapshot_id": snapshot_id,
             "candidates": candidates,
             "outside_filter": outside,
-            "report": str(report),
+            "report": str(path),
             "data_docs": str(rt.settings.data_docs / "index.html"),
             "approval_timeout_s": timeout,
-            "body": approval_body(shown, report, rt.settings.data_docs, len(outside), timeout),
+            "body": approval_body(report, report_link, docs_link, len(outside), timeout),
         }
 
     return run_stage("review", rt, body)
@@ -290,6 +300,7 @@ def decide(rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] |
                 reject=True,
                 reason="outside the group filter",
             )
+        _refresh_report(lake, snapshot_id)
         log.info(
             "decide %s: %d approved, %d rejected by %s%s",
             snapshot_id,
@@ -309,15 +320,36 @@ def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
     if not decided.get("approved"):
         log.info("publish %s: nothing approved, nothing published", snapshot_id)
         return 0
-    result = run_stage(
-        "publish",
-        rt,
-        lambda lake: _logged(run_publish(lake, rt.settings, _need_bootstrap(rt), snapshot_id=snapshot_id)),
-    )
+
+    def body(lake: Lake) -> StageResult:
+        result = _logged(run_publish(lake, rt.settings, _need_bootstrap(rt), snapshot_id=snapshot_id))
+        _refresh_report(lake, snapshot_id)
+        return result
+
+    result = run_stage("publish", rt, body)
     return int(result.counts.get("published", 0))
 
 
 def observe(rt: Runtime) -> dict[str, int]:
     """Record the live assignment from the latest reports; mark realized and expired plans."""
-    result = run_stage("observe", rt, lambda lake: _logged(run_observe(lake, rt.settings, _need_bootstrap(rt))))
+
+    def body(lake: Lake) -> StageResult:
+        before = _snapshot_statuses(lake)
+        result = _logged(run_observe(lake, rt.settings, _need_bootstrap(rt)))
+        after = _snapshot_statuses(lake)
+        for snapshot_id in sorted(s for s, statuses in after.items() if before.get(s) != statuses):
+            _refresh_report(lake, snapshot_id)
+        return result
+
+    result = run_stage("observe", rt, body)
     return dict(result.counts)
+
+
+def _snapshot_statuses(lake: Lake) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Per snapshot with a published plan, its plans' statuses: observe only changes those."""
+    published = (PlanStatus.PUBLISHED, PlanStatus.REALIZED, PlanStatus.EXPIRED, PlanStatus.SUPERSEDED)
+    rows = lake.read("plans").where(sf.col("published_at").isNotNull() | sf.col("status").isin(*published))
+    out: dict[str, list[tuple[str, str]]] = {}
+    for r in rows.select("snapshot_id", "plan_id", "status").collect():
+        out.setdefault(r["snapshot_id"], []).append((r["plan_id"], r["status"]))
+    return {k: tuple(sorted(v)) for k, v in out.items()}

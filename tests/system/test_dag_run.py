@@ -66,8 +66,9 @@ def run_and_answer(
     try:
         run_id = run_of(airflow, process, before)
         detail = airflow.wait_for_approval(DAG_ID, run_id, "approval", timeout_s=420)
-        assert "| group | moves | warmups | rounds | restore offsets | validation |" in detail["body"]
-        assert "HTML report:" in detail["body"]
+        assert "| group | status | moves | warmups | rebalances | offsets to restore |" in detail["body"]
+        assert "| this plan | KIP-441 (Kafka Streams alone) |" in detail["body"]
+        assert "**HTML report**" in detail["body"] and "/rebalance/reports/" in detail["body"]
         airflow.answer(DAG_ID, run_id, "approval", answer, form)
         assert finish(process) == 0, (tmp_path / "dags-test.log").read_text()[-3000:]
     finally:

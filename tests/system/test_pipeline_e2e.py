@@ -23,10 +23,10 @@ from jobs.pipeline.lags import run_lags
 from jobs.pipeline.observe import run_observe
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
-from jobs.pipeline.report import run_report
 from jobs.pipeline.stage import StageInputError, StageResult
 from jobs.pipeline.targets import TARGET_CHANGED, plan_targets
 from jobs.pipeline.validate import load_suites, run_validate
+from jobs.report import run_report
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file

@@ -22,7 +22,7 @@ from jobs.orchestration.hitl import (
     PlanApprovalOperator,
     decision,
 )
-from jobs.orchestration.tasks import approval_body, kafka_from_connection, snapshot_id_for, spark_url
+from jobs.orchestration.tasks import kafka_from_connection, snapshot_id_for, spark_url
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 STAGES = ["extract", "lags", "plan", "validate", "review", "approval", "decide", "publish"]
@@ -156,16 +156,3 @@ def test_one_run_has_one_snapshot_id_on_every_retry() -> None:
     assert first == snapshot_id_for("rebalance_planning", "scheduled__2026-11-21T02:00:00+00:00", when)
     assert first.startswith("20261121T020000Z-")
     assert first != snapshot_id_for("rebalance_planning", "manual__2026-11-21T02:00:00+00:00", when)
-
-
-def test_approval_body_is_a_markdown_table_of_the_plans_with_the_report_paths() -> None:
-    plans = [
-        {"group_id": "a", "status": "VALIDATED", "moves": 3, "warmups": 2, "rounds": 2, "restore_offsets": 900},
-        {"group_id": "b", "status": "REJECTED", "moves": 1, "warmups": 0, "rounds": 1, "restore_offsets": 0,
-         "reason": "failed expectations: x | y (1 rows)"},
-    ]  # fmt: skip
-    body = approval_body(plans, Path("/lake/reports/s.html"), Path("/docs"), 0, 60)
-    assert "| group | moves | warmups | rounds | restore offsets | validation |" in body
-    assert "| a | 3 | 2 | 2 | 900 | VALIDATED |" in body
-    assert "REJECTED: failed expectations: x \\| y (1 rows)" in body
-    assert "/lake/reports/s.html" in body and "/docs/index.html" in body

@@ -1,0 +1,153 @@
+"""Read a snapshot's plans, baselines, validation, reports and schedules from the lake into the view model."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import fields
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as sf
+
+from jobs.lakehouse.lake import Lake
+from jobs.report.detail import held_by_process, placements, schedule
+from jobs.report.fleet import importance, summarize
+from jobs.report.model import (
+    Assignor,
+    Cost,
+    FailedExpectation,
+    GroupDetail,
+    GroupRow,
+    Held,
+    PlanVersion,
+    Report,
+)
+
+_COST = tuple(f.name for f in fields(Cost))
+
+
+def _cost(r: Row) -> Cost:
+    return Cost(r["moves"], r["warmups"], r["rounds"], r["restore_offsets"], r["estimated_seconds"])
+
+
+def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
+    return frame.where(sf.col(column).isin(list(values)))
+
+
+def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) -> list[GroupRow]:
+    """One row per plan of the snapshot (only ``group_ids`` when given), with its baselines and checks."""
+    plans = lake.read("plans", snapshot_id)
+    if group_ids:
+        plans = _in(plans, "group_id", group_ids)
+    chosen = plans.select(
+        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after"
+    ).collect()
+    ids = [r["plan_id"] for r in chosen]
+    baselines: dict[str, dict[Assignor, Cost]] = {}
+    known = {a.value for a in Assignor if a is not Assignor.PLAN}
+    for r in _in(lake.read("plan_baselines", snapshot_id), "plan_id", ids).collect():
+        if r["assignor"] in known:  # an assignor this report does not know is left out, never mislabelled
+            baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = _cost(r)
+    checks = {
+        r["plan_id"]: (int(r["passed"]), int(r["total"]))
+        for r in _in(lake.read("validation_results"), "plan_id", ids)
+        .groupBy("plan_id")
+        .agg(sf.sum(sf.col("success").cast("int")).alias("passed"), sf.count(sf.lit(1)).alias("total"))
+        .collect()
+    }
+    return [
+        GroupRow(
+            plan_id=r["plan_id"],
+            group_id=r["group_id"],
+            status=r["status"],
+            reason=r["reason"],
+            plan=_cost(r),
+            baselines=baselines.get(r["plan_id"], {}),
+            skew_before=r["max_load_skew_before"],
+            skew_after=r["max_load_skew_after"],
+            checks_passed=checks.get(r["plan_id"], (0, 0))[0],
+            checks_total=checks.get(r["plan_id"], (0, 0))[1],
+        )
+        for r in chosen
+    ]
+
+
+def group_details(lake: Lake, snapshot_id: str, rows: Sequence[GroupRow]) -> list[GroupDetail]:
+    """Placement, schedule, failed expectations and plan history of the given groups."""
+    if not rows:
+        return []
+    ids, groups = [r.plan_id for r in rows], [r.group_id for r in rows]
+    reports = _in(lake.read("member_reports", snapshot_id), "group_id", groups).where(~sf.col("stale"))
+    before: dict[str, dict[str, Held]] = {}
+    for r in reports.select("group_id", "process_id", "active_tasks", "standby_tasks", "warmup_tasks").collect():
+        before.setdefault(r["group_id"], {})[r["process_id"]] = Held(
+            frozenset(r["active_tasks"] or ()), frozenset(r["standby_tasks"] or ()), frozenset(r["warmup_tasks"] or ())
+        )
+    by_step: dict[str, dict[int, list[tuple[str, str, str]]]] = {}
+    assignments = _in(lake.read("plan_assignments"), "plan_id", ids)
+    for r in assignments.select("plan_id", "step", "process_id", "task_id", "role").collect():
+        by_step.setdefault(r["plan_id"], {}).setdefault(int(r["step"]), []).append(
+            (r["process_id"], r["task_id"], r["role"])
+        )
+    lags: dict[str, dict[tuple[str, str], int]] = {}
+    for r in (
+        _in(lake.read("task_lags", snapshot_id), "group_id", groups)
+        .select("group_id", "process_id", "task_id", "lag")
+        .collect()
+    ):
+        lags.setdefault(r["group_id"], {})[(r["process_id"], r["task_id"])] = int(r["lag"] or 0)
+    failed: dict[str, list[FailedExpectation]] = {}
+    results = _in(lake.read("validation_results"), "plan_id", ids).where(~sf.col("success"))
+    for r in results.orderBy("suite", "expectation").collect():
+        failed.setdefault(r["plan_id"], []).append(
+            FailedExpectation(r["suite"], r["expectation"], int(r["unexpected_count"]))
+        )
+    intervals = {
+        r["plan_id"]: r["probing_rebalance_interval_ms"]
+        for r in _in(lake.read("plans", snapshot_id), "plan_id", ids)
+        .select("plan_id", "probing_rebalance_interval_ms")
+        .collect()
+    }
+    history: dict[str, list[PlanVersion]] = {}
+    past = _in(lake.read("plans"), "group_id", groups).orderBy(sf.col("created_at").desc(), sf.col("plan_id").desc())
+    for r in past.collect():
+        history.setdefault(r["group_id"], []).append(
+            PlanVersion(
+                r["snapshot_id"],
+                r["plan_id"],
+                r["status"],
+                r["moves"],
+                r["restore_offsets"],
+                int(r["created_at"]),
+                r["approved_by"],
+                r["reason"],
+            )
+        )
+    details = []
+    for row in rows:
+        steps = {step: held_by_process(step_rows) for step, step_rows in by_step.get(row.plan_id, {}).items()}
+        target = steps[max(steps)] if steps else {}
+        interval_s = (intervals.get(row.plan_id) or 0) / 1000
+        details.append(
+            GroupDetail(
+                row=row,
+                instances=placements(before.get(row.group_id, {}), target),
+                steps=schedule(steps, lags.get(row.group_id), interval_s),
+                failed=tuple(failed.get(row.plan_id, ())),
+                history=tuple(history.get(row.group_id, ())),
+            )
+        )
+    return details
+
+
+def build_report(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None = None, limit: int = 1000) -> Report:
+    """The report of a snapshot as it stands in the lake now: every group's row, details for the ``limit`` that
+    matter most (most restore, then longest, then most moves)."""
+    rows = sorted(group_rows(lake, snapshot_id, group_ids), key=importance)
+    return Report(
+        snapshot_id=snapshot_id,
+        generated_at=int(time.time() * 1000),
+        fleet=summarize(snapshot_id, rows),
+        rows=tuple(rows),
+        details=tuple(group_details(lake, snapshot_id, rows[: max(limit, 0)])),
+    )

@@ -1,0 +1,202 @@
+"""The report's view model: frozen records the lake is read into and the templates are rendered from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Assignor(StrEnum):
+    """Who decides the assignment: our plan, or a baseline of ``plan_baselines.assignor``."""
+
+    PLAN = "plan"
+    KIP441 = "kip441"
+    STREAMS_BROKER = "streams_broker"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+    @property
+    def short(self) -> str:
+        """The label for a table heading."""
+        return _SHORT[self]
+
+
+_LABELS = {
+    Assignor.PLAN: "this plan",
+    Assignor.KIP441: "KIP-441 (Kafka Streams alone)",
+    Assignor.STREAMS_BROKER: "broker-side assignment (KIP-1071)",
+}
+_SHORT = {Assignor.PLAN: "this plan", Assignor.KIP441: "KIP-441", Assignor.STREAMS_BROKER: "broker-side"}
+BASELINES = (Assignor.KIP441, Assignor.STREAMS_BROKER)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What bringing one group to its end state costs (a plan's numbers, or a baseline assignor's)."""
+
+    moves: int | None
+    warmups: int | None
+    rounds: int | None
+    restore_offsets: int | None
+    estimated_seconds: float | None
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group's plan in the snapshot, as the table of groups shows it."""
+
+    plan_id: str
+    group_id: str
+    status: str
+    reason: str | None
+    plan: Cost
+    baselines: Mapping[Assignor, Cost]  # only the baselines computed for this plan
+    skew_before: float | None
+    skew_after: float | None
+    checks_passed: int
+    checks_total: int
+
+    @property
+    def validation(self) -> str:
+        if not self.checks_total:
+            return "not validated"
+        failed = self.checks_total - self.checks_passed
+        return "all passed" if not failed else f"{failed} of {self.checks_total} failed"
+
+    @property
+    def anchor(self) -> str:
+        """The id of the group's detail in the page (group ids may hold any character)."""
+        return "group-" + "".join(c if c.isalnum() or c in "-_" else f"~{ord(c):x}" for c in self.group_id)
+
+
+@dataclass(frozen=True)
+class Held:
+    """Tasks one instance holds, by role."""
+
+    active: frozenset[str] = frozenset()
+    standby: frozenset[str] = frozenset()
+    warmup: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class InstancePlacement:
+    """One instance now (from its report) and at the plan's target."""
+
+    process_id: str
+    before: Held
+    after: Held
+
+    @property
+    def gains(self) -> tuple[str, ...]:
+        return tuple(sorted(self.after.active - self.before.active))
+
+    @property
+    def loses(self) -> tuple[str, ...]:
+        return tuple(sorted(self.before.active - self.after.active))
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step of the schedule: what the group holds after that probing rebalance."""
+
+    step: int
+    starts_after_s: float  # from the first rebalance, one probing interval per step
+    actives: int
+    standbys: int
+    warmups: int
+    new_warmups: int
+    warmup_restore_offsets: int | None  # the new warmups' lag; None when the lags are unknown
+
+
+@dataclass(frozen=True)
+class FailedExpectation:
+    """A validation expectation this plan broke."""
+
+    suite: str
+    expectation: str
+    unexpected_count: int
+
+
+@dataclass(frozen=True)
+class PlanVersion:
+    """One of the group's plans over time (any snapshot)."""
+
+    snapshot_id: str
+    plan_id: str
+    status: str
+    moves: int | None
+    restore_offsets: int | None
+    created_at: int
+    approved_by: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class GroupDetail:
+    """Everything the page shows about one group beyond its table row."""
+
+    row: GroupRow
+    instances: tuple[InstancePlacement, ...]
+    steps: tuple[StepRow, ...]
+    failed: tuple[FailedExpectation, ...]
+    history: tuple[PlanVersion, ...]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One metric over a set of groups (null values left out; ``groups`` counts the others)."""
+
+    groups: int
+    total: float
+    median: float
+    p90: float
+    maximum: float
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """A baseline's aggregate beside the plan's, over the same groups (those the baseline was computed for)."""
+
+    assignor: Assignor
+    groups: int  # groups that have this baseline
+    plan: Aggregate | None
+    baseline: Aggregate | None
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One metric: the plans over every group, and each baseline beside the plans on the same groups."""
+
+    metric: str  # a Cost field
+    label: str
+    headline: str  # "total" or "maximum": the figure a person reads first
+    plan: Aggregate | None
+    baselines: tuple[BaselineComparison, ...]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The first screen: how many groups in which status, what tonight's plans cost, and against what."""
+
+    snapshot_id: str
+    groups: int
+    by_status: tuple[tuple[str, int], ...]
+    tonight: int  # plans that passed validation (validated, approved, published or realized)
+    tonight_cost: Mapping[str, Aggregate | None]
+    comparisons: tuple[MetricComparison, ...]
+    coverage: Mapping[Assignor, int]
+    top: tuple[GroupRow, ...]  # the groups that matter most: most restore, then longest, then most moves
+
+
+@dataclass(frozen=True)
+class Report:
+    """A snapshot's whole report."""
+
+    snapshot_id: str
+    generated_at: int  # epoch ms: statuses are as of this time
+    fleet: Fleet
+    rows: tuple[GroupRow, ...]
+    details: tuple[GroupDetail, ...] = field(default=())

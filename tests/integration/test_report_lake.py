@@ -1,0 +1,77 @@
+"""The report read from a real Delta lake on the embedded engine: the summary's numbers are the lake's, baselines
+are compared when present and said to be "not computed" when absent, statuses are the lake's current ones."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as sf
+
+from jobs.pipeline.approve import run_approve
+from jobs.pipeline.targets import target_rows
+from jobs.report import build_report, run_report
+from jobs.report.fleet import headline_value
+from jobs.report.model import Assignor
+from jobs.settings import Settings
+from tests.support.report_lake import SNAPSHOT, planned_lake, seed_baselines
+
+
+def test_report_reads_the_lake_and_compares_with_kip441_only_where_it_was_computed(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = planned_lake(spark, tmp_path / "lake")
+    plans = lake.read("plans", SNAPSHOT).collect()
+
+    # No plan_baselines table yet (the plan stage does not fill it yet): nothing invented, and it says so.
+    bare = build_report(lake, SNAPSHOT)
+    assert all(b.groups == 0 and b.baseline is None for c in bare.fleet.comparisons for b in c.baselines)
+    page = run_report(lake, SNAPSHOT, tmp_path / "bare.html").read_text(encoding="utf-8")
+    assert "What KIP-441 would do on this snapshot is not computed." in page
+
+    # KIP-441 computed for every other plan: compared on those groups only.
+    seeded = seed_baselines(lake, "kip441", every=2)
+    report = build_report(lake, SNAPSHOT)
+    fleet = report.fleet
+    assert fleet.groups == len(plans)
+    assert dict(fleet.by_status) == Counter(p["status"] for p in plans)
+    moves = next(c for c in fleet.comparisons if c.metric == "moves")
+    assert headline_value(moves.plan, "total") == sum(p["moves"] or 0 for p in plans)
+    kip, broker = moves.baselines
+    assert (kip.assignor, kip.groups) == (Assignor.KIP441, len(seeded))
+    assert kip.baseline is not None and kip.baseline.total == sum(int(str(r[4])) for r in seeded)
+    covered = {r[0] for r in seeded}
+    assert kip.plan is not None and kip.plan.total == sum(p["moves"] or 0 for p in plans if p["plan_id"] in covered)
+    assert broker.groups == 0 and broker.baseline is None
+    restore = next(c for c in fleet.comparisons if c.metric == "restore_offsets")
+    assert headline_value(restore.plan, "total") == sum(p["restore_offsets"] or 0 for p in plans)
+    # The most offsets to restore first.
+    restores = [r.plan.restore_offsets or 0 for r in report.rows]
+    assert restores == sorted(restores, reverse=True)
+
+    # Each group's detail: the target per instance is the plan's last step, and the schedule has every step.
+    detail = report.details[0]
+    target = target_rows(lake.read("plan_assignments").where(sf.col("plan_id") == detail.row.plan_id)).collect()
+    expected = Counter((r["process_id"], r["role"]) for r in target)
+    shown = Counter(
+        {(i.process_id, "ACTIVE"): len(i.after.active) for i in detail.instances}
+        | {(i.process_id, "STANDBY"): len(i.after.standby) for i in detail.instances}
+    )
+    assert +shown == expected
+    steps = lake.read("plan_assignments").where(sf.col("plan_id") == detail.row.plan_id).select("step").distinct()
+    assert [s.step for s in detail.steps] == sorted(r["step"] for r in steps.collect())
+    assert [h.plan_id for h in detail.history] == [detail.row.plan_id]
+
+
+def test_report_shows_the_status_the_lake_has_now(spark: SparkSession, tmp_path: Path) -> None:
+    settings = Settings(lake_root=tmp_path / "lake", num_standby_replicas=1)
+    lake = planned_lake(spark, settings.lake_root, groups=2)
+    validated = [p["plan_id"] for p in lake.read("plans", SNAPSHOT).collect() if p["status"] == "VALIDATED"]
+    assert validated, "the synthetic groups' plans pass validation"
+    run_approve(lake, settings, by="alice", plan_ids=validated[:1])
+    report = build_report(lake, SNAPSHOT)
+    statuses = {r.plan_id: r.status for r in report.rows}
+    assert statuses[validated[0]] == "APPROVED"
+    page = run_report(lake, SNAPSHOT, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert 'data-set-status="APPROVED" data-count="1"' in page

@@ -1,0 +1,112 @@
+"""The report and the approval summary rendered from view-model records (no Spark): numbers spelled for people,
+the comparison honest about missing baselines, markup escaped and accessible, nothing fetched when viewed."""
+
+from __future__ import annotations
+
+import re
+
+from jobs.orchestration.tasks import approval_body
+from jobs.report import numbers
+from jobs.report.detail import placements, schedule
+from jobs.report.fleet import importance, summarize
+from jobs.report.model import (
+    Assignor,
+    Cost,
+    FailedExpectation,
+    GroupDetail,
+    GroupRow,
+    Held,
+    PlanVersion,
+    Report,
+)
+from jobs.report.render import render_report
+
+LONG_PID = "3f2a9c4e-7b1d-4e8a-9f00-5d2c1b7a6e91"
+HOSTILE = "<script>alert(1)</script>|*g*"
+
+
+def row(i: int, status: str = "VALIDATED", kip: bool = True, group: str | None = None) -> GroupRow:
+    plan = Cost(moves=i, warmups=i, rounds=i + 1, restore_offsets=1_000 * i, estimated_seconds=60.0 * i)
+    baselines = {Assignor.KIP441: Cost(i + 2, i + 3, i + 2, 3_000 * i + 500, 120.0 * i)} if kip else {}
+    return GroupRow(f"s/g{i}", group or f"g{i}", status, None, plan, baselines, 0.5, 0.0, 7, 7)
+
+
+def report(rows: list[GroupRow]) -> Report:
+    rows = sorted(rows, key=importance)
+    first = rows[0]
+    detail = GroupDetail(
+        first,
+        placements({LONG_PID: Held(frozenset({"0_0", "0_1"}))},
+                   {LONG_PID: Held(frozenset({"0_0"})), "b": Held(frozenset({"0_1"}))}),
+        schedule({1: {"b": Held(warmup=frozenset({"0_1"}))}, 2: {"b": Held(frozenset({"0_1"}))}},
+                 {("b", "0_1"): 4_321}, 600),
+        (FailedExpectation("plan_assignments", "warmups_within_budget", 1),),
+        (PlanVersion("s", first.plan_id, first.status, 1, 1_000, 1_795_000_000_000, None, None),),
+    )  # fmt: skip
+    return Report("s", 1_795_000_000_000, summarize("s", rows), tuple(rows), (detail,))
+
+
+def test_numbers_have_separators_plural_forms_and_humane_durations() -> None:
+    assert numbers.plural(1, "move") == "1 move" and numbers.plural(2, "move") == "2 moves"
+    assert numbers.plural(1_234_567, "offset") == "1,234,567 offsets"
+    assert numbers.count(None) == "-" and numbers.count(12_000) == "12,000"
+    assert numbers.duration(45) == "45 s" and numbers.duration(200) == "3 min 20 s"
+    assert numbers.duration(3_900) == "1 h 5 min" and numbers.duration(None) == "not estimated"
+    assert numbers.short_id(LONG_PID) == "3f2a9c4e…c1b7a6e91" and numbers.short_id("a") == "a"
+    assert numbers.change(21, 105) == "-80%" and numbers.change(3, 3) == "same" and numbers.change(1, None) == "-"
+
+
+def test_schedule_counts_new_warmups_and_their_restore_per_step() -> None:
+    steps = schedule(
+        {1: {"a": Held(warmup=frozenset({"0_1", "0_2"}))},
+         2: {"a": Held(frozenset({"0_1"}), warmup=frozenset({"0_2", "0_3"}))}},
+        {("a", "0_1"): 10, ("a", "0_2"): 20, ("a", "0_3"): 300},
+        600,
+    )  # fmt: skip
+    assert [(s.warmups, s.new_warmups, s.warmup_restore_offsets, s.starts_after_s) for s in steps] == [
+        (2, 2, 30, 0),
+        (2, 1, 300, 600),
+    ]
+    assert schedule({1: {}}, None, 600)[0].warmup_restore_offsets is None  # lags unknown, not zero
+
+
+def test_summary_compares_with_kip441_on_the_groups_it_covers_and_says_when_not_computed() -> None:
+    rows = [row(1), row(2), row(3, kip=False), row(0, "NOOP")]
+    fleet = summarize("s", rows)
+    moves = next(c for c in fleet.comparisons if c.metric == "moves")
+    assert moves.plan is not None and moves.plan.total == 6
+    kip, broker = moves.baselines
+    assert kip.groups == 3 and kip.baseline is not None and kip.baseline.total == 3 + 4 + 2
+    assert kip.plan is not None and kip.plan.total == 3  # the plans of the same three groups
+    assert broker.groups == 0 and broker.baseline is None
+    assert [r.group_id for r in fleet.top][:3] == ["g3", "g2", "g1"]  # the most offsets to restore first
+    assert fleet.tonight == 3 and dict(fleet.by_status) == {"VALIDATED": 3, "NOOP": 1}
+
+
+def test_report_page_is_self_contained_escaped_and_accessible() -> None:
+    page = render_report(report([row(1), row(2), row(3, group=HOSTILE), row(0, "NOOP", kip=False)]))
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # Nothing is fetched when the page is viewed: no external script, stylesheet, image or font.
+    assert not re.search(r"""<(script|img|iframe)[^>]*\ssrc=|<link[^>]*stylesheet|@import|url\(\s*['"]?https?:""", page)
+    assert page.count("<svg") >= 3  # the charts, rendered when the report was written
+    assert page.count("<caption>") >= 5 and 'scope="col"' in page and 'scope="row"' in page
+    assert 'aria-sort="descending"' in page  # the table's initial order is announced
+    assert f'title="{LONG_PID}">3f2a9c4e…c1b7a6e91<' in page  # a long process id is cut, in full on hover
+    assert "3 moves · 3 warmups · 4 rebalances · 3,000 offsets to restore · 3 min" in page
+    single = render_report(report([row(1)]))
+    assert "1 move · 1 warmup · 2 rebalances · 1,000 offsets to restore · 1 min" in single
+    assert "warmups_within_budget" in page and "4,321" in page
+    assert "broker-side" in page and "not computed" in page
+
+
+def test_approval_body_carries_the_summary_the_top_groups_by_restore_and_the_links() -> None:
+    rows = [row(1), row(5, "REJECTED"), row(2, group="a|b"), row(0, "NOOP", kip=False)]
+    body = approval_body(report(rows), "[open the report](http://x/r.html)", "`/docs/index.html`", 1, 60)
+    assert "**4 groups** planned: " in body and "2 VALIDATED" in body
+    assert "Approving every validated plan (2 groups) makes 3 moves, 3 warmups and restores 3,000 offsets" in body
+    assert re.search(r"\| moves, total \| 8 \| 14 \(-43%\), on 3 groups where this plan: 8 \| not computed \|", body)
+    table = [line for line in body.splitlines() if re.match(r"\| \S+ \| (VALIDATED|REJECTED|NOOP)", line)]
+    assert [line.split(" | ")[0] for line in table[:3]] == ["| a\\|b", "| g1", "| g5"]  # awaiting first, by restore
+    assert "| g1 | VALIDATED | 1 | 1 | 2 | 1,000 | 3,500 | 1 min |" in body
+    assert "1 plan outside this run's group filter is not offered" in body
+    assert "[open the report](http://x/r.html)" in body and "/docs/index.html" in body
