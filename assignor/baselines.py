@@ -13,8 +13,11 @@ from assignor.high_availability import assign_high_availability
 from assignor.lags import LagIndex
 from assignor.simulation import Assignor, Scenario, simulate
 from assignor.state import GroupState
+from assignor.streams_broker import assign_streams_broker
 
-BASELINE_ASSIGNORS: Mapping[str, Assignor] = MappingProxyType({"kip441": assign_high_availability})
+BASELINE_ASSIGNORS: Mapping[str, Assignor] = MappingProxyType(
+    {"kip441": assign_high_availability, "streams_broker": assign_streams_broker}
+)
 """The assignors a plan is compared with, by the name the plan_baselines table records."""
 
 

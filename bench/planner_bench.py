@@ -25,7 +25,16 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
+from assignor import (
+    LATEST_OFFSET,
+    AssignmentConfigs,
+    ClientState,
+    GroupState,
+    TaskId,
+    assign_high_availability,
+    assign_streams_broker,
+    plan_group,
+)
 from assignor.simulation import Scenario, catch_up_fully, simulate
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -39,6 +48,7 @@ class Outcome:
     family: str
     seed: int
     baseline: dict[str, int]
+    broker: dict[str, int]  # Kafka's broker-side streams assignment (KIP-1071), replayed like the baseline
     planner: dict[str, int]
     lower_bound: int
     seconds: float
@@ -179,21 +189,27 @@ def measure(family: str, seed: int) -> Outcome:
     start = time.perf_counter()
     plan = plan_group(group, configs)
     seconds = time.perf_counter() - start
-    base = simulate(Scenario(family, group, configs, max_rounds=1_000))
-    baseline = {
-        "moves": base.total_moves,
-        "warmups": base.total_warmups,
-        "rounds": len(base.rounds),
-        "restore_offsets": base.total_restored_offsets,
+    replayed = {
+        side: simulate(Scenario(family, group, configs, max_rounds=1_000), assignor)
+        for side, assignor in (("baseline", assign_high_availability), ("broker", assign_streams_broker))
+    }
+    costs = {
+        side: {
+            "moves": r.total_moves,
+            "warmups": r.total_warmups,
+            "rounds": len(r.rounds),
+            "restore_offsets": r.total_restored_offsets,
+        }
+        for side, r in replayed.items()
     }
     planner = {m: int(plan.metrics[m]) for m in METRICS}
-    return Outcome(family, seed, baseline, planner, lower_bound(group), seconds)
+    return Outcome(family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds)
 
 
 def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
     row: dict[str, Any] = {"family": outcomes[0].family, "groups": len(outcomes)}
     for m in METRICS:
-        for side in ("baseline", "planner"):
+        for side in ("baseline", "broker", "planner"):
             values = [getattr(o, side)[m] for o in outcomes]
             row[f"{side}_{m}_median"] = statistics.median(values)
             row[f"{side}_{m}_worst"] = max(values)
@@ -208,12 +224,13 @@ def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
 def _chart(rows: list[dict[str, Any]], metric: str) -> str:
     """Grouped horizontal bars (baseline vs planner medians) as inline SVG."""
     width, bar, gap = 520, 12, 10
-    top = max(max(float(r[f"baseline_{metric}_median"]), float(r[f"planner_{metric}_median"])) for r in rows) or 1
+    sides = (("baseline", "#c0504d"), ("broker", "#9bbb59"), ("planner", "#4f81bd"))
+    top = max(float(r[f"{side}_{metric}_median"]) for r in rows for side, _ in sides) or 1
     parts = []
     y = 20
     for r in rows:
         parts.append(f'<text x="0" y="{y + 10}" font-size="11">{html.escape(str(r["family"]))}</text>')
-        for side, color in (("baseline", "#c0504d"), ("planner", "#4f81bd")):
+        for side, color in sides:
             value = float(r[f"{side}_{metric}_median"])
             length = 300 * value / top
             parts.append(f'<rect x="200" y="{y}" width="{length:.1f}" height="{bar}" fill="{color}"/>')
@@ -222,8 +239,9 @@ def _chart(rows: list[dict[str, Any]], metric: str) -> str:
         y += gap
     legend = (
         '<rect x="200" y="2" width="10" height="10" fill="#c0504d"/><text x="214" y="11" font-size="10">baseline'
-        '</text><rect x="280" y="2" width="10" height="10" fill="#4f81bd"/><text x="294" y="11" font-size="10">'
-        "planner</text>"
+        '</text><rect x="260" y="2" width="10" height="10" fill="#9bbb59"/><text x="274" y="11" font-size="10">'
+        'broker-side</text><rect x="340" y="2" width="10" height="10" fill="#4f81bd"/><text x="354" y="11" '
+        'font-size="10">planner</text>'
     )
     return f'<h3>median {metric}</h3><svg width="{width}" height="{y}">{legend}{"".join(parts)}</svg>'
 
@@ -375,7 +393,9 @@ def main() -> None:
         rows.append(row)
         print(json.dumps({"bench": "planner_family", **row}))
     speed = run_speed(console, args.sizes)
-    table = Table(title=f"planner vs KIP-441 baseline ({args.groups} seeded groups per family): median / worst")
+    table = Table(
+        title=f"planner vs KIP-441 (b) and the broker-side assignment ({args.groups} groups per family): median / worst"
+    )
     for column in (
         "family",
         "moves b/p",
@@ -385,6 +405,7 @@ def main() -> None:
         "rounds b/p",
         "restore b/p (median)",
         "never worse",
+        "broker-side m/w/r/restore",
         "plan s med/max",
     ):
         table.add_column(column, justify="left" if column == "family" else "right")
@@ -405,6 +426,7 @@ def main() -> None:
             pair("rounds"),
             f"{float(r['baseline_restore_offsets_median']):,.0f}/{float(r['planner_restore_offsets_median']):,.0f}",
             f"{r['never_worse']}/{r['groups']}",
+            "/".join(f"{float(r[f'broker_{m}_median']):,.0f}" for m in METRICS),
             f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",
         )
     Console().print(table)

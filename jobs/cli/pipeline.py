@@ -24,12 +24,13 @@ if TYPE_CHECKING:
     from jobs.pipeline.stage import StageResult
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("extract", "lags", "plan", "validate", "approve", "publish", "observe", "history", "report")
+COMMANDS = ("extract", "lags", "plan", "baselines", "validate", "approve", "publish", "observe", "history", "report")
 _HELP = {
     "extract": "read reports, the broker's group members, changelog end offsets and committed offsets into a new "
     "bronze snapshot; reports are checked against the members",
     "lags": "compute per-task lags of a snapshot (task_lags)",
     "plan": "plan every group of a snapshot in parallel (plans, plan_assignments)",
+    "baselines": "replay Kafka's assignors (KIP-441, broker-side) on every planned group (plan_baselines)",
     "validate": "run the Great Expectations suites on PENDING plans; write Data Docs",
     "approve": "approve (or --reject) VALIDATED plans, recording who and when",
     "publish": "sign APPROVED plans and publish them to the plans topic",
@@ -45,7 +46,7 @@ def add_pipeline_commands(commands: Any) -> None:
         name: commands.add_parser(name, help=_HELP[name], description=_HELP[name].capitalize() + ".")
         for name in COMMANDS
     }
-    for name in ("extract", "lags", "plan", "validate", "approve", "publish", "report"):
+    for name in ("extract", "lags", "plan", "baselines", "validate", "approve", "publish", "report"):
         parsers[name].add_argument("--snapshot-id", help="snapshot (default: the latest; extract: a new one)")
     for name in ("validate", "approve", "publish"):
         parsers[name].add_argument("--plan-id", action="append", default=[], help="a plan id (repeatable)")
@@ -108,6 +109,10 @@ def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> Stag
         from jobs.pipeline.plan import run_plan
 
         return run_plan(lake, settings, args.snapshot_id)
+    if command == "baselines":
+        from jobs.pipeline.baselines import run_baselines
+
+        return run_baselines(lake, settings, args.snapshot_id)
     if command == "validate":
         from jobs.pipeline.validate import run_validate
 

@@ -29,6 +29,7 @@ from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration.hitl import DecisionError, decision, duration, in_filter
 from jobs.pipeline.approve import run_approve
+from jobs.pipeline.baselines import run_baselines
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.observe import run_observe
@@ -194,6 +195,8 @@ def _spawnable_main() -> Iterator[None]:
 def plan(rt: Runtime, snapshot_id: str) -> str:
     with _spawnable_main():
         run_stage("plan", rt, lambda lake: _logged(run_plan(lake, rt.settings, snapshot_id)))
+        # The plans' comparison with Kafka's own assignors, for the review; part of planning, not a gate.
+        run_stage("baselines", rt, lambda lake: _logged(run_baselines(lake, rt.settings, snapshot_id)))
     return snapshot_id
 
 

@@ -201,7 +201,8 @@ def plan_record(
 _pools: dict[int, ProcessPoolExecutor] = {}
 
 
-def _pool(processes: int) -> ProcessPoolExecutor:
+def worker_pool(processes: int) -> ProcessPoolExecutor:
+    """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL."""
     if processes not in _pools:
         # spawn, not fork: the engine's threads are running in this process.
         _pools[processes] = ProcessPoolExecutor(
@@ -220,7 +221,7 @@ def planner_udf(
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its group to a worker process and waits without the GIL.
-            out = _pool(processes).submit(plan_record, rows, configs, restore_rate, created_at).result()
+            out = worker_pool(processes).submit(plan_record, rows, configs, restore_rate, created_at).result()
         else:  # a Python worker process of a JVM engine: already one process per core
             out = plan_record(rows, configs, restore_rate, created_at)
         done = next(_planned)

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
+from assignor.baselines import BASELINE_ASSIGNORS
 from jobs.cli.main import main
+from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.settings import Settings
 from tests.support.signing import signing_env
@@ -31,10 +34,11 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: EmbeddedBroker)
 
 
 def test_every_stage_runs_from_the_command_line(
-    env: Settings, broker: EmbeddedBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    env: Settings, broker: EmbeddedBroker, spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed_fleet(broker, env)
-    for command in (["extract"], ["lags"], ["plan"], ["validate"], ["approve", "--by", "bob"], ["publish"]):
+    stages = (["extract"], ["lags"], ["plan"], ["baselines"], ["validate"], ["approve", "--by", "bob"], ["publish"])
+    for command in stages:
         assert main(command) == 0, command
         out = capsys.readouterr().out
         assert command[0] in out
@@ -47,6 +51,14 @@ def test_every_stage_runs_from_the_command_line(
     assert main(["report", "--out", str(report)]) == 0
     assert "orders" in report.read_text(encoding="utf-8")
     assert main(["plan"]) == 0
+    assert "nothing new written" in capsys.readouterr().out
+    lake = Lake(spark, env.lake_root)
+    plans = {r["plan_id"] for r in lake.read("plans").collect()}
+    baselines = lake.read("plan_baselines").collect()
+    # Every planned group compared with both of Kafka's assignors, each replayed until it stopped probing.
+    assert {(r["plan_id"], r["assignor"]) for r in baselines} == {(p, a) for p in plans for a in BASELINE_ASSIGNORS}
+    assert all(r["converged"] and r["rounds"] >= 1 and r["estimated_seconds"] >= 0 for r in baselines)
+    assert main(["baselines"]) == 0
     assert "nothing new written" in capsys.readouterr().out
 
 

@@ -1,0 +1,94 @@
+"""Stage 3b, baselines: per planned group, what Kafka's own assignors would cost on the same snapshot
+(plan_baselines), so the report and the approval page compare every plan with leaving the group alone."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from assignor import AssignmentConfigs
+from assignor.baselines import BASELINE_ASSIGNORS, baseline_cost
+from assignor.estimate import DEFAULT_RESTORE_RATE
+from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.tables import table_schema
+from jobs.pipeline.plan import group_state, plan_id_of, planning_input, worker_pool
+from jobs.pipeline.stage import StageResult, resolve_snapshot
+from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def baseline_records(rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float) -> list[dict[str, Any]]:
+    """One group's plan_baselines rows, one per baseline assignor; a group the assignors refuse gets none."""
+    snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
+    try:
+        group = group_state(rows)
+    except ValueError:  # the plan stage already recorded why this group's input is refused
+        return []
+    out = []
+    for name in sorted(BASELINE_ASSIGNORS):
+        try:
+            cost = baseline_cost(group, configs, name, restore_rate=restore_rate)
+        except ValueError as err:
+            log.warning("baseline %s of %s/%s: %s", name, snapshot_id, group_id, err)
+            continue
+        out.append(
+            {
+                "plan_id": plan_id_of(snapshot_id, group_id),
+                "snapshot_id": snapshot_id,
+                "group_id": group_id,
+                "assignor": name,
+                "moves": cost.moves,
+                "warmups": cost.warmups,
+                "rounds": cost.rounds,
+                "restore_offsets": cost.restore_offsets,
+                "estimated_seconds": cost.estimated_seconds,
+                "converged": cost.converged,
+            }
+        )
+    return out
+
+
+def baselines_udf(
+    configs: AssignmentConfigs, restore_rate: float, processes: int
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The applyInPandas function: one group's planning rows in, its plan_baselines rows out."""
+    driver = os.getpid()
+    columns = table_schema("plan_baselines").column_names
+
+    def replay(rows: pd.DataFrame) -> pd.DataFrame:
+        if processes > 1 and os.getpid() == driver:  # see planner_udf: CPU-bound Python off the engine's GIL
+            out = worker_pool(processes).submit(baseline_records, rows, configs, restore_rate).result()
+        else:
+            out = baseline_records(rows, configs, restore_rate)
+        return pd.DataFrame(out, columns=columns)
+
+    return replay
+
+
+def run_baselines(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
+    """Replay every baseline assignor on each planned group of the snapshot that has no baselines yet."""
+    snapshot_id = resolve_snapshot(lake, snapshot_id)
+    configs = settings.assignment_configs()
+    planned = lake.read("plans", snapshot_id).select("group_id")
+    done = lake.read("plan_baselines", snapshot_id).select("group_id").distinct()
+    inputs: DataFrame = (
+        planning_input(
+            lake.read("member_reports", snapshot_id),
+            lake.read("group_tasks", snapshot_id),
+            lake.read("task_lags", snapshot_id),
+        )
+        .join(planned, "group_id", "left_semi")
+        .join(done, "group_id", "left_anti")
+    )
+    rate = settings.restore_rate or DEFAULT_RESTORE_RATE
+    udf = baselines_udf(configs, rate, settings.planner_processes)
+    rows = inputs.groupBy("group_id").applyInPandas(udf, table_schema("plan_baselines").ddl)
+    outcome = lake.merge("plan_baselines", rows.where(sf.col("plan_id").isNotNull()))
+    return StageResult("baselines", snapshot_id, (outcome,), {})
