@@ -49,7 +49,7 @@ def seed_baselines(lake: Lake, assignor: str = "kip441", every: int = 1) -> list
     plans = sorted(lake.read("plans", SNAPSHOT).collect(), key=lambda r: r["group_id"])
     rows: list[tuple[object, ...]] = [
         (p["plan_id"], SNAPSHOT, p["group_id"], assignor, (p["moves"] or 0) + 2, (p["warmups"] or 0) + 3,
-         (p["rounds"] or 0) + 1, (p["restore_offsets"] or 0) * 2 + 1_000, 900.0 + i)
+         (p["rounds"] or 0) + 1, (p["restore_offsets"] or 0) * 2 + 1_000, 900.0 + i, True)
         for i, p in enumerate(plans) if i % every == 0
     ]  # fmt: skip
     lake.merge("plan_baselines", lake.spark.createDataFrame(rows, table_schema("plan_baselines").ddl))
