@@ -33,10 +33,14 @@ def baseline_records(rows: pd.DataFrame, configs: AssignmentConfigs, restore_rat
         return []
     out = []
     for name in sorted(BASELINE_ASSIGNORS):
+        # Any failure costs only this group's row for this assignor: the report shows "not computed",
+        # and the rest of the fleet's baselines still land.
         try:
             cost = baseline_cost(group, configs, name, restore_rate=restore_rate)
-        except ValueError as err:
-            log.warning("baseline %s of %s/%s: %s", name, snapshot_id, group_id, err)
+        except Exception as err:
+            log.warning(
+                "baseline %s of %s/%s not computed: %s: %s", name, snapshot_id, group_id, type(err).__name__, err
+            )
             continue
         out.append(
             {

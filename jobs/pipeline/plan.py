@@ -181,6 +181,11 @@ def plan_record(
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
         out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments="", move_order="")
         return out
+    except Exception as err:  # a planner fault on one group must not cost the rest of the fleet its plans
+        log.exception("planning %s/%s failed", snapshot_id, group_id)
+        reason = f"planning failed: internal error {type(err).__name__}: {err}"
+        out.update(status=PlanStatus.REJECTED, reason=reason, assignments="", move_order="")
+        return out
     metrics = plan.metrics
     out.update(
         status=PlanStatus.NOOP if is_noop(plan, group) else PlanStatus.PENDING,

@@ -1,0 +1,79 @@
+"""A fault while planning or replaying one group costs that group only, never the stage."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from assignor import AssignmentConfigs
+from jobs.pipeline import baselines, plan
+from jobs.pipeline.status import PlanStatus
+
+
+def _rows() -> pd.DataFrame:
+    """planning_input rows of one small group: two clients, two stateful tasks held by the first."""
+    base = {"snapshot_id": "s1", "group_id": "g1", "capacity": 1, "role": None, "stateful": None}
+    rows = [
+        {**base, "kind": "client", "process_id": "p1", "task_id": None, "end_offset_sum": None, "offset_sum": None},
+        {**base, "kind": "client", "process_id": "p2", "task_id": None, "end_offset_sum": None, "offset_sum": None},
+    ]
+    for task in ("0_0", "0_1"):
+        rows.append(
+            {
+                **base,
+                "kind": "task",
+                "process_id": None,
+                "task_id": task,
+                "stateful": True,
+                "end_offset_sum": 100,
+                "offset_sum": None,
+            }
+        )
+        rows.append(
+            {
+                **base,
+                "kind": "held",
+                "process_id": "p1",
+                "task_id": task,
+                "role": "ACTIVE",
+                "end_offset_sum": None,
+                "offset_sum": None,
+            }
+        )
+        rows.append(
+            {**base, "kind": "sum", "process_id": "p1", "task_id": task, "end_offset_sum": None, "offset_sum": 100}
+        )
+    return pd.DataFrame(rows)
+
+
+def test_the_rows_plan_without_faults() -> None:
+    record = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
+    assert record["status"] in (PlanStatus.PENDING, PlanStatus.NOOP)
+    assert {r["assignor"] for r in baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0)} == {
+        "kip441",
+        "streams_broker",
+    }
+
+
+def test_a_planner_fault_rejects_only_that_group_naming_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(plan, "plan_group", broken)
+    record = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
+    assert record["status"] == PlanStatus.REJECTED
+    assert record["reason"].startswith("planning failed: internal error KeyError")
+    assert record["plan_id"] == plan.plan_id_of("s1", "g1")
+
+
+def test_a_baseline_fault_drops_only_that_assignors_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = baselines.baseline_cost
+
+    def flaky(group, configs, name, **kwargs):  # type: ignore[no-untyped-def]
+        if name == "kip441":
+            raise ZeroDivisionError("boom")
+        return real(group, configs, name, **kwargs)
+
+    monkeypatch.setattr(baselines, "baseline_cost", flaky)
+    records = baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0)
+    assert [r["assignor"] for r in records] == ["streams_broker"]
