@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from assignor import AssignmentConfigs
+from assignor.baselines import baseline_cost
 from jobs.pipeline import baselines, plan
 from jobs.pipeline.status import PlanStatus
 
@@ -67,12 +68,10 @@ def test_a_planner_fault_rejects_only_that_group_naming_the_error(monkeypatch: p
 
 
 def test_a_baseline_fault_drops_only_that_assignors_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = baselines.baseline_cost
-
     def flaky(group, configs, name, **kwargs):  # type: ignore[no-untyped-def]
         if name == "kip441":
             raise ZeroDivisionError("boom")
-        return real(group, configs, name, **kwargs)
+        return baseline_cost(group, configs, name, **kwargs)
 
     monkeypatch.setattr(baselines, "baseline_cost", flaky)
     records = baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0)
