@@ -12,7 +12,7 @@ from playwright.sync_api import sync_playwright
 from jobs.local.airflow import LocalAirflow
 from jobs.report.links import data_docs_url, report_url
 from jobs.report.render import render_report
-from tests.unit.test_report_rendering import report, row
+from tests.support.report_views import report, row
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
 
