@@ -31,11 +31,10 @@ from assignor import (
     ClientState,
     GroupState,
     TaskId,
-    assign_high_availability,
-    assign_streams_broker,
     plan_group,
 )
-from assignor.simulation import Scenario, catch_up_fully, simulate
+from assignor.baselines import baseline_cost
+from assignor.simulation import catch_up_fully
 from jobs.report.bench_page import Figures, render_bench_page
 from jobs.report.charts import Chart, grouped_bars
 from jobs.report.model import Assignor
@@ -192,18 +191,11 @@ def measure(family: str, seed: int) -> Outcome:
     start = time.perf_counter()
     plan = plan_group(group, configs)
     seconds = time.perf_counter() - start
-    replayed = {
-        side: simulate(Scenario(family, group, configs, max_rounds=1_000), assignor)
-        for side, assignor in (("baseline", assign_high_availability), ("broker", assign_streams_broker))
-    }
+    # The same replay the pipeline's baselines stage records, so the bench and plan_baselines agree.
     costs = {
-        side: {
-            "moves": r.total_moves,
-            "warmups": r.total_warmups,
-            "rounds": len(r.rounds),
-            "restore_offsets": r.total_restored_offsets,
-        }
-        for side, r in replayed.items()
+        side: {m: int(getattr(cost, m)) for m in METRICS}
+        for side, name in (("baseline", "kip441"), ("broker", "streams_broker"))
+        for cost in (baseline_cost(group, configs, name),)
     }
     planner = {m: int(plan.metrics[m]) for m in METRICS}
     return Outcome(family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds)

@@ -76,3 +76,8 @@ def test_a_baseline_fault_drops_only_that_assignors_row(monkeypatch: pytest.Monk
     monkeypatch.setattr(baselines, "baseline_cost", flaky)
     records = baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0)
     assert [r["assignor"] for r in records] == ["streams_broker"]
+
+
+def test_groups_past_the_size_cap_get_no_baselines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(baselines, "BASELINE_MAX_TASKS", 1)
+    assert baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0) == []
