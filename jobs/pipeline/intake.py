@@ -175,7 +175,7 @@ def parse_report(key: bytes | None, value: bytes) -> Report | Quarantined:
         return Quarantined("reports", key_text, raw, reason)
     try:
         fields = json.loads(value.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except ValueError as err:  # bad UTF-8, bad JSON, or an integer past Python's digit limit
         return Quarantined("reports", key_text, raw, f"{MALFORMED_JSON}: {err}")
     except RecursionError:  # nested deeper than the decoder's stack allows
         return Quarantined("reports", key_text, raw, f"{SCHEMA_VIOLATION}: nested deeper than {MAX_NESTING} levels")
