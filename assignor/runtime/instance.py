@@ -132,6 +132,7 @@ class Instance:
     def __init__(self, config: InstanceConfig) -> None:
         self.config = config
         self.state = StateDirectory(config.state_dir)
+        self.state.lock()  # before anything writes into it: a second instance on it stops here
         self.process_id = self.state.process_id
         self.events = EventLog(config.state_dir / EVENTS_FILE, f"{config.group_id}/{self.process_id[:8]}")
         self.stop = threading.Event()
@@ -199,6 +200,7 @@ class Instance:
             membership.join(30)
             self._end_offsets.close()
             self.events.close()
+            self.state.unlock()
         if membership.error is not None:
             raise membership.error
 
