@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from assignor.protocol.state_report import REPORT_SCHEMA_VERSION, ReportOrigin, StateReport, SubtopologyReport
 from assignor.runtime.group_assignor import MemberView, Topology
 
-__all__ = ["REPORT_SCHEMA_VERSION", "build_state_report", "state_report"]
+__all__ = ["REPORT_SCHEMA_VERSION", "build_state_report"]
 
 
 def build_state_report(
@@ -46,28 +44,3 @@ def build_state_report(
         fallback_reason=info.fallback_reason if info else None,
         origin=ReportOrigin.PYTHON_RUNTIME,
     )
-
-
-def state_report(
-    group_id: str,
-    member: MemberView,
-    topology: Topology,
-    *,
-    member_id: str,
-    client_id: str,
-    host: str,
-    generation: int,
-    reported_at: int,
-) -> dict[str, Any]:
-    """The JSON object published to the reports topic (schemas/state_report.schema.json)."""
-    report = build_state_report(
-        group_id,
-        member,
-        topology,
-        member_id=member_id,
-        client_id=client_id,
-        host=host,
-        generation=generation,
-        reported_at=reported_at,
-    )
-    return report.to_json()

@@ -1,9 +1,10 @@
-"""The task runtime's commit rule on the real broker: the input position never passes a write the changelog lacks."""
+"""The task runtime on the real broker: the input position never passes a write the changelog lacks, and the
+application's processor is the runtime's only idea of what a task does."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from assignor import TaskId
 from assignor.runtime.events import EventLog, read_events
 from assignor.runtime.group_assignor import Subtopology, Topology
+from assignor.runtime.processors import ChangelogWrite, InputRecord, StoreReader, TaskProcessor
 from assignor.runtime.protocol import AssignmentInfo
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.tasks import TaskManager
@@ -99,3 +101,58 @@ def test_a_refused_changelog_write_holds_the_input_position_until_the_record_is_
     # Reprocessed from the held record on, from the store as it was: nothing counted twice.
     assert {k: count(manager, k) for k in ("a", "b", "c", TOO_BIG)} == {"a": 2, "b": 1, "c": 1, TOO_BIG: 1}
     assert manager.processed() == {"0_0": 5}
+
+
+class LatestValue:
+    """Another application: each key's newest value, its changelog value starting with the input offset."""
+
+    def process(self, task: TaskId, records: Sequence[InputRecord], store: StoreReader) -> list[ChangelogWrite]:
+        return [ChangelogWrite(r.key, f"{r.offset}|{r.value}", r) for r in records]
+
+    def resume_offset(self, value: str) -> int | None:
+        head, sep, _ = value.partition("|")
+        return int(head) if sep and head.isdigit() else None
+
+
+def test_an_application_processor_runs_in_the_loop_and_a_restored_store_resumes_where_it_says(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    kafka = {"bootstrap.servers": broker.bootstrap}
+    ensure_topics(kafka, [TopicSpec("latest-input"), TopicSpec("latest-changelog", compacted=True)])
+    topology = Topology((Subtopology(0, ("latest-input",), ("latest-changelog",)),))
+    owned = frozenset({("latest-input", 0)})
+    info = AssignmentInfo(active_tasks={TASK: (("latest-input", 0),)})
+    processor: TaskProcessor = LatestValue()
+
+    def instance(name: str) -> tuple[TaskManager, EventLog]:
+        events = EventLog(tmp_path / name / "events.jsonl", name)
+        return TaskManager(StateDirectory(tmp_path / name), topology, kafka, events, processor), events
+
+    def send(pairs: list[tuple[str, str]]) -> None:
+        producer = Producer(kafka)
+        for key, value in pairs:
+            producer.produce("latest-input", key=key, value=value, partition=0)
+        assert producer.flush(10) == 0
+
+    def at(tasks: TaskManager) -> int | None:
+        return tasks.tasks[TASK].store.input_position(("latest-input", 0))
+
+    first, first_events = instance("first")
+    first.reconcile(info, owned)
+    send([("k1", "v1"), ("k2", "v2"), ("k1", "v3")])
+    stepping_until(first, lambda: at(first) == 3, "the first instance to process three records")
+    assert first.tasks[TASK].store.get("k1") == "2|v3" and first.tasks[TASK].store.get("k2") == "1|v2"
+    first.close()
+    first_events.close()
+
+    second, second_events = instance("second")  # an empty state directory: it restores from the changelog
+    try:
+        second.reconcile(info, owned)
+        send([("k2", "v4")])
+        stepping_until(second, lambda: at(second) == 4, "the second instance to resume after the restored records")
+        store = second.tasks[TASK].store
+        assert (store.get("k1"), store.get("k2")) == ("2|v3", "3|v4")
+        assert second.processed() == {"0_0": 1}  # only the new record: the restore said where to resume
+    finally:
+        second.close()
+        second_events.close()

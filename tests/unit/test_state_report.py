@@ -21,7 +21,7 @@ from assignor.protocol.state_report import (
 )
 from assignor.runtime.group_assignor import MemberView, Subtopology, Topology
 from assignor.runtime.protocol import AssignmentInfo
-from assignor.runtime.reports import build_state_report, state_report
+from assignor.runtime.reports import build_state_report
 
 TOPOLOGY = Topology((Subtopology(0, ("in-0",), ("chg-0",)), Subtopology(1, ("clicks",))))
 
@@ -49,14 +49,6 @@ def test_the_runtime_report_reads_back_equal_and_its_json_is_the_published_objec
         "1": {"source_topics": ["clicks"], "changelog_topics": [], "stateful": False},
     }
     assert "task_lags" not in body  # optional fields only when set
-
-
-def test_state_report_keeps_returning_the_json_object() -> None:
-    member = MemberView("p1", offset_sums=dict)
-    args: dict[str, Any] = {"member_id": "", "client_id": "c", "host": "h", "generation": 0, "reported_at": 1}
-    body = state_report("orders", member, TOPOLOGY, **args)
-    assert body == build_state_report("orders", member, TOPOLOGY, **args).to_json()
-    assert body["active_tasks"] == [] and body["plan_id"] is None
 
 
 def plugin_value() -> bytes:
