@@ -8,8 +8,8 @@ from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.runtime.deliveries import BatchDeliveries
 from assignor.runtime.processors import ChangelogWrite, InputRecord
-from assignor.runtime.tasks import BatchDeliveries
 
 CHANGELOG = ("counts-changelog", 0)
 
