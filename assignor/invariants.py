@@ -127,3 +127,28 @@ def balance_violations(assignment: GroupAssignment, group: GroupState, *, replic
         if counts and max(counts.values()) - min(counts.values()) > 1:
             found.append(f"B2: subtopology {sub} active counts differ by more than 1 among capacity-{cap} clients")
     return found
+
+
+def k1_violations(assignment: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[str]:
+    """K1: each stateful task keeps min(c, 1 + num_standby_replicas) replicas on its c caught-up clients.
+
+    Caught up means caught up in ``group``, the input of the rebalance that returned ``assignment``.
+    """
+    found: list[str] = []
+    lags = LagIndex.of(group, configs)
+    holders: dict[object, set[str]] = defaultdict(set)
+    for pid, ca in assignment.clients.items():
+        for task in (ca.active | ca.standby | ca.warmup) & group.stateful_tasks:
+            holders[task].add(pid)
+    copies = 1 + configs.num_standby_replicas
+    for task in sorted(group.stateful_tasks):
+        caught_up = set(lags.caught_up_clients(task))
+        wanted = min(len(caught_up), copies)
+        kept = len(holders[task] & caught_up)
+        if kept < wanted:
+            dropped = sorted(caught_up - holders[task])
+            found.append(
+                f"K1: task {task} keeps {kept} replicas on caught-up clients, expected {wanted}; "
+                f"caught-up copies dropped on {dropped[:_MAX_SHOWN]}"
+            )
+    return found

@@ -291,7 +291,8 @@ def _walk(
     target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, order: Sequence[TaskId]
 ) -> Iterator[_Step]:
     """The safe steps from the live assignment to ``target``, each with the state it was computed from (lazily)."""
-    limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
+    copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
+    limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
     state, state_lags = group, lags
     for count in itertools.count(1):
         step = honor_target(target, state, configs, order, state_lags)

@@ -8,7 +8,7 @@ from hypothesis import given
 
 from assignor import AssignmentConfigs, GroupAssignment, GroupState, assign_high_availability, plan_group
 from assignor.high_availability import settled_assignment
-from assignor.invariants import balance_violations, h1_violations, validity_violations
+from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
 from assignor.simulation import Scenario, SimulationResult, catch_up_fully, simulate
 from tests.support.strategies import Case, cases, replica_balance_feasible
 
@@ -24,6 +24,7 @@ def test_every_step_is_valid_and_each_builds_on_the_previous_one(case: Case) -> 
     for step in plan.steps:
         assert validity_violations(step, state, case.configs) == []
         assert h1_violations(step, state, case.configs) == []
+        assert k1_violations(step, state, case.configs) == []
         state = catch_up_fully(state, step)
     assert plan.steps[-1] == plan.target
     assert not plan.steps[-1].probing_rebalance_needed
