@@ -74,3 +74,54 @@ def step_checks(assignments: DataFrame) -> DataFrame:
     return assignments.groupBy("plan_id", "step").agg(
         sf.sum(sf.when(sf.col("role") == "WARMUP", 1).otherwise(0)).cast("bigint").alias("warmups")
     )
+
+
+def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, plans: DataFrame) -> DataFrame:
+    """One row per (plan, step, stateful task) with K1's verdict: ``caught_up_copies_kept``.
+
+    Before step k an instance is caught up on a task when it was at the snapshot or held the task in an earlier
+    step (each step assumes the previous one's replicas caught up). Step k must keep min(c, 1 + standbys) of the
+    task's replicas on its c caught-up instances.
+    """
+    key = ["snapshot_id", "group_id"]
+    stateful = tasks.where(sf.col("stateful")).select(*key, "task_id")
+    held = assignments.join(stateful, [*key, "task_id"], "left_semi")
+    steps = held.select("plan_id", *key, "step").distinct()
+    at_snapshot = (
+        lags.where(sf.col("caught_up"))
+        .join(steps.select("plan_id", *key).distinct(), key)
+        .select("plan_id", "process_id", "task_id", sf.lit(0).alias("caught_up_from"))
+    )
+    by_holding = held.groupBy("plan_id", "process_id", "task_id").agg((sf.min("step") + 1).alias("caught_up_from"))
+    caught_up = (
+        at_snapshot.unionByName(by_holding)
+        .groupBy("plan_id", "process_id", "task_id")
+        .agg(sf.min("caught_up_from").alias("caught_up_from"))
+    )
+    universe = steps.join(stateful, key)
+    candidates = universe.join(caught_up, ["plan_id", "task_id"]).where(sf.col("caught_up_from") <= sf.col("step"))
+    holders = held.select("plan_id", "step", "process_id", "task_id").distinct().withColumn("held", sf.lit(1))
+    counted = (
+        candidates.join(holders, ["plan_id", "step", "process_id", "task_id"], "left")
+        .groupBy("plan_id", "step", "task_id")
+        .agg(
+            sf.count(sf.lit(1)).alias("caught_up_instances"),
+            sf.count("held").alias("caught_up_copies"),
+        )
+    )
+    copies = plans.select("plan_id", (sf.col("num_standby_replicas") + 1).alias("copies"))
+    rows = (
+        universe.select("plan_id", "step", "task_id")
+        .join(counted, ["plan_id", "step", "task_id"], "left")
+        .join(copies, "plan_id", "left")
+        .select(
+            "plan_id",
+            "step",
+            "task_id",
+            sf.coalesce(sf.col("caught_up_instances"), sf.lit(0)).cast("bigint").alias("caught_up_instances"),
+            sf.coalesce(sf.col("caught_up_copies"), sf.lit(0)).cast("bigint").alias("caught_up_copies"),
+            sf.col("copies"),
+        )
+    )
+    wanted = sf.least(sf.col("caught_up_instances"), sf.coalesce(sf.col("copies"), sf.lit(1)).cast("bigint"))
+    return rows.withColumn("caught_up_copies_kept", sf.col("caught_up_copies") >= wanted)

@@ -23,7 +23,13 @@ from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import target_digest
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
+from jobs.pipeline.checks import (
+    assignment_checks,
+    instance_task_checks,
+    step_checks,
+    step_task_checks,
+    task_copy_checks,
+)
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import plan_targets
@@ -134,6 +140,7 @@ def datasets(lake: Lake, snapshot_id: str, pending: DataFrame) -> dict[str, Data
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
         "steps": step_checks(assignments),
+        "task_copies": task_copy_checks(assignments, tasks, lake.read("task_lags", snapshot_id), pending),
         "plans": pending.select("plan_id", "status", "rounds"),
     }
 

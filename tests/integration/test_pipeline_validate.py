@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
@@ -81,3 +82,31 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
     assert all(ok for (plan, _), (ok, _) in results.items() if plan == plans["g3"])
     docs = settings.data_docs / "index.html"
     assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")
+
+
+def test_a_step_that_drops_a_caught_up_copy_is_rejected_by_k1(spark: SparkSession, tmp_path: Path) -> None:
+    settings = Settings(lake_root=tmp_path / "lake", num_standby_replicas=1, planner_processes=1)
+    lake, plans = planned_lake(spark, settings.lake_root, settings)
+    caught_up = {
+        (r["group_id"], r["process_id"], r["task_id"])
+        for r in lake.read("task_lags", "s1").where(sf.col("caught_up")).collect()
+    }
+    # A first-step standby on an instance caught up at the snapshot: with the active also on a caught-up
+    # instance (H1), the task keeps two caught-up copies, as K1 asks with one standby.
+    standby = next(
+        r
+        for r in lake.read("plan_assignments", "s1")
+        .where((sf.col("step") == 1) & (sf.col("role") == "STANDBY"))
+        .collect()
+        if r["plan_id"] == plans["g0"] and (r["group_id"], r["process_id"], r["task_id"]) in caught_up
+    )
+    DeltaTable(str(lake.path("plan_assignments"))).delete(
+        f"plan_id = '{standby['plan_id']}' AND step = 1 AND process_id = '{standby['process_id']}' "
+        f"AND task_id = '{standby['task_id']}' AND role = 'STANDBY'"
+    )
+
+    run_validate(lake, settings, "s1")
+
+    status = {r["group_id"]: (r["status"], r["reason"] or "") for r in lake.read("plans", "s1").collect()}
+    assert status["g0"][0] == "REJECTED" and "caught_up_copies_kept (1 rows)" in status["g0"][1]
+    assert all(status[g] == ("VALIDATED", "") for g in ("g1", "g2", "g3"))
