@@ -116,16 +116,33 @@ def balance_violations(assignment: GroupAssignment, group: GroupState, *, replic
                 for pid, ca in assignment.clients.items()
             },
         )
+    found += _b2_violations(assignment, group, capacity)
+    return found
+
+
+def _b2_violations(assignment: GroupAssignment, group: GroupState, capacity: dict[str, int]) -> list[str]:
+    """B2 per subtopology and capacity class; one that mixes stateful and stateless tasks passes when either its
+    stateful actives alone or all its actives are spread within one."""
     subtopologies = sorted({t.subtopology for t in group.all_tasks})
-    per_subtopology: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    with_state = {t.subtopology for t in group.stateful_tasks}
+    every: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    stateful: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     for pid, ca in assignment.clients.items():
         for sub in subtopologies:
-            per_subtopology[(sub, capacity[pid])][pid] = 0
+            every[(sub, capacity[pid])][pid] = 0
+            stateful[(sub, capacity[pid])][pid] = 0
         for task in ca.active:
-            per_subtopology[(task.subtopology, capacity[pid])][pid] += 1
-    for (sub, cap), counts in sorted(per_subtopology.items()):
-        if counts and max(counts.values()) - min(counts.values()) > 1:
-            found.append(f"B2: subtopology {sub} active counts differ by more than 1 among capacity-{cap} clients")
+            every[(task.subtopology, capacity[pid])][pid] += 1
+            if task in group.stateful_tasks:
+                stateful[(task.subtopology, capacity[pid])][pid] += 1
+    found = []
+    for (sub, cap), counts in sorted(every.items()):
+        if max(counts.values()) - min(counts.values()) <= 1:
+            continue
+        alone = stateful[(sub, cap)].values()
+        if sub in with_state and max(alone) - min(alone) <= 1:
+            continue
+        found.append(f"B2: subtopology {sub} active counts differ by more than 1 among capacity-{cap} clients")
     return found
 
 
