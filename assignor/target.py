@@ -324,7 +324,8 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
     # Exact mode: free levels; (level, scale, width) windows are scale*level <= count <= scale*level + width.
     total_level = model.var(lower=-np.inf, integer=False)
     stateful_level = model.var(lower=-np.inf, integer=False)
-    class_level = {(part, cap): model.var() for part in parts.bounded for cap in {capacity[p] for p in pids}}
+    bounded_parts = [part for part in parts.size if part in parts.bounded]  # sorted: HiGHS sees a fixed order
+    class_level = {(part, cap): model.var() for part in bounded_parts for cap in {capacity[p] for p in pids}}
     n_tasks = len(costs.tasks)
 
     def bounded(terms: list[tuple[int, float]], share: tuple[int, int], window: tuple[int, float, float]) -> int:
