@@ -10,6 +10,7 @@ from assignor.configs import AssignmentConfigs
 from assignor.errors import AssignmentError
 from assignor.lags import LagIndex
 from assignor.state import GroupState
+from assignor.task import TaskId
 
 if TYPE_CHECKING:
     from assignor.assignment import GroupAssignment
@@ -153,7 +154,7 @@ def k1_violations(assignment: GroupAssignment, group: GroupState, configs: Assig
     """
     found: list[str] = []
     lags = LagIndex.of(group, configs)
-    holders: dict[object, set[str]] = defaultdict(set)
+    holders: dict[TaskId, set[str]] = defaultdict(set)
     for pid, ca in assignment.clients.items():
         for task in (ca.active | ca.standby | ca.warmup) & group.stateful_tasks:
             holders[task].add(pid)
@@ -163,9 +164,9 @@ def k1_violations(assignment: GroupAssignment, group: GroupState, configs: Assig
         wanted = min(len(caught_up), copies)
         kept = len(holders[task] & caught_up)
         if kept < wanted:
-            dropped = sorted(caught_up - holders[task])
+            without = sorted(caught_up - holders[task])
             found.append(
                 f"K1: task {task} keeps {kept} replicas on caught-up clients, expected {wanted}; "
-                f"caught-up copies dropped on {dropped[:_MAX_SHOWN]}"
+                f"caught-up clients left without a copy: {without[:_MAX_SHOWN]}"
             )
     return found

@@ -20,9 +20,10 @@ from assignor import (
     honor_plan,
     plan_group,
 )
-from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
+from assignor.invariants import balance_violations, k1_violations, validity_violations
 from assignor.simulation import catch_up_fully
 from tests.support.strategies import Case, cases, replica_balance_feasible
+from tests.unit.test_planner_properties import check_steps
 
 
 def merged(group: GroupState, into: int) -> GroupState:
@@ -75,14 +76,7 @@ def test_the_planners_target_is_balanced_on_mixed_subtopologies(case: Case) -> N
 
 @given(mixed_cases())
 def test_every_step_is_safe_on_mixed_subtopologies(case: Case) -> None:
-    plan = plan_group(case.group, case.configs)
-    state = case.group
-    for step in plan.steps:
-        assert validity_violations(step, state, case.configs) == []
-        assert h1_violations(step, state, case.configs) == []
-        assert k1_violations(step, state, case.configs) == []
-        state = catch_up_fully(state, step)
-    assert plan.steps[-1] == plan.target
+    check_steps(case)
 
 
 @given(mixed_cases(max_clients=8, max_tasks=60))
