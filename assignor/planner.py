@@ -200,7 +200,8 @@ def honor_plan(
 ) -> GroupAssignment:
     """The assignment for this rebalance: planned moves whose target owner is caught up happen now; the others
     stay active on a caught-up client while the target owner warms up (at most max_warmup_replicas, in
-    ``order``, by default cheapest restore first). Parts the target does not know are re-planned."""
+    ``order``, by default cheapest restore first). No caught-up copy is dropped before its replacement has
+    caught up (K1): budget left over warms up those replacements. Parts the target does not know are re-planned."""
     return honor_target(adapt_target(target, group, configs), group, configs, order)
 
 
