@@ -200,7 +200,8 @@ def honor_plan(
 ) -> GroupAssignment:
     """The assignment for this rebalance: planned moves whose target owner is caught up happen now; the others
     stay active on a caught-up client while the target owner warms up (at most max_warmup_replicas, in
-    ``order``, by default cheapest restore first). Parts the target does not know are re-planned."""
+    ``order``, by default cheapest restore first). No caught-up copy is dropped before its replacement has
+    caught up (K1): budget left over warms up those replacements. Parts the target does not know are re-planned."""
     return honor_target(adapt_target(target, group, configs), group, configs, order)
 
 
@@ -291,7 +292,8 @@ def _walk(
     target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, order: Sequence[TaskId]
 ) -> Iterator[_Step]:
     """The safe steps from the live assignment to ``target``, each with the state it was computed from (lazily)."""
-    limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
+    copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
+    limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
     state, state_lags = group, lags
     for count in itertools.count(1):
         step = honor_target(target, state, configs, order, state_lags)

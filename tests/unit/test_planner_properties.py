@@ -8,7 +8,8 @@ from hypothesis import given
 
 from assignor import AssignmentConfigs, GroupAssignment, GroupState, assign_high_availability, plan_group
 from assignor.high_availability import settled_assignment
-from assignor.invariants import balance_violations, h1_violations, validity_violations
+from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
+from assignor.planner import GroupPlan
 from assignor.simulation import Scenario, SimulationResult, catch_up_fully, simulate
 from tests.support.strategies import Case, cases, replica_balance_feasible
 
@@ -17,15 +18,22 @@ def baseline(group: GroupState, configs: AssignmentConfigs) -> SimulationResult:
     return simulate(Scenario("baseline", group, configs, max_rounds=2_000))
 
 
-@given(cases(max_clients=12, max_tasks=120))
-def test_every_step_is_valid_and_each_builds_on_the_previous_one(case: Case) -> None:
+def check_steps(case: Case) -> GroupPlan:
+    """Plan the case and check every step against the state it was computed from (V1-V4, H1, K1)."""
     plan = plan_group(case.group, case.configs)
     state = case.group
     for step in plan.steps:
         assert validity_violations(step, state, case.configs) == []
         assert h1_violations(step, state, case.configs) == []
+        assert k1_violations(step, state, case.configs) == []
         state = catch_up_fully(state, step)
     assert plan.steps[-1] == plan.target
+    return plan
+
+
+@given(cases(max_clients=12, max_tasks=120))
+def test_every_step_is_valid_and_each_builds_on_the_previous_one(case: Case) -> None:
+    plan = check_steps(case)
     assert not plan.steps[-1].probing_rebalance_needed
     assert all(s.probing_rebalance_needed for s in plan.steps[:-1])
     assert plan.metrics["rounds"] == len(plan.steps)
