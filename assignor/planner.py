@@ -257,11 +257,10 @@ def plan_group(
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
             order = move_order(baseline, group, configs, lags)
-            walk = _walk(baseline, group, configs, lags, order)
-            first = next(walk)
-            if not _may_be_worse(plan, baseline, first[0], group, lags):
+            walked = _walk_while_it_may_beat(plan, baseline, group, lags, _walk(baseline, group, configs, lags, order))
+            if walked is None:
                 return plan
-            fallback = _schedule(baseline, group, configs, restore_rate, lags, order, itertools.chain([first], walk))
+            fallback = _schedule(baseline, group, configs, restore_rate, lags, order, walked)
             if any(plan.metrics[k] > fallback.metrics[k] for k in _NEVER_WORSE):
                 return fallback
     return plan
@@ -270,19 +269,26 @@ def plan_group(
 _NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
 
 
-def _may_be_worse(
-    plan: GroupPlan, baseline: GroupAssignment, first: GroupAssignment, group: GroupState, lags: LagIndex
-) -> bool:
-    """Whether following ``baseline`` might beat the plan on some metric, judged from its first step only.
+def _walk_while_it_may_beat(
+    plan: GroupPlan, baseline: GroupAssignment, group: GroupState, lags: LagIndex, walk: Iterator[_Step]
+) -> list[_Step] | None:
+    """Follow ``baseline``'s walk only while it might still beat the plan on some metric: None once it cannot,
+    else every step of it.
 
-    Its moves and restore are known from the end state; its warmups are at least the first step's and its rounds
-    at least two if that step probes. Scheduling the rest is needed only when these bounds do not settle it.
+    Its moves and restore are known from the end state; its warmups so far and its rounds so far (one more while
+    the last step probes) only grow, so once the plan is within all four bounds the rest need not be scheduled.
     """
     restore, moves = _cost(baseline, group, lags)
-    warmups = sum(len(ca.warmup) for ca in first.clients.values())
-    rounds = 2 if first.probing_rebalance_needed else 1
-    bounds = {"moves": moves, "warmups": warmups, "rounds": rounds, "restore_offsets": restore}
-    return any(plan.metrics[k] > bounds[k] for k in _NEVER_WORSE)
+    walked: list[_Step] = []
+    warmups = 0
+    for step in walk:
+        walked.append(step)
+        warmups += sum(len(ca.warmup) for ca in step[0].clients.values())
+        rounds = len(walked) + (1 if step[0].probing_rebalance_needed else 0)
+        bounds = {"moves": moves, "warmups": warmups, "rounds": rounds, "restore_offsets": restore}
+        if all(plan.metrics[k] <= bounds[k] for k in _NEVER_WORSE):
+            return None
+    return walked
 
 
 _Step = tuple[GroupAssignment, GroupState, LagIndex]
