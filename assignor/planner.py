@@ -239,7 +239,7 @@ def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssi
 
 
 def plan_group(
-    group: GroupState, configs: AssignmentConfigs, *, restore_rate: float = DEFAULT_RESTORE_RATE
+    group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None
 ) -> GroupPlan:
     """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1).
 
@@ -247,6 +247,8 @@ def plan_group(
     moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
     tasks): then that end state is the target, so a plan is never worse than the baseline.
     """
+    if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the metrics)
+        restore_rate = DEFAULT_RESTORE_RATE
     if restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     lags = LagIndex.of(group, configs)

@@ -6,7 +6,16 @@ import math
 
 from hypothesis import given
 
-from assignor import AssignmentConfigs, GroupAssignment, GroupState, assign_high_availability, plan_group
+from assignor import (
+    AssignmentConfigs,
+    ClientState,
+    GroupAssignment,
+    GroupState,
+    TaskId,
+    assign_high_availability,
+    plan_group,
+)
+from assignor.estimate import DEFAULT_RESTORE_RATE
 from assignor.high_availability import settled_assignment
 from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
 from assignor.planner import GroupPlan
@@ -94,3 +103,15 @@ def test_kip441_settles_where_the_planner_compares_without_replaying(case: Case)
     # nothing is lost: the full replay always converges within the limit it used to have, and to that state,
     # so the planner compares against exactly what the replay would give and chooses exactly the same plan.
     assert replayed_end_state(case.group, case.configs) == settled_assignment(case.group, case.configs)
+
+
+def test_without_a_restore_rate_the_estimate_uses_the_default_and_says_so() -> None:
+    tasks = frozenset({TaskId(0, 0), TaskId(0, 1)})
+    group = GroupState(
+        clients=[ClientState("a", previous_active=tasks), ClientState("b")],
+        stateful_tasks=tasks,
+        changelog_end_offset_sums=dict.fromkeys(tasks, 50_000),
+    )
+    unset, given_rate = plan_group(group, AssignmentConfigs()), plan_group(group, AssignmentConfigs(), restore_rate=1e9)
+    assert unset.metrics["restore_rate"] == DEFAULT_RESTORE_RATE and given_rate.metrics["restore_rate"] == 1e9
+    assert unset.metrics["estimated_seconds"] >= given_rate.metrics["estimated_seconds"]
