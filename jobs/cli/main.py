@@ -16,11 +16,10 @@ from assignor import (
     AssignmentConfigs,
     GroupAssignment,
     GroupState,
-    assign_high_availability,
-    assign_streams_broker,
     honor_plan,
     plan_group,
 )
+from assignor.baselines import BASELINE_ASSIGNORS
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
@@ -98,7 +97,7 @@ def _assignor(name: str) -> Assignor:
     """The assignor the simulate command replays, by its --assignor name."""
     if name == "planner":
         return planning_leader()
-    return assign_streams_broker if name == "streams_broker" else assign_high_availability
+    return BASELINE_ASSIGNORS[name]  # kip441 or streams_broker, the assignors plans are compared with
 
 
 def _read_scenario_file(path: Path) -> object:
