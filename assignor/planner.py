@@ -211,13 +211,11 @@ def _skew(loads: Mapping[str, int], capacity: Mapping[str, int]) -> float:
 
 
 def _restore_offsets(target: GroupAssignment, group: GroupState, lags: LagIndex) -> int:
-    total = 0
-    for pid, ca in target.clients.items():
-        for task in (ca.active | ca.standby) & group.stateful_tasks:
-            if not lags.caught_up(pid, task):
-                lag = lags.lag(pid, task)
-                total += lags.ends.get(task, 0) if lag < 0 else lag
-    return total
+    return sum(
+        lags.owed(pid, task)
+        for pid, ca in target.clients.items()
+        for task in (ca.active | ca.standby) & group.stateful_tasks
+    )
 
 
 def _cost(target: GroupAssignment, group: GroupState, lags: LagIndex) -> tuple[int, int]:
@@ -238,9 +236,7 @@ def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssi
     return end_state
 
 
-def plan_group(
-    group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None
-) -> GroupPlan:
+def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
     """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1).
 
     The target is plan_target's (least restore, then fewest moves) unless following it would take more
