@@ -179,7 +179,7 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
     # The embedded engine logs every session at INFO on stderr; keep stderr for our progress and errors.
     os.environ.setdefault("RUST_LOG", "warn")
     try:
-        with _logging(console), spark_session(os.environ.get("SPARK_REMOTE")) as spark:
+        with _logging(console), spark_session(settings.spark_remote) as spark:
             lake = Lake(spark, settings.lake_root)
             if args.command == "history":
                 _print_history(args, lake, console)

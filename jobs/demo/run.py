@@ -24,7 +24,6 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from assignor import AssignmentConfigs
 from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
 from jobs.demo.groups import simulated_groups, write_simulated_groups
@@ -36,7 +35,7 @@ from jobs.local.fleet_events import all_tasks_processed_once, converged
 from jobs.pipeline.status import PlanStatus
 from jobs.polling import wait_until
 from jobs.processes import free_port
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 from jobs.signing import write_signing_key
 
 EXIT_OK, EXIT_FAILURE = 0, 1
@@ -47,7 +46,7 @@ INSTANCES = ("i1", "i2", "i3")
 PARTITIONS = 6
 TASKS = {f"0_{p}" for p in range(PARTITIONS)}
 # Small enough that the newcomer must warm up, probing often enough that the groups converge within the demo.
-CONFIGS = AssignmentConfigs(
+KIP441 = Kip441Settings(
     acceptable_recovery_lag=100, max_warmup_replicas=2, num_standby_replicas=1, probing_rebalance_interval_ms=10_000
 )
 MIN_CHANGELOG = 300  # records per changelog partition before planning: well beyond the acceptable lag
@@ -194,10 +193,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
             kafka_bootstrap=bootstrap,
             plan_signing_key_file=key_file,
             plan_verify_keys=signer.verify_keys().render(),
-            acceptable_recovery_lag=CONFIGS.acceptable_recovery_lag,
-            max_warmup_replicas=CONFIGS.max_warmup_replicas,
-            num_standby_replicas=CONFIGS.num_standby_replicas,
-            probing_rebalance_interval_ms=CONFIGS.probing_rebalance_interval_ms,
+            kip441=KIP441,
         )
         port = args.port if _free(args.port) else free_port()
         airflow = LocalAirflow(root / "airflow", port=port, extra_env=_airflow_env(settings))
@@ -206,7 +202,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         say(f"Airflow standalone starting on {airflow.url} (log {airflow.home / 'standalone.log'})")
 
         fleet = stack.enter_context(
-            Fleet(FleetConfig(bootstrap, root / "fleet", settings.plan_verify_keys, configs=CONFIGS,
+            Fleet(FleetConfig(bootstrap, root / "fleet", settings.plan_verify_keys, configs=KIP441.configs(),
                               partitions=PARTITIONS, report_interval_s=2.0))
         )  # fmt: skip
         sources = [t for g in LIVE_GROUPS for t in fleet.create_group(g).source_topics]
@@ -236,12 +232,7 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
         airflow.wait_for_dag(PLANNING, args.timeout)
         console.rule("Airflow")
         console.print(f"UI: [bold]{airflow.url}[/bold]  user [bold]admin[/bold]  password [bold]{airflow.password()}")
-        params = {
-            "acceptable_recovery_lag": CONFIGS.acceptable_recovery_lag,
-            "max_warmup_replicas": CONFIGS.max_warmup_replicas,
-            "num_standby_replicas": CONFIGS.num_standby_replicas,
-            "probing_rebalance_interval_ms": CONFIGS.probing_rebalance_interval_ms,
-        }
+        params: dict[str, Any] = dict(KIP441.columns())
         if args.interactive:
             params["approval_timeout_s"] = 3600
         run_id = airflow.trigger(PLANNING, params)
@@ -342,10 +333,7 @@ def _airflow_env(settings: Settings) -> dict[str, str]:
         "RBP_PLAN_VERIFY_KEYS": settings.plan_verify_keys,
         "RBP_REPORTS_TOPIC": settings.reports_topic,
         "RBP_PLANS_TOPIC": settings.plans_topic,
-        "RBP_ACCEPTABLE_RECOVERY_LAG": str(settings.acceptable_recovery_lag),
-        "RBP_MAX_WARMUP_REPLICAS": str(settings.max_warmup_replicas),
-        "RBP_NUM_STANDBY_REPLICAS": str(settings.num_standby_replicas),
-        "RBP_PROBING_REBALANCE_INTERVAL_MS": str(settings.probing_rebalance_interval_ms),
+        "RBP_KIP441": settings.kip441.model_dump_json(),
         "RBP_PLANNING_SCHEDULE": "",  # the demo triggers its runs
         "RBP_OBSERVE_SCHEDULE": "",
         "RBP_PLANNER_PROCESSES": "2",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,12 +46,6 @@ from jobs.settings import Settings
 log = logging.getLogger(__name__)
 KAFKA_CONN_ID = "rbp_kafka"
 SPARK_CONN_ID = "rbp_spark_connect"
-KIP441_PARAMS = (
-    "acceptable_recovery_lag",
-    "max_warmup_replicas",
-    "num_standby_replicas",
-    "probing_rebalance_interval_ms",
-)
 BODY_ROWS = 15  # the approval page lists the groups with the most to restore; the HTML report has them all
 T = TypeVar("T")
 
@@ -94,12 +87,11 @@ def spark_url(host: str | None, port: int | None, extra: Mapping[str, Any]) -> s
     return f"sc://{host}:{port or 15002}" + (f"/;{params}" if params else "")
 
 
-def runtime(params: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Runtime:
+def runtime(params: Mapping[str, Any] | None = None) -> Runtime:
     """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params."""
-    env = os.environ if env is None else env
-    overrides: dict[str, Any] = {k: v for k, v in (params or {}).items() if k in KIP441_PARAMS and v is not None}
-    settings = Settings(**overrides)
-    bootstrap, remote = settings.kafka_bootstrap, env.get("SPARK_REMOTE") or None
+    settings = Settings()
+    settings = settings.model_copy(update={"kip441": settings.kip441.overridden(params or {})})
+    bootstrap, remote = settings.kafka_bootstrap, settings.spark_remote or None
     kafka = _connection(KAFKA_CONN_ID)
     if kafka is not None:
         conn_bootstrap, properties = kafka_from_connection(kafka.extra_dejson)

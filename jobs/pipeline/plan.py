@@ -23,7 +23,7 @@ from jobs.lakehouse.lake import Lake
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import die_with_parent
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -254,8 +254,8 @@ def explode_assignments(planned: DataFrame) -> DataFrame:
     )
 
 
-def plan_rows(planned: DataFrame, configs: AssignmentConfigs) -> DataFrame:
-    """plans rows from the planner's output, with the configs the plans were made with."""
+def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
+    """plans rows from the planner's output, with the KIP-441 settings the plans were made with."""
     return planned.select(
         "plan_id",
         "snapshot_id",
@@ -269,10 +269,7 @@ def plan_rows(planned: DataFrame, configs: AssignmentConfigs) -> DataFrame:
         "max_load_skew_after",
         "estimated_seconds",
         sf.when(sf.length("move_order") > 0, sf.split("move_order", ",")).alias("move_order"),
-        sf.lit(configs.acceptable_recovery_lag).alias("acceptable_recovery_lag"),
-        sf.lit(configs.max_warmup_replicas).alias("max_warmup_replicas"),
-        sf.lit(configs.num_standby_replicas).alias("num_standby_replicas"),
-        sf.lit(configs.probing_rebalance_interval_ms).alias("probing_rebalance_interval_ms"),
+        *[sf.lit(value).alias(name) for name, value in kip441.columns().items()],
         "created_at",
         "reason",
     )
@@ -289,7 +286,7 @@ def plan_groups(
 def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
     """Plan every group of the snapshot that has no plan yet; MERGE plans and plan_assignments."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    configs = settings.assignment_configs()
+    configs = settings.kip441.configs()
     done = lake.read("plans", snapshot_id).select("group_id")
     inputs = planning_input(
         lake.read("member_reports", snapshot_id),
@@ -310,7 +307,7 @@ def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
         )
         # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
         assignments = lake.merge("plan_assignments", explode_assignments(planned))
-        outcomes = (lake.merge("plans", plan_rows(planned, configs)), assignments)
+        outcomes = (lake.merge("plans", plan_rows(planned, settings.kip441)), assignments)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return StageResult("plan", snapshot_id, outcomes, {f"plans[{s}]": n for s, n in sorted(statuses.items())})

@@ -16,7 +16,7 @@ from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.validate import run_validate
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 
 CAPTURED_AT = 1_700_000_000_000
 
@@ -38,7 +38,7 @@ def planned_lake(spark: SparkSession, root: Path, settings: Settings) -> tuple[L
 
 
 def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", num_standby_replicas=1, planner_processes=1)
+    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
     lake, plans = planned_lake(spark, settings.lake_root, settings)
     step1 = lake.read("plan_assignments", "s1").where(sf.col("step") == 1).collect()
 
