@@ -76,7 +76,7 @@ def _kip441_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, type=int, dest=name, help=f"{field.description} (default: RBP_{name.upper()})")
 
 
-def _configs(args: argparse.Namespace, settings: Settings) -> AssignmentConfigs:
+def kip441_configs(args: argparse.Namespace, settings: Settings) -> AssignmentConfigs:
     """The settings' KIP-441 value with the flags given on the command line applied."""
     return settings.kip441.overridden(vars(args)).configs()
 
@@ -112,7 +112,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
         state_dir=args.state_dir,
         topology=group_topology(args.group),
         verifier=verifier,
-        configs=_configs(args, settings),
+        configs=kip441_configs(args, settings),
         plans_topic=settings.plans_topic,
         reports_topic=settings.reports_topic,
         kafka_config=settings.kafka_config,
@@ -158,7 +158,7 @@ def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> in
             reports_topic=settings.reports_topic,
             plans_topic=settings.plans_topic,
             kafka_config=settings.kafka_config,
-            configs=_configs(args, settings),
+            configs=kip441_configs(args, settings),
             partitions=args.partitions,
         )
         fleet = stack.enter_context(Fleet(config))

@@ -9,6 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from assignor import AssignmentConfigs
+from jobs.cli.main import _build_parser
+from jobs.cli.runtime import kip441_configs
 from jobs.settings import Kip441Settings, Settings
 
 FLAT = {
@@ -89,3 +91,12 @@ def test_spark_remote_is_read_from_sparks_own_variable(monkeypatch: pytest.Monke
     monkeypatch.setenv("SPARK_REMOTE", "sc://spark:15002")
     assert Settings().spark_remote == "sc://spark:15002"
     assert Settings(spark_remote="sc://other:1").spark_remote == "sc://other:1"
+
+
+def test_instance_and_fleet_flags_override_single_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RBP_NUM_STANDBY_REPLICAS", "1")
+    args = _build_parser().parse_args(["fleet", "--max-warmup-replicas", "3"])
+    assert kip441_configs(args, Settings()) == AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=3)
+    bad = _build_parser().parse_args(["fleet", "--max-warmup-replicas", "0"])
+    with pytest.raises(ValueError, match="max_warmup_replicas"):
+        kip441_configs(bad, Settings())
