@@ -4,9 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
-# JVM artifacts (Apache Kafka for the embedded broker) come from Maven Central through mvn, cached in var/jvm.
+# JVM artifacts (Apache Kafka for the embedded broker, delta-spark for the local Apache Spark Connect server) come
+# from Maven Central through mvn, cached in var/jvm.
 JVM_DIR := var/jvm
 KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
+DELTA_JARS := $(JVM_DIR)/spark/.pom.sha256
 # Our own Maven build: the KIP-924 plugin jar and the reference Kafka Streams app (assignor/java).
 JAVA_DIR := assignor/java
 JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.java' -o -name pom.xml \) -print)
@@ -15,15 +17,18 @@ MVN := mvn -q -B -Dstyle.color=never
 
 .PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams demo simulate lock clean
 
-install: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
+install: $(STAMP) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
 jdk:
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq openjdk-17-jdk-headless maven; }
 
-jvm: $(KAFKA_JARS) $(JAVA_JARS)
+jvm: $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
 $(KAFKA_JARS): jobs/local/kafka/pom.xml $(STAMP) | jdk
 	$(BIN)/python -m jobs.local.jvm kafka --jvm-dir $(JVM_DIR)
+
+$(DELTA_JARS): jobs/local/spark/pom.xml $(STAMP) | jdk
+	$(BIN)/python -m jobs.local.jvm spark --jvm-dir $(JVM_DIR)
 
 java: $(JAVA_JARS)
 
@@ -49,7 +54,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint browser $(KAFKA_JARS) java-test
+test: lint browser $(KAFKA_JARS) $(DELTA_JARS) java-test
 	$(BIN)/pytest
 
 # The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.

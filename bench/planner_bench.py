@@ -9,7 +9,6 @@ other work on the machine skews the timings (``--speed`` runs only those).
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
 import random
@@ -21,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
@@ -31,11 +31,13 @@ from assignor import (
     ClientState,
     GroupState,
     TaskId,
-    assign_high_availability,
-    assign_streams_broker,
     plan_group,
 )
-from assignor.simulation import Scenario, catch_up_fully, simulate
+from assignor.baselines import baseline_cost
+from assignor.simulation import catch_up_fully
+from jobs.report.bench_page import Figures, render_bench_page
+from jobs.report.charts import Chart, grouped_bars
+from jobs.report.model import Assignor
 
 sys.path.insert(0, str(Path(__file__).parent))
 from assignor_bench import Case, build
@@ -189,18 +191,11 @@ def measure(family: str, seed: int) -> Outcome:
     start = time.perf_counter()
     plan = plan_group(group, configs)
     seconds = time.perf_counter() - start
-    replayed = {
-        side: simulate(Scenario(family, group, configs, max_rounds=1_000), assignor)
-        for side, assignor in (("baseline", assign_high_availability), ("broker", assign_streams_broker))
-    }
+    # The same replay the pipeline's baselines stage records, so the bench and plan_baselines agree.
     costs = {
-        side: {
-            "moves": r.total_moves,
-            "warmups": r.total_warmups,
-            "rounds": len(r.rounds),
-            "restore_offsets": r.total_restored_offsets,
-        }
-        for side, r in replayed.items()
+        side: {m: int(getattr(cost, m)) for m in METRICS}
+        for side, name in (("baseline", "kip441"), ("broker", "streams_broker"))
+        for cost in (baseline_cost(group, configs, name),)
     }
     planner = {m: int(plan.metrics[m]) for m in METRICS}
     return Outcome(family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds)
@@ -221,48 +216,81 @@ def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
     return row
 
 
-def _chart(rows: list[dict[str, Any]], metric: str) -> str:
-    """Grouped horizontal bars (baseline vs planner medians) as inline SVG."""
-    width, bar, gap = 520, 12, 10
-    sides = (("baseline", "#c0504d"), ("broker", "#9bbb59"), ("planner", "#4f81bd"))
-    top = max(float(r[f"{side}_{metric}_median"]) for r in rows for side, _ in sides) or 1
-    parts = []
-    y = 20
-    for r in rows:
-        parts.append(f'<text x="0" y="{y + 10}" font-size="11">{html.escape(str(r["family"]))}</text>')
-        for side, color in sides:
-            value = float(r[f"{side}_{metric}_median"])
-            length = 300 * value / top
-            parts.append(f'<rect x="200" y="{y}" width="{length:.1f}" height="{bar}" fill="{color}"/>')
-            parts.append(f'<text x="{205 + length:.1f}" y="{y + 10}" font-size="10">{value:g}</text>')
-            y += bar + 2
-        y += gap
-    legend = (
-        '<rect x="200" y="2" width="10" height="10" fill="#c0504d"/><text x="214" y="11" font-size="10">baseline'
-        '</text><rect x="260" y="2" width="10" height="10" fill="#9bbb59"/><text x="274" y="11" font-size="10">'
-        'broker-side</text><rect x="340" y="2" width="10" height="10" fill="#4f81bd"/><text x="354" y="11" '
-        'font-size="10">planner</text>'
+# The bench's sides as the report names them, so both pages share labels and colours.
+SIDES = (("baseline", Assignor.KIP441), ("broker", Assignor.STREAMS_BROKER), ("planner", Assignor.PLAN))
+
+
+def _chart(rows: list[dict[str, Any]], metric: str) -> Chart:
+    """Median ``metric`` per family, the planner beside both baselines."""
+    frame = pd.DataFrame.from_records(
+        [
+            {"label": r["family"], "assignor": who.label, "value": float(r[f"{side}_{metric}_median"])}
+            for r in rows
+            for side, who in SIDES
+        ]
     )
-    return f'<h3>median {metric}</h3><svg width="{width}" height="{y}">{legend}{"".join(parts)}</svg>'
+    title = f"Median {metric.replace('_', ' ')} per group"
+    present = [who for _, who in SIDES]
+    svg = grouped_bars(frame, present, [r["family"] for r in rows], metric.replace("_", " "), title)
+    return Chart(
+        title,
+        f"Bar chart of the median {metric.replace('_', ' ')} per family, for {' and '.join(a.label for a in present)}.",
+        svg,
+    )
 
 
 def write_html(rows: list[dict[str, Any]], speed: list[dict[str, Any]], path: Path) -> None:
-    header = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
-    charts = "".join(_chart(rows, m) for m in METRICS)
-    timings = "".join(
-        f"<li>{html.escape(str(r['case']))}: {r['median_s'] * 1000:.1f} ms median of {r['runs']} "
-        f"(load average {r['load_avg_1m']}/{r['load_avg_5m']}/{r['load_avg_15m']})</li>"
-        for r in speed
+    timings = Figures(
+        "plan_group wall time, with the load average when each case finished",
+        ("case", "tasks", "clients", "runs", "median ms", "min ms", "load 1m", "load 5m", "load 15m"),
+        tuple(
+            (
+                r["case"],
+                r["tasks"],
+                r["clients"],
+                r["runs"],
+                r["median_s"] * 1000,
+                r["min_s"] * 1000,
+                r["load_avg_1m"],
+                r["load_avg_5m"],
+                r["load_avg_15m"],
+            )
+            for r in speed
+        ),
+    )
+    summary = Figures(
+        "Medians per family: KIP-441 / the broker-side model / the planner (the JSON lines carry the worst cases)",
+        (
+            "family",
+            "groups",
+            *(f"{m.replace('_', ' ')}: {short}" for m in METRICS for short in ("KIP-441", "broker", "planner")),
+            "planner never worse than KIP-441",
+            "planner at the moves lower bound",
+        ),
+        tuple(
+            (
+                r["family"],
+                r["groups"],
+                *(r[f"{side}_{m}_median"] for m in METRICS for side, _ in SIDES),
+                r["never_worse"],
+                r["at_lower_bound"],
+            )
+            for r in rows
+        ),
+    )
+    lead = (
+        "Seeded groups of each family, planned by the planner and replayed under KIP-441 and under the broker-side "
+        "streams assignment until they stop probing. Moves are owner changes summed over every round; restore is "
+        "in offsets. Smaller is better throughout."
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "<!doctype html><meta charset='utf-8'><title>planner vs KIP-441 baseline</title>"
-        "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style>"
-        f"<h1>Planner vs KIP-441 baseline</h1><p>plan_group wall time:</p><ul>{timings}</ul>{charts}"
-        f"<table><tr>{header}</tr>{body}</table>",
-        encoding="utf-8",
+    page = render_bench_page(
+        "Planner vs KIP-441 and the broker-side assignment",
+        lead,
+        [t for t in (timings, summary) if t.rows],
+        [_chart(rows, m) for m in METRICS],
     )
+    path.write_text(page, encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from jobs.lakehouse.engine import spark_session
 from jobs.local.broker import EmbeddedBroker
+from jobs.local.spark_connect import LocalSparkConnect
 from tests.support.kafka_isolation import isolated
 
 settings.register_profile(
@@ -34,11 +35,30 @@ def broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
         yield running
 
 
+ENGINES = ("sail", "apache-spark")
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """One embedded Sail engine (Spark Connect) for the whole test session."""
+def apache_spark() -> Iterator[SparkSession]:
+    """Apache Spark with delta-spark behind a local Spark Connect server (a child JVM), once per session."""
+    with LocalSparkConnect() as remote, spark_session(remote) as session:
+        yield session
+
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
+    """The session's engine: embedded Sail, or in modules marked ``engines`` each test once more on Apache Spark."""
+    if getattr(request, "param", "sail") != "sail":
+        yield request.getfixturevalue("apache_spark")
+        return
     with spark_session(None) as session:
         yield session
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests of modules marked ``pytest.mark.engines`` that use ``spark`` run on both engines."""
+    if "spark" in metafunc.fixturenames and metafunc.definition.get_closest_marker("engines"):
+        metafunc.parametrize("spark", ENGINES, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

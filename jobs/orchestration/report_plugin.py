@@ -8,7 +8,6 @@ from pathlib import Path
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
-from fastapi.staticfiles import StaticFiles
 
 from jobs.report.links import URL_PREFIX
 from jobs.report.render import page
@@ -16,8 +15,8 @@ from jobs.settings import Settings
 
 
 def _authenticated() -> list[object]:
-    # The api-server's own check: a valid Airflow JWT (the UI's session cookie or a bearer token). Imported here:
-    # every Airflow component loads plugins, and only the api-server needs its security module.
+    # The api-server's own check: a valid Airflow JWT (the UI's session cookie or a bearer token). Kept out of the
+    # module's imports so reports_app can be built and tested without Airflow's API server.
     from airflow.api_fastapi.core_api.security import requires_authenticated  # noqa: PLC0415
 
     return [Depends(requires_authenticated())]
@@ -42,7 +41,17 @@ def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | Non
             raise HTTPException(status_code=404, detail=f"no report {name!r} in {reports}")
         return FileResponse(path, media_type="text/html")
 
-    app.mount("/data-docs", StaticFiles(directory=data_docs, html=True, check_dir=False), name="data-docs")
+    # A route, not app.mount(): FastAPI applies the app's dependencies (the login check) to routes only.
+    @app.get("/data-docs/{path:path}")
+    def data_docs_file(path: str) -> FileResponse:
+        root = data_docs.resolve()
+        target = (root / path).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_relative_to(root) or not target.is_file():
+            raise HTTPException(status_code=404, detail=f"no {path!r} in the Data Docs")
+        return FileResponse(target)
+
     return app
 
 

@@ -43,11 +43,12 @@ def to_svg(chart: alt.TopLevelMixin) -> str:
 
 def _styled(chart: alt.Chart, title: str) -> alt.Chart:
     styled: alt.Chart = (
-        chart.properties(title=title, width=WIDTH, height=180)
+        # The browser's system font runs wider than the one vl-convert measures labels with: room on the left.
+        chart.properties(title=title, width=WIDTH, height=180, padding={"left": 40, "top": 5, "right": 5, "bottom": 5})
         .configure(font=FONT, background="transparent")
         .configure_view(stroke=None)
         .configure_axis(labelFontSize=11, titleFontSize=11, gridColor="#e5e7eb")
-        .configure_legend(orient="bottom", labelFontSize=11, titleFontSize=11)
+        .configure_legend(orient="bottom", direction="vertical", labelFontSize=11, titleFontSize=11, labelLimit=0)
         .configure_title(fontSize=13, anchor="start")
     )
     return styled
@@ -114,6 +115,22 @@ def distribution(rows: Sequence[GroupRow], metric: str, title: str, axis: str, s
     return Chart(title, f"Number of groups by {axis}, for {who}.", to_svg(_styled(chart, title)))
 
 
+def grouped_bars(frame: pd.DataFrame, present: Sequence[Assignor], order: Sequence[str], axis: str, title: str) -> str:
+    """Horizontal bars of ``frame`` (label, assignor, value), one row per label in ``order``, the assignors side
+    by side in the shared palette, as SVG."""
+    chart = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", sort=list(order), title=None, axis=alt.Axis(labelLimit=200)),
+            yOffset=alt.YOffset("assignor:N", sort=[a.label for a in present]),
+            x=alt.X("value:Q", title=axis, axis=alt.Axis(format="~s")),
+            color=_color(present),
+        )
+    )
+    return to_svg(_styled(chart, title).properties(height=max(120, 22 * len(order))))
+
+
 def largest(rows: Sequence[GroupRow], metric: str, title: str, axis: str) -> Chart | None:
     """The groups with the most ``metric`` under the plan, each bar beside the baselines' figure."""
     chosen = sorted((r for r in rows if getattr(r.plan, metric)), key=lambda r: -(getattr(r.plan, metric) or 0))
@@ -121,21 +138,11 @@ def largest(rows: Sequence[GroupRow], metric: str, title: str, axis: str) -> Cha
     if frame.empty:
         return None
     order = [r.group_id for r in chosen[:TOP_GROUPS]]
-    chart = (
-        alt.Chart(frame)
-        .mark_bar()
-        .encode(
-            y=alt.Y("group:N", sort=order, title=None, axis=alt.Axis(labelLimit=150)),
-            yOffset=alt.YOffset("assignor:N", sort=[a.label for a in present]),
-            x=alt.X("value:Q", title=axis, axis=alt.Axis(format="~s")),
-            color=_color(present),
-        )
-    )
     who = " and ".join(a.label for a in present)
     return Chart(
         title,
         f"Bar chart of {axis} for the {len(order)} groups with the most, for {who}.",
-        to_svg(_styled(chart, title).properties(height=max(120, 22 * len(order)))),
+        grouped_bars(frame.rename(columns={"group": "label"}), present, order, axis, title),
     )
 
 

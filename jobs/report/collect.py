@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import fields
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
@@ -24,6 +24,7 @@ from jobs.report.model import (
 )
 
 _COST = tuple(f.name for f in fields(Cost))
+HISTORY = 30  # plans shown in a group's history, newest first
 
 
 def _cost(r: Row) -> Cost:
@@ -37,7 +38,9 @@ def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
 def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) -> list[GroupRow]:
     """One row per plan of the snapshot (only ``group_ids`` when given), with its baselines and checks."""
     plans = lake.read("plans", snapshot_id)
-    if group_ids:
+    if group_ids is not None:
+        if not group_ids:  # a filter that matches nothing shows nothing, not everything
+            return []
         plans = _in(plans, "group_id", group_ids)
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after"
@@ -109,7 +112,13 @@ def group_details(lake: Lake, snapshot_id: str, rows: Sequence[GroupRow]) -> lis
         .collect()
     }
     history: dict[str, list[PlanVersion]] = {}
-    past = _in(lake.read("plans"), "group_id", groups).orderBy(sf.col("created_at").desc(), sf.col("plan_id").desc())
+    newest_first = Window.partitionBy("group_id").orderBy(sf.col("created_at").desc(), sf.col("plan_id").desc())
+    past = (
+        _in(lake.read("plans"), "group_id", groups)
+        .withColumn("age", sf.row_number().over(newest_first))
+        .where(sf.col("age") <= HISTORY)  # one plan a night: a group's history grows without end
+        .orderBy("group_id", "age")
+    )
     for r in past.collect():
         history.setdefault(r["group_id"], []).append(
             PlanVersion(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
@@ -17,6 +18,8 @@ from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.validate import run_validate
 from jobs.settings import Kip441Settings, Settings
+
+pytestmark = pytest.mark.engines  # every test here runs on Sail and on Apache Spark with delta-spark
 
 CAPTURED_AT = 1_700_000_000_000
 

@@ -14,6 +14,7 @@ from jobs.pipeline.targets import target_rows
 from jobs.report import build_report, run_report
 from jobs.report.fleet import headline_value
 from jobs.report.model import Assignor
+from jobs.report.render import render_report
 from jobs.settings import Kip441Settings, Settings
 from tests.support.report_lake import SNAPSHOT, planned_lake, seed_baselines
 
@@ -24,7 +25,7 @@ def test_report_reads_the_lake_and_compares_with_kip441_only_where_it_was_comput
     lake = planned_lake(spark, tmp_path / "lake")
     plans = lake.read("plans", SNAPSHOT).collect()
 
-    # No plan_baselines table yet (the plan stage does not fill it yet): nothing invented, and it says so.
+    # No plan_baselines table yet (the baselines stage has not run): nothing invented, and it says so.
     bare = build_report(lake, SNAPSHOT)
     assert all(b.groups == 0 and b.baseline is None for c in bare.fleet.comparisons for b in c.baselines)
     page = run_report(lake, SNAPSHOT, tmp_path / "bare.html").read_text(encoding="utf-8")
@@ -62,6 +63,13 @@ def test_report_reads_the_lake_and_compares_with_kip441_only_where_it_was_comput
     steps = lake.read("plan_assignments").where(sf.col("plan_id") == detail.row.plan_id).select("step").distinct()
     assert [s.step for s in detail.steps] == sorted(r["step"] for r in steps.collect())
     assert [h.plan_id for h in detail.history] == [detail.row.plan_id]
+
+    # A group filter shows those groups only; one that matches nothing shows nothing, never the whole fleet.
+    one = plans[0]["group_id"]
+    assert [r.group_id for r in build_report(lake, SNAPSHOT, [one]).rows] == [one]
+    empty = build_report(lake, SNAPSHOT, [])
+    assert empty.rows == () and empty.fleet.groups == 0
+    assert "0 groups planned" in render_report(empty)
 
 
 def test_report_shows_the_status_the_lake_has_now(spark: SparkSession, tmp_path: Path) -> None:

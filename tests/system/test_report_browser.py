@@ -99,6 +99,7 @@ def test_groups_table_sorts_and_filters(lake_report: Lakeside, page: tuple[Page,
     moves = heading.locator("button")  # its accessible name gains the sort arrow
     moves.click()
     descending = [float(v) for v in _column(browser, 2)]
+    assert len(set(descending)) > 1, "the fixture's groups must differ in moves, or sorting proves nothing"
     assert descending == sorted(descending, reverse=True)
     assert heading.get_attribute("aria-sort") == "descending"
     moves.click()

@@ -12,7 +12,7 @@ from playwright.sync_api import sync_playwright
 from jobs.local.airflow import LocalAirflow
 from jobs.report.links import data_docs_url, report_url
 from jobs.report.render import render_report
-from tests.unit.test_report_rendering import report, row
+from tests.support.report_views import report, row
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
 
@@ -28,6 +28,7 @@ def test_reports_are_served_inside_airflow_to_logged_in_people_only(tmp_path: Pa
     with LocalAirflow(tmp_path / "airflow", extra_env={"RBP_LAKE_ROOT": str(lake)}).start("standalone") as airflow:
         url = report_url(airflow.url, "s")
         assert httpx.get(url, timeout=30).status_code == 401  # no session, no report
+        assert httpx.get(data_docs_url(airflow.url), timeout=30).status_code == 401  # nor the Data Docs
         served = httpx.get(url, headers={"Authorization": f"Bearer {airflow.token()}"}, timeout=30)
         assert served.status_code == 200 and "Rebalance plans — snapshot" in served.text
         outside = httpx.get(

@@ -5,45 +5,20 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
+
 from jobs.orchestration.tasks import approval_body
 from jobs.report import numbers
-from jobs.report.detail import placements, schedule
-from jobs.report.fleet import importance, summarize
+from jobs.report.bench_page import Figures, render_bench_page
+from jobs.report.charts import Chart, grouped_bars
+from jobs.report.detail import schedule
+from jobs.report.fleet import summarize
 from jobs.report.model import (
     Assignor,
-    Cost,
-    FailedExpectation,
-    GroupDetail,
-    GroupRow,
     Held,
-    PlanVersion,
-    Report,
 )
-from jobs.report.render import render_report
-
-LONG_PID = "3f2a9c4e-7b1d-4e8a-9f00-5d2c1b7a6e91"
-HOSTILE = "<script>alert(1)</script>|*g*"
-
-
-def row(i: int, status: str = "VALIDATED", kip: bool = True, group: str | None = None) -> GroupRow:
-    plan = Cost(moves=i, warmups=i, rounds=i + 1, restore_offsets=1_000 * i, estimated_seconds=60.0 * i)
-    baselines = {Assignor.KIP441: Cost(i + 2, i + 3, i + 2, 3_000 * i + 500, 120.0 * i)} if kip else {}
-    return GroupRow(f"s/g{i}", group or f"g{i}", status, None, plan, baselines, 0.5, 0.0, 7, 7)
-
-
-def report(rows: list[GroupRow]) -> Report:
-    rows = sorted(rows, key=importance)
-    first = rows[0]
-    detail = GroupDetail(
-        first,
-        placements({LONG_PID: Held(frozenset({"0_0", "0_1"}))},
-                   {LONG_PID: Held(frozenset({"0_0"})), "b": Held(frozenset({"0_1"}))}),
-        schedule({1: {"b": Held(warmup=frozenset({"0_1"}))}, 2: {"b": Held(frozenset({"0_1"}))}},
-                 {("b", "0_1"): 4_321}, 600),
-        (FailedExpectation("plan_assignments", "warmups_within_budget", 1),),
-        (PlanVersion("s", first.plan_id, first.status, 1, 1_000, 1_795_000_000_000, None, None),),
-    )  # fmt: skip
-    return Report("s", 1_795_000_000_000, summarize("s", rows), tuple(rows), (detail,))
+from jobs.report.render import asset, render_report
+from tests.support.report_views import HOSTILE, LONG_PID, report, row
 
 
 def test_numbers_have_separators_plural_forms_and_humane_durations() -> None:
@@ -110,3 +85,17 @@ def test_approval_body_carries_the_summary_the_top_groups_by_restore_and_the_lin
     assert "| g1 | VALIDATED | 1 | 1 | 2 | 1,000 | 3,500 | 1 min |" in body
     assert "1 plan outside this run's group filter is not offered" in body
     assert "[open the report](http://x/r.html)" in body and "/docs/index.html" in body
+
+
+def test_benchmark_page_shares_the_look_sorts_numbers_as_numbers_and_fetches_nothing() -> None:
+    frame = pd.DataFrame.from_records(
+        [{"label": HOSTILE, "assignor": a.label, "value": v} for a, v in ((Assignor.KIP441, 9.0), (Assignor.PLAN, 2.0))]
+    )
+    svg = grouped_bars(frame, [Assignor.KIP441, Assignor.PLAN], [HOSTILE], "moves", "Median moves")
+    table = Figures("Medians per family", ("family", "moves"), ((HOSTILE, 1234.5), ("random", 3)))
+    page = render_bench_page("Bench <title>", "What was measured.", [table], [Chart("Median moves", "Bars.", svg)])
+    assert "<script>alert(1)" not in page and "Bench &lt;title&gt;" in page
+    assert not re.search(r"""<(script|img|iframe)[^>]*\ssrc=|<link[^>]*stylesheet|@import|url\(\s*['"]?https?:""", page)
+    assert asset("look.css") in page and "data-sortable" in page  # the report's stylesheet and sorting script
+    assert '<td class="num" data-value="1234.5">1,234.5</td>' in page and "<td>random</td>" in page
+    assert page.count("<svg") == 1 and "<caption>Medians per family</caption>" in page

@@ -1,0 +1,172 @@
+"""A local Apache Spark Connect server with Delta Lake: pyspark's own distribution plus the delta-spark jars, on
+127.0.0.1, as a child JVM that never outlives us. What ``SPARK_REMOTE`` points at when the lake runs on Spark."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import pyspark
+from pyspark.sql import SparkSession
+
+from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir
+from jobs.processes import free_port, spawn, stop_group
+
+log = logging.getLogger(__name__)
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+class SparkConnectError(RuntimeError):
+    """The Spark Connect server could not be started or did not answer in time."""
+
+
+def spark_home() -> Path:
+    """pyspark's own Spark distribution (its jars and launch scripts)."""
+    return Path(pyspark.__file__).resolve().parent
+
+
+def server_conf(port: int, host: str, work_dir: Path, cores: int, driver_memory_mb: int) -> dict[str, str]:
+    """The server's Spark properties: Delta's SQL extension and catalog, loopback only, scratch in ``work_dir``."""
+    return {
+        "spark.master": f"local[{cores}]",
+        "spark.driver.memory": f"{driver_memory_mb}m",
+        "spark.driver.host": host,
+        "spark.driver.bindAddress": host,
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        # Tables are addressed by path (delta.`/lake/t`): no Hive metastore, no metastore_db in the caller's folder.
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
+        "spark.local.dir": str(work_dir / "tmp"),
+        "spark.ui.enabled": "false",
+        # Small local jobs: a few shuffle partitions, not 200 tasks of nothing each.
+        "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+        "spark.sql.session.timeZone": "UTC",
+    }
+
+
+class LocalSparkConnect:
+    """Apache Spark Connect on 127.0.0.1 with Delta: ``with LocalSparkConnect() as remote:`` gives ``sc://...``."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        jvm_dir: Path = DEFAULT_JVM_DIR,
+        cores: int = 2,
+        driver_memory_mb: int = 1024,
+        host: str = "127.0.0.1",
+        python: str = sys.executable,
+    ) -> None:
+        self.host = host
+        self.port = port or free_port(host)
+        self._jvm_dir = jvm_dir
+        self._cores = cores
+        self._driver_memory_mb = driver_memory_mb
+        self._python = python
+        self.work_dir = Path(tempfile.mkdtemp(prefix="rbp-spark-"))
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def remote(self) -> str:
+        """The ``SPARK_REMOTE`` of this server."""
+        return f"sc://{self.host}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.work_dir / "server.log"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def command(self, delta_jars: list[Path]) -> list[str]:
+        """spark-submit of the Connect server class, with the Delta jars and our properties."""
+        conf = server_conf(self.port, self.host, self.work_dir, self._cores, self._driver_memory_mb)
+        args = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "rebalance-planner"]
+        args += ["--jars", ",".join(str(j) for j in delta_jars)]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        return [*args, "spark-internal"]
+
+    def start(self, timeout_s: float = 180.0) -> str:
+        """Start the server (fetching the Delta jars once) and wait until a session runs a query."""
+        if self.running:
+            return self.remote
+        if shutil.which("java") is None and "JAVA_HOME" not in os.environ:
+            raise SparkConnectError("no Java runtime: install a JDK 17 (make does) to run Apache Spark")
+        jars = sorted(classpath_dir("spark", self._jvm_dir).resolve().glob("*.jar"))
+        (self.work_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(spark_home()),
+            # The Python UDF workers (applyInPandas planning) run our code: the same interpreter as ours.
+            "PYSPARK_PYTHON": self._python,
+            "SPARK_LOG_DIR": str(self.work_dir),
+            "SPARK_CONF_DIR": str(self.work_dir),
+        }
+        started = time.monotonic()
+        with self.log_file.open("ab") as out:
+            self._process = spawn(self.command(jars), stdout=out, env=env, cwd=self.work_dir)
+        self._await_ready(started + timeout_s)
+        log.info("Spark Connect with Delta ready on %s in %.1f s", self.remote, time.monotonic() - started)
+        return self.remote
+
+    def _await_ready(self, deadline: float) -> None:
+        assert self._process is not None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                status = self._process.returncode
+                self._process = None
+                raise SparkConnectError(f"Spark Connect exited with status {status} while starting: {self._tail()}")
+            try:
+                session = SparkSession.builder.remote(self.remote).create()
+                try:
+                    session.sql("SELECT 1").collect()
+                    return
+                finally:
+                    session.stop()
+            except Exception:  # not serving yet: any client error means "try again"; the deadline bounds it
+                time.sleep(0.5)  # a backoff between connection attempts, not synchronisation
+        self.stop()
+        raise SparkConnectError(f"Spark Connect did not answer on {self.remote} in time: {self._tail()}")
+
+    def _tail(self, lines: int = 5) -> str:
+        if self.log_file.is_file():
+            text = self.log_file.read_text(errors="replace").splitlines()
+            errors = [line for line in text if "ERROR" in line or "Exception" in line]
+            return " | ".join((errors or text)[-lines:])
+        return f"see {self.log_file}"
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the server's process group and wait."""
+        if self._process is not None:
+            stop_group(self._process, timeout_s)
+            self._process = None
+
+    def close(self) -> None:
+        """Stop the server and remove its scratch folder."""
+        self.stop()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def __enter__(self) -> str:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,54 @@
+"""The reports app behind Airflow's login: every route, the Data Docs included, refuses an unauthenticated
+request, and no path leaves the reports or Data Docs folders (Airflow itself runs in tests/system)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi import Depends, HTTPException
+from fastapi.testclient import TestClient
+
+from jobs.orchestration.report_plugin import reports_app
+
+
+def _refuse() -> None:
+    raise HTTPException(status_code=401, detail="not logged in")
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> tuple[Path, Path]:
+    reports, docs = tmp_path / "reports", tmp_path / "data_docs"
+    (docs / "validations").mkdir(parents=True)
+    reports.mkdir()
+    (reports / "s.html").write_text("<h1>report</h1>", encoding="utf-8")
+    (docs / "index.html").write_text("<h1>docs</h1>", encoding="utf-8")
+    (docs / "validations" / "run.html").write_text("<h1>run</h1>", encoding="utf-8")
+    (tmp_path / "secret.cfg").write_text("password", encoding="utf-8")
+    return reports, docs
+
+
+def test_every_route_refuses_an_unauthenticated_request(folders: tuple[Path, Path]) -> None:
+    client = TestClient(reports_app(*folders, [Depends(_refuse)]))
+    for url in (
+        "/reports/",
+        "/reports/s.html",
+        "/data-docs/",
+        "/data-docs/index.html",
+        "/data-docs/validations/run.html",
+    ):
+        assert client.get(url).status_code == 401, url
+
+
+def test_files_are_served_from_their_folders_only(folders: tuple[Path, Path]) -> None:
+    client = TestClient(reports_app(*folders))
+    assert "report" in client.get("/reports/s.html").text
+    assert "docs" in client.get("/data-docs/").text  # a folder serves its index.html
+    assert "run" in client.get("/data-docs/validations/run.html").text
+    for url in (
+        "/data-docs/..%2Fsecret.cfg",
+        "/data-docs/validations/..%2F..%2Fsecret.cfg",
+        "/reports/..%2Fsecret.cfg",
+    ):
+        response = client.get(url)
+        assert response.status_code == 404 and "password" not in response.text, url
