@@ -7,7 +7,6 @@ from assignor.high_availability import assign_high_availability
 from assignor.lags import compute_lags
 from assignor.planner import GroupPlan, honor_plan, plan_group
 from assignor.state import ClientState, GroupState
-from assignor.streams_broker import assign_streams_broker
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "Role",
     "TaskId",
     "assign_high_availability",
-    "assign_streams_broker",
     "compute_lags",
     "honor_plan",
     "plan_group",

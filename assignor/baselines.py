@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import assign_high_availability
@@ -34,6 +35,16 @@ class BaselineCost:
     converged: bool
 
 
+def restore_owed(step: GroupAssignment, state: GroupState, lags: LagIndex) -> int:
+    """Offsets the replicas of one round replay before they are caught up, measured as plans measure theirs
+    (LagIndex.owed): caught-up copies count nothing, so a baseline is not charged for lag a plan ignores."""
+    return sum(
+        lags.owed(pid, task)
+        for pid, ca in step.clients.items()
+        for task in (ca.active | ca.standby | ca.warmup) & state.stateful_tasks
+    )
+
+
 def round_limit(group: GroupState, configs: AssignmentConfigs) -> int:
     """Rounds allowed before a replay counts as not converged: well past the contract's convergence bound."""
     replicas = len(group.stateful_tasks) * (1 + configs.num_standby_replicas)
@@ -56,7 +67,7 @@ def baseline_cost(
         moves=result.total_moves,
         warmups=result.total_warmups,
         rounds=len(result.rounds),
-        restore_offsets=result.total_restored_offsets,
+        restore_offsets=sum(restore_owed(step, state, lags) for step, (state, lags) in zip(steps, states, strict=True)),
         estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
         converged=result.converged,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
@@ -51,6 +51,43 @@ def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, stan
     return current[0] if current else tied[0]
 
 
+def _keep_caught_up_copies(
+    placement: Placement,
+    lags: LagIndex,
+    task: TaskId,
+    owner: str,
+    copies: int,
+    held_before: Mapping[str, frozenset[TaskId]],
+    budget: WarmupBudget,
+) -> None:
+    """K1: while fewer than min(c, copies) replicas sit on the task's c caught-up clients, a standby that must
+    still restore hands its slot back to a caught-up copy and warms up instead (budget permitting).
+
+    KIP-441 drops a caught-up standby only once its replacement has caught up; losing the active's client
+    before then would mean a full restore.
+    """
+    caught_up = lags.caught_up_clients(task)
+    if not caught_up:
+        return
+    missing = min(len(caught_up), copies) - sum(1 for p in caught_up if placement.holds(p, task))
+    if missing <= 0:
+        return
+    spare = [p for p in caught_up if not placement.holds(p, task)]
+    # Target standbys give way before the target owner (its move is what the plan is waiting for), the
+    # least caught up first.
+    cold = sorted(
+        (p for p in placement.process_ids if task in placement.standby[p] and not lags.caught_up(p, task)),
+        key=lambda p: (p == owner, tuple(-x for x in lags.rank(p, task)), p),
+    )
+    for giver in cold[:missing]:
+        keeper = min(spare, key=lambda p: (task not in held_before[p], placement.assigned_load(p), p))
+        spare.remove(keeper)
+        placement.standby[giver].discard(task)
+        placement.standby[keeper].add(task)
+        if budget.take():
+            placement.warmup[giver].add(task)
+
+
 def honor_target(
     target: GroupAssignment,
     group: GroupState,
@@ -95,6 +132,10 @@ def honor_target(
         placement.standby_of(task, standbys)
         if budget.take():
             placement.warmup[owner].add(task)
+    copies = 1 + configs.num_standby_replicas
+    held_before = {c.process_id: c.previous_active | c.previous_standby for c in group.clients}
+    for task in pending:
+        _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
     for task in sorted(group.stateless_tasks):
         placement.assign_active(owners[task], task)
     live = placement.freeze(probing_rebalance_needed=False)

@@ -10,6 +10,7 @@ from assignor.configs import AssignmentConfigs
 from assignor.errors import AssignmentError
 from assignor.lags import LagIndex
 from assignor.state import GroupState
+from assignor.task import TaskId
 
 if TYPE_CHECKING:
     from assignor.assignment import GroupAssignment
@@ -116,14 +117,56 @@ def balance_violations(assignment: GroupAssignment, group: GroupState, *, replic
                 for pid, ca in assignment.clients.items()
             },
         )
+    found += _b2_violations(assignment, group, capacity)
+    return found
+
+
+def _b2_violations(assignment: GroupAssignment, group: GroupState, capacity: dict[str, int]) -> list[str]:
+    """B2 per subtopology and capacity class; one that mixes stateful and stateless tasks passes when either its
+    stateful actives alone or all its actives are spread within one."""
     subtopologies = sorted({t.subtopology for t in group.all_tasks})
-    per_subtopology: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    with_state = {t.subtopology for t in group.stateful_tasks}
+    every: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    stateful: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     for pid, ca in assignment.clients.items():
         for sub in subtopologies:
-            per_subtopology[(sub, capacity[pid])][pid] = 0
+            every[(sub, capacity[pid])][pid] = 0
+            stateful[(sub, capacity[pid])][pid] = 0
         for task in ca.active:
-            per_subtopology[(task.subtopology, capacity[pid])][pid] += 1
-    for (sub, cap), counts in sorted(per_subtopology.items()):
-        if counts and max(counts.values()) - min(counts.values()) > 1:
-            found.append(f"B2: subtopology {sub} active counts differ by more than 1 among capacity-{cap} clients")
+            every[(task.subtopology, capacity[pid])][pid] += 1
+            if task in group.stateful_tasks:
+                stateful[(task.subtopology, capacity[pid])][pid] += 1
+    found = []
+    for (sub, cap), counts in sorted(every.items()):
+        if max(counts.values()) - min(counts.values()) <= 1:
+            continue
+        alone = stateful[(sub, cap)].values()
+        if sub in with_state and max(alone) - min(alone) <= 1:
+            continue
+        found.append(f"B2: subtopology {sub} active counts differ by more than 1 among capacity-{cap} clients")
+    return found
+
+
+def k1_violations(assignment: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[str]:
+    """K1: each stateful task keeps min(c, 1 + num_standby_replicas) replicas on its c caught-up clients.
+
+    Caught up means caught up in ``group``, the input of the rebalance that returned ``assignment``.
+    """
+    found: list[str] = []
+    lags = LagIndex.of(group, configs)
+    holders: dict[TaskId, set[str]] = defaultdict(set)
+    for pid, ca in assignment.clients.items():
+        for task in (ca.active | ca.standby | ca.warmup) & group.stateful_tasks:
+            holders[task].add(pid)
+    copies = 1 + configs.num_standby_replicas
+    for task in sorted(group.stateful_tasks):
+        caught_up = set(lags.caught_up_clients(task))
+        wanted = min(len(caught_up), copies)
+        kept = len(holders[task] & caught_up)
+        if kept < wanted:
+            without = sorted(caught_up - holders[task])
+            found.append(
+                f"K1: task {task} keeps {kept} replicas on caught-up clients, expected {wanted}; "
+                f"caught-up clients left without a copy: {without[:_MAX_SHOWN]}"
+            )
     return found

@@ -102,6 +102,14 @@ class LagIndex:
         """Whether the client may run the task as an active without a restore pause."""
         return lag_is_caught_up(self.lag(process_id, task), self.acceptable_recovery_lag)
 
+    def owed(self, process_id: str, task: TaskId) -> int:
+        """Offsets the client must replay before it is caught up on the task: 0 when it already is. The one
+        measure of restore that plans, baselines and time estimates share."""
+        lag = self.lag(process_id, task)
+        if lag_is_caught_up(lag, self.acceptable_recovery_lag):
+            return 0
+        return self.ends.get(task, 0) if lag < 0 else lag
+
     def caught_up_clients(self, task: TaskId) -> Sequence[str]:
         """Every caught-up client of the task, in process-id order."""
         if task in self.caught_up_reporters and self.ends.get(task, 0) > self.acceptable_recovery_lag:

@@ -200,7 +200,8 @@ def honor_plan(
 ) -> GroupAssignment:
     """The assignment for this rebalance: planned moves whose target owner is caught up happen now; the others
     stay active on a caught-up client while the target owner warms up (at most max_warmup_replicas, in
-    ``order``, by default cheapest restore first). Parts the target does not know are re-planned."""
+    ``order``, by default cheapest restore first). No caught-up copy is dropped before its replacement has
+    caught up (K1): budget left over warms up those replacements. Parts the target does not know are re-planned."""
     return honor_target(adapt_target(target, group, configs), group, configs, order)
 
 
@@ -210,13 +211,11 @@ def _skew(loads: Mapping[str, int], capacity: Mapping[str, int]) -> float:
 
 
 def _restore_offsets(target: GroupAssignment, group: GroupState, lags: LagIndex) -> int:
-    total = 0
-    for pid, ca in target.clients.items():
-        for task in (ca.active | ca.standby) & group.stateful_tasks:
-            if not lags.caught_up(pid, task):
-                lag = lags.lag(pid, task)
-                total += lags.ends.get(task, 0) if lag < 0 else lag
-    return total
+    return sum(
+        lags.owed(pid, task)
+        for pid, ca in target.clients.items()
+        for task in (ca.active | ca.standby) & group.stateful_tasks
+    )
 
 
 def _cost(target: GroupAssignment, group: GroupState, lags: LagIndex) -> tuple[int, int]:
@@ -237,15 +236,15 @@ def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssi
     return end_state
 
 
-def plan_group(
-    group: GroupState, configs: AssignmentConfigs, *, restore_rate: float = DEFAULT_RESTORE_RATE
-) -> GroupPlan:
+def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
     """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1).
 
     The target is plan_target's (least restore, then fewest moves) unless following it would take more
     moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
     tasks): then that end state is the target, so a plan is never worse than the baseline.
     """
+    if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the metrics)
+        restore_rate = DEFAULT_RESTORE_RATE
     if restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     lags = LagIndex.of(group, configs)
@@ -256,11 +255,10 @@ def plan_group(
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
             order = move_order(baseline, group, configs, lags)
-            walk = _walk(baseline, group, configs, lags, order)
-            first = next(walk)
-            if not _may_be_worse(plan, baseline, first[0], group, lags):
+            walked = _walk_while_it_may_beat(plan, baseline, group, lags, _walk(baseline, group, configs, lags, order))
+            if walked is None:
                 return plan
-            fallback = _schedule(baseline, group, configs, restore_rate, lags, order, itertools.chain([first], walk))
+            fallback = _schedule(baseline, group, configs, restore_rate, lags, order, walked)
             if any(plan.metrics[k] > fallback.metrics[k] for k in _NEVER_WORSE):
                 return fallback
     return plan
@@ -269,19 +267,26 @@ def plan_group(
 _NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
 
 
-def _may_be_worse(
-    plan: GroupPlan, baseline: GroupAssignment, first: GroupAssignment, group: GroupState, lags: LagIndex
-) -> bool:
-    """Whether following ``baseline`` might beat the plan on some metric, judged from its first step only.
+def _walk_while_it_may_beat(
+    plan: GroupPlan, baseline: GroupAssignment, group: GroupState, lags: LagIndex, walk: Iterator[_Step]
+) -> list[_Step] | None:
+    """Follow ``baseline``'s walk only while it might still beat the plan on some metric: None once it cannot,
+    else every step of it.
 
-    Its moves and restore are known from the end state; its warmups are at least the first step's and its rounds
-    at least two if that step probes. Scheduling the rest is needed only when these bounds do not settle it.
+    Its moves and restore are known from the end state; its warmups so far and its rounds so far (one more while
+    the last step probes) only grow, so once the plan is within all four bounds the rest need not be scheduled.
     """
     restore, moves = _cost(baseline, group, lags)
-    warmups = sum(len(ca.warmup) for ca in first.clients.values())
-    rounds = 2 if first.probing_rebalance_needed else 1
-    bounds = {"moves": moves, "warmups": warmups, "rounds": rounds, "restore_offsets": restore}
-    return any(plan.metrics[k] > bounds[k] for k in _NEVER_WORSE)
+    walked: list[_Step] = []
+    warmups = 0
+    for step in walk:
+        walked.append(step)
+        warmups += sum(len(ca.warmup) for ca in step[0].clients.values())
+        rounds = len(walked) + (1 if step[0].probing_rebalance_needed else 0)
+        bounds = {"moves": moves, "warmups": warmups, "rounds": rounds, "restore_offsets": restore}
+        if all(plan.metrics[k] <= bounds[k] for k in _NEVER_WORSE):
+            return None
+    return walked
 
 
 _Step = tuple[GroupAssignment, GroupState, LagIndex]
@@ -291,7 +296,8 @@ def _walk(
     target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, order: Sequence[TaskId]
 ) -> Iterator[_Step]:
     """The safe steps from the live assignment to ``target``, each with the state it was computed from (lazily)."""
-    limit = math.ceil(len(group.stateful_tasks) / configs.max_warmup_replicas) + 3
+    copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
+    limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
     state, state_lags = group, lags
     for count in itertools.count(1):
         step = honor_target(target, state, configs, order, state_lags)

@@ -138,6 +138,30 @@ def _share(total: int, capacity: int, all_capacity: int) -> tuple[int, int]:
     return low, low + (1 if rest else 0)
 
 
+Part = tuple[int, bool]  # (subtopology, stateful): the tasks of one kind in one subtopology
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """Tasks grouped by subtopology and kind, and which groups B2 bounds.
+
+    A subtopology of one kind is bounded whole. One that mixes stateful and stateless tasks (the API allows it)
+    has only its stateful part bounded: the contract's B2 is met when the stateful actives alone are spread
+    within one, and bounding them is what lets B1's stateful load (actives plus standbys) stay even.
+    """
+
+    size: Mapping[Part, int]
+    bounded: frozenset[Part]
+
+    @classmethod
+    def of(cls, costs: ActiveCosts) -> _Parts:
+        size: dict[Part, int] = defaultdict(int)
+        for task in costs.tasks:
+            size[(task.subtopology, task in costs.stateful)] += 1
+        mixed = {sub for sub, _ in size if (sub, True) in size and (sub, False) in size}
+        return cls(dict(sorted(size.items())), frozenset(p for p in size if p[1] or p[0] not in mixed))
+
+
 EXACT_MODEL_MAX_TASKS = 250
 EXACT_MODEL_NODE_LIMIT = 2_000
 
@@ -180,22 +204,15 @@ def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, in
     n_tasks = len(costs.tasks)
     scale = n_tasks + 1
     net = FlowNetwork()
-    kind_of_sub: dict[int, set[bool]] = defaultdict(set)
-    for task in costs.tasks:
-        kind_of_sub[task.subtopology].add(task in costs.stateful)
-    by_kind = all(len(kinds) == 1 for kinds in kind_of_sub.values())
-    subs = sorted(kind_of_sub)
-    sub_size = dict.fromkeys(subs, 0)
-    for task in costs.tasks:
-        sub_size[task.subtopology] += 1
+    parts = _Parts.of(costs)
     stateful_count = sum(1 for t in costs.tasks if t in costs.stateful)
-    entry = {(pid, sub): net.node() for pid in pids for sub in subs}
+    entry = {(pid, part): net.node() for pid in pids for part in parts.size}
     inflow = dict.fromkeys(entry, 0)
     direct: list[tuple[int, TaskId, str]] = []
-    pooled: dict[tuple[int, bool], list[tuple[int, TaskId]]] = defaultdict(list)
-    pool_node: dict[tuple[int, bool], int] = {}
+    pooled: dict[Part, list[tuple[int, TaskId]]] = defaultdict(list)
+    pool_node: dict[Part, int] = {}
     for task in costs.tasks:
-        sub = task.subtopology
+        part = (task.subtopology, task in costs.stateful)
         candidates = costs.direct_candidates(task)
         pool_restore = costs.restore(task, None)
         if any(costs.restore(task, pid) > pool_restore for pid in candidates):
@@ -210,17 +227,16 @@ def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, in
         for cost, pid in edges:
             flow = 1 if not taken and cost == cheapest else 0
             taken = taken or flow == 1
-            direct.append((net.arc(node, entry[(pid, sub)], 0, 1, cost, flow), task, pid))
-            inflow[(pid, sub)] += flow
+            direct.append((net.arc(node, entry[(pid, part)], 0, 1, cost, flow), task, pid))
+            inflow[(pid, part)] += flow
         if candidates is not pids:
-            key = (sub, task in costs.stateful)
-            if key not in pool_node:
-                pool_node[key] = net.node()
+            if part not in pool_node:
+                pool_node[part] = net.node()
             flow = 1 if not taken else 0
-            pooled[key].append((net.arc(node, pool_node[key], 0, 1, pool_cost, flow), task))
-    spread: dict[tuple[int, bool], dict[str, int]] = {}
-    for key, pool in sorted(pool_node.items()):
-        spread[key] = {pid: net.arc(pool, entry[(pid, key[0])], 0, n_tasks, 0, 0) for pid in pids}
+            pooled[part].append((net.arc(node, pool_node[part], 0, 1, pool_cost, flow), task))
+    spread: dict[Part, dict[str, int]] = {}
+    for part, pool in sorted(pool_node.items()):
+        spread[part] = {pid: net.arc(pool, entry[(pid, part)], 0, n_tasks, 0, 0) for pid in pids}
     sink = net.node(supply=-n_tasks)
 
     def forward(tail: int, head: int, arriving: int, share: tuple[int, int]) -> int:
@@ -233,12 +249,13 @@ def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, in
         cap = capacity[pid]
         client = net.node()
         kinds: dict[bool, tuple[int, int]] = {}
-        for sub in subs:
-            kind = by_kind and True in kind_of_sub[sub]
+        for part, size in parts.size.items():
+            kind = part[1]
             if kind not in kinds:
                 kinds[kind] = (net.node(), 0)
             node, arriving = kinds[kind]
-            sent = forward(entry[(pid, sub)], node, inflow[(pid, sub)], _share(sub_size[sub], cap, all_capacity))
+            share = _share(size, cap, all_capacity) if part in parts.bounded else (0, n_tasks)
+            sent = forward(entry[(pid, part)], node, inflow[(pid, part)], share)
             kinds[kind] = (node, arriving + sent)
         arriving = 0
         for kind, (node, sent) in sorted(kinds.items()):
@@ -267,13 +284,12 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
     all_capacity = sum(capacity[p] for p in pids)
     restore_cost: dict[int, float] = {}
     move_cost: dict[int, float] = {}
-    into: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)  # (client, subtopology) inflow
+    into: dict[tuple[str, Part], list[tuple[int, float]]] = defaultdict(list)  # (client, part) inflow
     direct: list[tuple[int, TaskId, str]] = []
-    pooled: dict[tuple[int, bool], list[tuple[int, TaskId]]] = defaultdict(list)
-    kind_of_sub: dict[int, set[bool]] = defaultdict(set)
+    pooled: dict[Part, list[tuple[int, TaskId]]] = defaultdict(list)
+    parts = _Parts.of(costs)
     for task in costs.tasks:
-        is_stateful = task in costs.stateful
-        kind_of_sub[task.subtopology].add(is_stateful)
+        part = (task.subtopology, task in costs.stateful)
         choice: list[tuple[int, float]] = []
         candidates = costs.direct_candidates(task)
         # The pool prices a client without state; it is exact only if no client costs more than that
@@ -286,7 +302,7 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
             restore_cost[col] = costs.restore(task, pid)
             move_cost[col] = costs.move(task, pid)
             direct.append((col, task, pid))
-            into[(pid, task.subtopology)].append((col, 1))
+            into[(pid, part)].append((col, 1))
             choice.append((col, 1))
         if candidates is pids:
             model.row(choice, 1, 1)
@@ -294,24 +310,22 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
         pool_col = model.var(upper=1)
         restore_cost[pool_col] = pool_restore
         move_cost[pool_col] = costs.move(task, None)
-        pooled[(task.subtopology, is_stateful)].append((pool_col, task))
+        pooled[part].append((pool_col, task))
         choice.append((pool_col, 1))
         model.row(choice, 1, 1)
-    spread: dict[tuple[int, bool], dict[str, int]] = {}
-    for (sub, is_stateful), members in sorted(pooled.items()):
+    spread: dict[Part, dict[str, int]] = {}
+    for part, members in sorted(pooled.items()):
         columns = {pid: model.var() for pid in pids}
-        spread[(sub, is_stateful)] = columns
+        spread[part] = columns
         model.row([(c, 1) for c in columns.values()] + [(col, -1) for col, _ in members], 0, 0)
         for pid, col in columns.items():
-            into[(pid, sub)].append((col, 1))
-    # A subtopology mixing stateful and stateless tasks breaks the nesting; then only totals are windowed.
-    by_kind = all(len(kinds) == 1 for kinds in kind_of_sub.values())
-    sub_size = {sub: sum(1 for t in costs.tasks if t.subtopology == sub) for sub in kind_of_sub}
+            into[(pid, part)].append((col, 1))
     stateful_count = len([t for t in costs.tasks if t in costs.stateful])
     # Exact mode: free levels; (level, scale, width) windows are scale*level <= count <= scale*level + width.
     total_level = model.var(lower=-np.inf, integer=False)
     stateful_level = model.var(lower=-np.inf, integer=False)
-    class_level = {(sub, cap): model.var() for sub in kind_of_sub for cap in {capacity[p] for p in pids}}
+    bounded_parts = [part for part in parts.size if part in parts.bounded]  # sorted: HiGHS sees a fixed order
+    class_level = {(part, cap): model.var() for part in bounded_parts for cap in {capacity[p] for p in pids}}
     n_tasks = len(costs.tasks)
 
     def bounded(terms: list[tuple[int, float]], share: tuple[int, int], window: tuple[int, float, float]) -> int:
@@ -328,11 +342,14 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
     for pid in pids:
         cap = capacity[pid]
         kind_terms: dict[bool, list[tuple[int, float]]] = defaultdict(list)
-        for sub in sorted(kind_of_sub):
-            out = bounded(
-                into.get((pid, sub), []), _share(sub_size[sub], cap, all_capacity), (class_level[(sub, cap)], 1, 1)
-            )
-            kind_terms[by_kind and True in kind_of_sub[sub]].append((out, 1))
+        for part, size in parts.size.items():
+            terms = into.get((pid, part), [])
+            if part in parts.bounded:
+                out = bounded(terms, _share(size, cap, all_capacity), (class_level[(part, cap)], 1, 1))
+            else:
+                out = model.var(upper=n_tasks)
+                model.row([*terms, (out, -1)], 0, 0)
+            kind_terms[part[1]].append((out, 1))
         client_terms: list[tuple[int, float]] = []
         for is_stateful, terms in sorted(kind_terms.items()):
             if is_stateful:

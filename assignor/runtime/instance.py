@@ -28,8 +28,9 @@ from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, kafka_python_security
 from assignor.runtime.membership import poll_membership, subscribe_once_known
+from assignor.runtime.processors import CountPerKey, TaskProcessor
 from assignor.runtime.protocol import LATEST_VERSION, Partition
-from assignor.runtime.reports import state_report
+from assignor.runtime.reports import build_state_report
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.tasks import TaskManager
 
@@ -58,6 +59,7 @@ class InstanceConfig:
     session_timeout_ms: int = 6_000
     heartbeat_interval_ms: int = 300
     corrupt_user_data: bool = False  # fault injection: send unreadable subscription user data
+    processor: TaskProcessor = field(default_factory=CountPerKey)  # the application's logic for its active tasks
 
 
 class InstanceAssignor(PlanHonoringAssignor):
@@ -132,11 +134,12 @@ class Instance:
     def __init__(self, config: InstanceConfig) -> None:
         self.config = config
         self.state = StateDirectory(config.state_dir)
+        self.state.lock()  # before anything writes into it: a second instance on it stops here
         self.process_id = self.state.process_id
         self.events = EventLog(config.state_dir / EVENTS_FILE, f"{config.group_id}/{self.process_id[:8]}")
         self.stop = threading.Event()
         kafka = {"bootstrap.servers": config.bootstrap, **config.kafka_config}
-        self.tasks = TaskManager(self.state, config.topology, kafka, self.events)
+        self.tasks = TaskManager(self.state, config.topology, kafka, self.events, config.processor)
         self.view = MemberView(
             process_id=self.process_id,
             capacity=config.capacity,
@@ -199,11 +202,12 @@ class Instance:
             membership.join(30)
             self._end_offsets.close()
             self.events.close()
+            self.state.unlock()
         if membership.error is not None:
             raise membership.error
 
     def _report(self, membership: _Membership) -> None:
-        report = state_report(
+        report = build_state_report(
             self.config.group_id,
             self.view,
             self.config.topology,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in __all__
+
+from assignor.protocol.state_report import StateReport
 
 
 class TopicReadError(RuntimeError):
@@ -131,11 +132,12 @@ class ReportPublisher:
         self.topic = topic
         self._producer = Producer({"bootstrap.servers": bootstrap, **dict(config or {})})
 
-    def publish(self, report: Mapping[str, Any], timeout_s: float = 10.0) -> None:
-        key = f"{report['group_id']}/{report['process_id']}".encode()
-        self._producer.produce(self.topic, key=key, value=json.dumps(report, sort_keys=True).encode("utf-8"))
+    def publish(self, report: StateReport | Mapping[str, Any], timeout_s: float = 10.0) -> None:
+        """Write one report, encoded by ``StateReport`` (a JSON object is read through it first)."""
+        record = report if isinstance(report, StateReport) else StateReport.from_json(report)
+        self._producer.produce(self.topic, key=record.key.encode(), value=record.encode())
         if self._producer.flush(timeout_s) != 0:
-            raise TopicReadError(f"state report for {key.decode()} not delivered within {timeout_s} s")
+            raise TopicReadError(f"state report for {record.key} not delivered within {timeout_s} s")
 
 
 def kafka_python_security(config: Mapping[str, str]) -> dict[str, Any]:

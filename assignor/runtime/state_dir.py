@@ -1,15 +1,41 @@
-"""An instance's state directory: its persistent process id and one sub-directory per task it held."""
+"""An instance's state directory: its persistent process id and one sub-directory per task it held.
+
+One instance at a time: ``lock`` takes an OS lock (``flock``) on a file in the directory, which the kernel
+releases when the holder's process ends however it ends, so a crash never leaves a stale lock behind.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import uuid
 from pathlib import Path
+from typing import IO
 
 from assignor.runtime.protocol import Partition
 from assignor.runtime.store import read_checkpoints
 from assignor.task import TaskId
 
 PROCESS_ID_FILE = "process.id"
+LOCK_FILE = ".lock"
+
+
+class StateDirectoryError(ValueError):
+    """A state directory that cannot be used; the message names it and says why (bad input, not a bug)."""
+
+
+class StateDirectoryLocked(StateDirectoryError):
+    """Another live process holds the state directory."""
+
+    def __init__(self, root: Path, holder_pid: int | None) -> None:
+        holder = f"process {holder_pid}" if holder_pid is not None else "another process"
+        super().__init__(
+            f"state directory {root} is in use by {holder}: two instances must never share one "
+            "(stop the other instance or give this one its own --state-dir)"
+        )
+        self.root = root
+        self.holder_pid = holder_pid
 
 
 class StateDirectory:
@@ -19,14 +45,44 @@ class StateDirectory:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         (root / "tasks").mkdir(exist_ok=True)
+        self._lock_file: IO[str] | None = None
+
+    def lock(self) -> None:
+        """Hold the directory for this process until ``unlock`` or the process ends; fail at once if it is held."""
+        if self._lock_file is not None:
+            return
+        path = self.root / LOCK_FILE
+        # "a+" neither truncates (the holder's pid stays readable) nor fails when the file is absent.
+        handle = path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise StateDirectoryLocked(self.root, _holder_pid(path)) from None
+        except BaseException:
+            handle.close()
+            raise
+        # The pid only names the holder in the loser's message; the flock itself is what excludes.
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def unlock(self) -> None:
+        if self._lock_file is None:
+            return
+        handle, self._lock_file = self._lock_file, None
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
 
     @property
     def process_id(self) -> str:
         """A UUID made on first start and kept, so a restarted instance is recognised by the leader."""
         path = self.root / PROCESS_ID_FILE
         if not path.exists():
-            path.write_text(f"{uuid.uuid4()}\n", encoding="utf-8")
-        return path.read_text(encoding="utf-8").strip()
+            _create_once(path, f"{uuid.uuid4()}\n")
+        return _read_process_id(path)
 
     def task_dir(self, task: TaskId) -> Path:
         return self.root / "tasks" / str(task)
@@ -43,3 +99,54 @@ class StateDirectory:
 
     def checkpoints(self, task: TaskId) -> dict[Partition, int]:
         return read_checkpoints(self.task_dir(task))
+
+
+def _create_once(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all, and never replace it once it exists.
+
+    The text goes to a temporary file that is fsynced, then hard-linked into place: a crash leaves either no
+    file or the complete one, and when two processes race to make the first id (the fleet reads the id of an
+    instance it is about to start), the first link wins and the other reads that one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+        _fsync_directory(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_process_id(path: Path) -> str:
+    """The stored id; a file that is not one UUID is an error, never silently replaced.
+
+    A new id would make this instance a stranger to the group: the leader and any approved plan know it by
+    the old id, and its local state would be reported under a name no plan mentions. Only an operator can
+    tell a damaged disk from a copied directory, so the message says what to do."""
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        raise StateDirectoryError(
+            f"{path} does not hold a process id (expected one UUID, found {text[:60]!r}): restore it from a backup, "
+            "or delete it to give this instance a new identity"
+        ) from None
+    return text
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _holder_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None

@@ -1,25 +1,29 @@
 """A minimal stateful task runtime: what an instance does with the tasks its assignment names.
 
-An active task restores its store to the changelog's end, then counts the records of its input partition
-per key, writing every new count to its changelog. Standby and warmup tasks consume the changelog into
-their stores. Offset sums for the subscription come from the checkpoints, -2 for a processing active.
+An active task restores its store to the changelog's end, then hands batches of its input to the
+application's processor (assignor.runtime.processors) and writes the updates it returns to its changelog;
+the store applies them, and the input position advances, only once the changelog holds them. Standby and
+warmup tasks consume the changelog into their stores. Offset sums for the subscription come from the
+checkpoints, -2 for a processing active.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from assignor.runtime.deliveries import BatchDeliveries
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import Topology
+from assignor.runtime.processors import CountPerKey, InputRecord, TaskProcessor
 from assignor.runtime.protocol import AssignmentInfo, Partition
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.store import ChangelogRecord, TaskStore
@@ -29,6 +33,10 @@ log = logging.getLogger(__name__)
 _RESTORE_BATCH = 5_000
 _PROCESS_BATCH = 500
 _PROGRESS_EVERY_S = 1.0
+# A changelog write the broker refused (a record over the topic's max.message.bytes, an authorization error)
+# is usually refused again: the task waits before reprocessing, up to half a minute, instead of spinning.
+_RETRY_FIRST_S = 1.0
+_RETRY_MAX_S = 30.0
 
 
 @dataclass
@@ -45,6 +53,8 @@ class _Task:
     restored: int = 0  # changelog records applied since this instance took the task
     processed: int = 0
     started_at: float = field(default_factory=time.monotonic)
+    failed_batches: int = 0  # consecutive batches with a changelog write the broker did not take
+    retry_at: float | None = None  # input paused until then after a failed write (monotonic seconds)
 
     def lag(self, ends: Mapping[Partition, int]) -> int:
         return sum(max(0, ends.get(p, 0) - self.store.positions.get(p, 0)) for p in self.changelogs)
@@ -59,8 +69,10 @@ class TaskManager:
         topology: Topology,
         kafka: Mapping[str, str],
         events: EventLog,
+        processor: TaskProcessor | None = None,
     ) -> None:
         self.state, self.topology, self.events = state, topology, events
+        self.processor: TaskProcessor = processor or CountPerKey()
         base = {"enable.auto.commit": False, "auto.offset.reset": "earliest", **kafka}
         pid = state.process_id
         self._restore = Consumer({**base, "group.id": f"rbp-restore-{pid}"})
@@ -191,6 +203,7 @@ class TaskManager:
     def _stop_processing(self, task: _Task, why: str) -> None:
         self._flush()
         task.processing = False
+        task.retry_at, task.failed_batches = None, 0
         self.events.emit("stop", task=str(task.id), why=why, processed=task.processed)
 
     def _assign_consumers(self) -> None:
@@ -198,7 +211,9 @@ class TaskManager:
         if restoring != self._restore_assigned:
             self._restore.assign([TopicPartition(tp, p, self._position(tp, p)) for tp, p in sorted(restoring)] or [])
             self._restore_assigned = restoring
-        processing = {p for t in self.tasks.values() if t.processing for p in t.inputs}
+        # A task waiting to retry a failed write leaves the input consumer; on its return the consumer starts
+        # from the stored position, which is before the records whose writes failed.
+        processing = {p for t in self.tasks.values() if t.processing and t.retry_at is None for p in t.inputs}
         if processing != self._input_assigned:
             self._input.assign([TopicPartition(tp, p, self._input_position(tp, p)) for tp, p in sorted(processing)])
             self._input_assigned = processing
@@ -231,6 +246,12 @@ class TaskManager:
                 for task_id in sorted(self._unactivated):
                     self._activate(self.tasks[task_id])  # still owned: reconcile and release drop it otherwise
                 self._assign_consumers()
+            now = time.monotonic()
+            retrying = [t for t in self.tasks.values() if t.retry_at is not None and t.retry_at <= now]
+            if retrying:
+                for task in retrying:
+                    task.retry_at = None
+                self._assign_consumers()
             handled = self._restore_batch() + self._process_batch()
         if time.monotonic() - self._last_progress >= _PROGRESS_EVERY_S:
             self._last_progress = time.monotonic()
@@ -252,7 +273,7 @@ class TaskManager:
         started = False
         for task_id, records in by_task.items():
             task = self.tasks[task_id]
-            task.restored += task.store.apply(records, _input_positions(records, task))
+            task.restored += task.store.apply(records, _input_positions(records, task, self.processor))
             started |= self._maybe_start_processing(task)
         if started:  # its changelog leaves the restore consumer, its input joins the input consumer
             self._assign_consumers()
@@ -262,43 +283,78 @@ class TaskManager:
         if not self._input_assigned:
             return 0
         messages = self._input.consume(_PROCESS_BATCH, timeout=0.02)
-        pending: dict[TaskId, dict[str, int]] = defaultdict(dict)
-        inputs: dict[TaskId, dict[Partition, int]] = defaultdict(dict)
-        written: dict[TaskId, list[ChangelogRecord]] = defaultdict(list)
+        batches: dict[TaskId, list[InputRecord]] = defaultdict(list)
         for message in _good(messages):
             partition = (str(message.topic()), int(message.partition() or 0))
             task = self._owner(partition, changelog=False)
-            if task is None or not task.processing or not task.changelogs:
+            if task is None or not task.processing or task.retry_at is not None or not task.changelogs:
                 continue
-            key = _text(message.key())
-            counts = pending[task.id]
-            if key not in counts:
-                counts[key] = _count(task.store.get(key))
-            counts[key] += 1
             offset = int(message.offset() or 0)
-            inputs[task.id][partition] = offset + 1
-            changelog = task.changelogs[0]
-
-            def delivered(err: KafkaError | None, msg: Message, task_id: TaskId = task.id) -> None:
-                if err is None:
-                    out = (str(msg.topic()), int(msg.partition() or 0))
-                    written[task_id].append((out, int(msg.offset() or 0), _text(msg.key()), _text(msg.value())))
-
-            value = json.dumps({"count": counts[key], "input_offset": offset})
-            self._producer.produce(changelog[0], key=key, value=value, partition=changelog[1], on_delivery=delivered)
-            task.processed += 1
-        if not pending:
+            batches[task.id].append(InputRecord(partition, offset, _text(message.key()), _text(message.value())))
+        if not batches:
             return 0
+        deliveries = {}
+        for task_id, records in batches.items():
+            task = self.tasks[task_id]
+            writes = self.processor.process(task_id, records, task.store)
+            deliveries[task_id] = BatchDeliveries(records, writes)
+            changelog, changelog_partition = task.changelogs[0]
+            for index, write in enumerate(writes):
+                on_delivery = partial(deliveries[task_id].delivered, index)
+                self._producer.produce(
+                    changelog, key=write.key, value=write.value, partition=changelog_partition, on_delivery=on_delivery
+                )
         self._flush()
-        for task_id, records in written.items():
-            self.tasks[task_id].store.apply(records, inputs[task_id])
-        return sum(len(r) for r in written.values())
+        failed = False
+        committed = 0
+        for task_id, delivered in deliveries.items():
+            task = self.tasks[task_id]
+            applied, inputs = delivered.committed()
+            task.store.apply(applied, inputs)
+            done = sum(1 for r in delivered.records if inputs.get(r.partition, 0) > r.offset)
+            task.processed += done
+            committed += len(applied)
+            if delivered.failure is not None:
+                self._hold_back(task, delivered, done)
+                failed = True
+            else:
+                task.failed_batches = 0
+        if failed:
+            self._assign_consumers()
+        return committed
+
+    def _hold_back(self, task: _Task, delivered: BatchDeliveries, done: int) -> None:
+        """A write failed: the input position stays before its record, and the task retries after a pause."""
+        failure = delivered.failure
+        assert failure is not None
+        write, error = failure
+        task.failed_batches += 1
+        wait_s = min(_RETRY_MAX_S, _RETRY_FIRST_S * 2 ** (task.failed_batches - 1))
+        task.retry_at = time.monotonic() + wait_s
+        log.warning(
+            "task %s: changelog write for input %s[%d]@%d failed (%s); its input resumes there in %.0f s",
+            task.id,
+            *write.source.partition,
+            write.source.offset,
+            error,
+            wait_s,
+        )
+        self.events.emit(
+            "delivery_failed",
+            task=str(task.id),
+            input=f"{write.source.partition[0]}-{write.source.partition[1]}",
+            input_offset=write.source.offset,
+            error=error,
+            failed_writes=delivered.failed_count,
+            committed_records=done,
+            retry_in_s=wait_s,
+        )
 
     def _flush(self) -> None:
         """Wait for the delivery report of every changelog write, so the store applies what the changelog holds.
 
         librdkafka retries a write through a lost connection or a broker restart and fails it only after
-        ``message.timeout.ms`` (5 minutes by default); a failed write is not applied."""
+        ``message.timeout.ms`` (5 minutes by default); a failed write is not applied, nor anything after it."""
         if self._producer.flush(10) == 0:
             return
         log.warning("changelog writes unacknowledged for 10 s; waiting for the broker")
@@ -361,15 +417,6 @@ class TaskManager:
         self._input.close()
 
 
-def _count(stored: str | None) -> int:
-    """The count a store holds for a key; a value this runtime did not write counts from zero."""
-    try:
-        value = json.loads(stored) if stored else {}
-        return int(value.get("count", 0)) if isinstance(value, dict) else 0
-    except (ValueError, TypeError):
-        return 0
-
-
 def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", "replace")
 
@@ -388,7 +435,7 @@ def _good(messages: list[Message]) -> list[Message]:
     return good
 
 
-def _input_positions(records: list[ChangelogRecord], task: _Task) -> dict[Partition, int]:
+def _input_positions(records: list[ChangelogRecord], task: _Task, processor: TaskProcessor) -> dict[Partition, int]:
     """The input position a restored store resumes from: the input offset of its newest changelog record.
 
     Only one active writes a changelog at a time and each resumes where the last stopped, so input offsets
@@ -397,9 +444,8 @@ def _input_positions(records: list[ChangelogRecord], task: _Task) -> dict[Partit
     if not task.inputs:
         return {}
     for _, _, _, value in reversed(records):
-        try:
-            newest = int(json.loads(value)["input_offset"])
-        except (ValueError, TypeError, KeyError):
+        newest = processor.resume_offset(value)
+        if newest is None:
             continue
         return {task.inputs[0]: newest + 1} if newest >= 0 else {}
     return {}

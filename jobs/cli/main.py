@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -18,23 +16,21 @@ from assignor import (
     AssignmentConfigs,
     GroupAssignment,
     GroupState,
-    assign_high_availability,
-    assign_streams_broker,
     honor_plan,
     plan_group,
 )
+from assignor.baselines import BASELINE_ASSIGNORS
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from jobs.cli.local import add_local_commands, run_local_command
 from jobs.cli.pipeline import add_pipeline_commands, run_pipeline_command
 from jobs.cli.runtime import add_runtime_commands, run_runtime_command
 from jobs.cli.signing import add_signing_commands, run_signing_command
 from jobs.cli.simulate import print_simulation
 from jobs.demo.run import add_demo_command, run_demo_command
-from jobs.local.broker import EmbeddedBroker
 from jobs.settings import Settings
 from schemas import read_json
-
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,37 +72,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--assignments", action="store_true", help="also print every round's assignment")
     sim.add_argument("--json", action="store_true", help="print one JSON line per round instead of tables")
     sim.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
-    broker = commands.add_parser(
-        "broker",
-        help="run the embedded Apache Kafka broker (KRaft, one node) until interrupted",
-        description="Run Apache Kafka (one KRaft broker+controller, a child JVM) on 127.0.0.1 until Ctrl-C or "
-        "SIGTERM. The jars come from Maven Central through mvn on first use (make does it ahead).",
-    )
-    broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
-    broker.add_argument(
-        "--data-dir",
-        type=Path,
-        help="keep the broker's data here across restarts (default: a temporary folder removed at exit)",
-    )
+    add_local_commands(commands)
     add_pipeline_commands(commands)
     add_runtime_commands(commands)
     add_signing_commands(commands)
     add_demo_command(commands)
     return parser
-
-
-def _cmd_broker(args: argparse.Namespace, console: Console, settings: Settings) -> int:
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    with EmbeddedBroker(port=args.port, data_dir=args.data_dir, jvm_dir=settings.jvm_dir) as broker:
-        kept = f"data in {broker.data_dir}" if args.data_dir else "temporary data"
-        console.print(f"Apache Kafka listening on [bold]{broker.bootstrap}[/bold] ({kept}; Ctrl-C stops it)")
-        while not stop.wait(0.5):
-            if not broker.running:
-                console.print("[red]embedded broker exited[/red]")
-                return EXIT_FAILURE
-    return EXIT_OK
 
 
 def planning_leader() -> Assignor:
@@ -126,7 +97,7 @@ def _assignor(name: str) -> Assignor:
     """The assignor the simulate command replays, by its --assignor name."""
     if name == "planner":
         return planning_leader()
-    return assign_streams_broker if name == "streams_broker" else assign_high_availability
+    return BASELINE_ASSIGNORS[name]  # kip441 or streams_broker, the assignors plans are compared with
 
 
 def _read_scenario_file(path: Path) -> object:
@@ -182,8 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             return _cmd_simulate(args, console)
-        if args.command == "broker":
-            return _cmd_broker(args, console, Settings())
+        local = run_local_command(args, console, Settings())
+        if local is not None:
+            return local
         pipeline = run_pipeline_command(args, console)
         if pipeline is not None:
             return pipeline

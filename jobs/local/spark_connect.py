@@ -51,6 +51,8 @@ def server_conf(port: int, host: str, work_dir: Path, cores: int, driver_memory_
         "spark.ui.enabled": "false",
         # Small local jobs: a few shuffle partitions, not 200 tasks of nothing each.
         "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+        # Delta rebuilds a table's state from its log in 50 tasks by default: most of a small MERGE's time here.
+        "spark.databricks.delta.snapshotPartitions": str(max(1, cores)),
         "spark.sql.session.timeZone": "UTC",
     }
 

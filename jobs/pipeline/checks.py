@@ -74,3 +74,153 @@ def step_checks(assignments: DataFrame) -> DataFrame:
     return assignments.groupBy("plan_id", "step").agg(
         sf.sum(sf.when(sf.col("role") == "WARMUP", 1).otherwise(0)).cast("bigint").alias("warmups")
     )
+
+
+def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, plans: DataFrame) -> DataFrame:
+    """One row per (plan, step, stateful task) with K1's verdict: ``caught_up_copies_kept``.
+
+    Before step k an instance is caught up on a task when it was at the snapshot or held the task in an earlier
+    step (each step assumes the previous one's replicas caught up). Step k must keep min(c, 1 + standbys) of the
+    task's replicas on its c caught-up instances.
+    """
+    key = ["snapshot_id", "group_id"]
+    stateful = tasks.where(sf.col("stateful")).select(*key, "task_id")
+    held = assignments.join(stateful, [*key, "task_id"], "left_semi")
+    steps = held.select("plan_id", *key, "step").distinct()
+    at_snapshot = (
+        lags.where(sf.col("caught_up"))
+        .join(steps.select("plan_id", *key).distinct(), key)
+        .select("plan_id", "process_id", "task_id", sf.lit(0).alias("caught_up_from"))
+    )
+    by_holding = held.groupBy("plan_id", "process_id", "task_id").agg((sf.min("step") + 1).alias("caught_up_from"))
+    caught_up = (
+        at_snapshot.unionByName(by_holding)
+        .groupBy("plan_id", "process_id", "task_id")
+        .agg(sf.min("caught_up_from").alias("caught_up_from"))
+    )
+    universe = steps.join(stateful, key)
+    candidates = universe.join(caught_up, ["plan_id", "task_id"]).where(sf.col("caught_up_from") <= sf.col("step"))
+    holders = held.select("plan_id", "step", "process_id", "task_id").distinct().withColumn("held", sf.lit(1))
+    counted = (
+        candidates.join(holders, ["plan_id", "step", "process_id", "task_id"], "left")
+        .groupBy("plan_id", "step", "task_id")
+        .agg(
+            sf.count(sf.lit(1)).alias("caught_up_instances"),
+            sf.count("held").alias("caught_up_copies"),
+        )
+    )
+    copies = plans.select("plan_id", (sf.col("num_standby_replicas") + 1).alias("copies"))
+    rows = (
+        universe.select("plan_id", "step", "task_id")
+        .join(counted, ["plan_id", "step", "task_id"], "left")
+        .join(copies, "plan_id", "left")
+        .select(
+            "plan_id",
+            "step",
+            "task_id",
+            sf.coalesce(sf.col("caught_up_instances"), sf.lit(0)).cast("bigint").alias("caught_up_instances"),
+            sf.coalesce(sf.col("caught_up_copies"), sf.lit(0)).cast("bigint").alias("caught_up_copies"),
+            sf.col("copies"),
+        )
+    )
+    wanted = sf.least(sf.col("caught_up_instances"), sf.coalesce(sf.col("copies"), sf.lit(1)).cast("bigint"))
+    return rows.withColumn("caught_up_copies_kept", sf.col("caught_up_copies") >= wanted)
+
+
+# Ratios of counts to small integer capacities: two that differ by more than 1 differ by 1 + 1/(c1*c2) at least.
+_WITHIN_ONE = 1 + 1e-9
+
+
+def _spread_within_one(per_client: DataFrame, keys: list[str], value: str) -> DataFrame:
+    """Per ``keys``: whether ``value`` varies by at most one over the rows (clients)."""
+    return per_client.groupBy(*keys).agg(
+        ((sf.max(value) - sf.min(value)) <= _WITHIN_ONE).alias("within_one"),
+    )
+
+
+def balance_checks(assignments: DataFrame, plans: DataFrame, reports: DataFrame, tasks: DataFrame) -> DataFrame:
+    """One row per plan with B1 and B2 read on its last step (the target, where no probing is pending).
+
+    B1: actives per capacity within one over the instances, and stateful actives plus standbys (stateful tasks
+    only) where the capacities let replicas spread that evenly. B2: per subtopology and capacity, active counts
+    within one; a subtopology mixing stateful and stateless tasks passes when its stateful actives alone are.
+    """
+    key = ["snapshot_id", "group_id"]
+    last = plans.select("plan_id", *key, sf.col("rounds").alias("step"), "num_standby_replicas")
+    instances = reports.where(~sf.col("stale")).select(*key, "process_id", "capacity")
+    kinds = tasks.select(*key, "task_id", "subtopology", "stateful")
+    members = last.join(instances, key)
+    held = (
+        assignments.join(last.select("plan_id", "step"), ["plan_id", "step"], "left_semi")
+        .join(kinds, [*key, "task_id"])
+        .select("plan_id", "process_id", "subtopology", "stateful", "role")
+    )
+    active, standby = sf.col("role") == "ACTIVE", sf.col("role") == "STANDBY"
+    loads = held.groupBy("plan_id", "process_id").agg(
+        sf.sum(active.cast("int")).alias("actives"),
+        sf.sum(((active & sf.col("stateful")) | standby).cast("int")).alias("stateful_load"),
+    )
+    clients = (
+        members.join(loads, ["plan_id", "process_id"], "left")
+        .na.fill(0, ["actives", "stateful_load"])
+        .select(
+            "plan_id",
+            "process_id",
+            "capacity",
+            (sf.col("actives") / sf.col("capacity")).alias("active_ratio"),
+            (sf.col("stateful_load") / sf.col("capacity")).alias("stateful_ratio"),
+        )
+    )
+    b1_actives = _spread_within_one(clients, ["plan_id"], "active_ratio").withColumnRenamed("within_one", "b1")
+    b1_stateful = _spread_within_one(clients, ["plan_id"], "stateful_ratio").withColumnRenamed(
+        "within_one", "b1_stateful"
+    )
+    # Replicas can only spread within one when no instance's share exceeds one copy of every stateful task.
+    shape = (
+        members.groupBy("plan_id", "num_standby_replicas")
+        .agg(sf.count(sf.lit(1)).alias("n"), sf.sum("capacity").alias("total"), sf.max("capacity").alias("top"))
+        .join(
+            last.join(kinds.where(sf.col("stateful")), key).groupBy("plan_id").agg(sf.count(sf.lit(1)).alias("s")),
+            "plan_id",
+            "left",
+        )
+        .na.fill(0, ["s"])
+    )
+    replicas = sf.col("s") * (1 + sf.least(sf.col("n") - 1, sf.col("num_standby_replicas")))
+    feasible = shape.select("plan_id", (sf.ceil(replicas * sf.col("top") / sf.col("total")) <= sf.col("s")).alias("ok"))
+    subtopologies = (
+        last.join(kinds, key)
+        .groupBy("plan_id", "subtopology")
+        .agg(sf.max(sf.col("stateful").cast("int")).alias("has_state"))
+    )
+    per_sub = (
+        held.where(active)
+        .groupBy("plan_id", "process_id", "subtopology")
+        .agg(sf.count(sf.lit(1)).alias("every"), sf.sum(sf.col("stateful").cast("int")).alias("alone"))
+    )
+    grid = (
+        members.select("plan_id", "process_id", "capacity")
+        .join(subtopologies, "plan_id")
+        .join(per_sub, ["plan_id", "process_id", "subtopology"], "left")
+        .na.fill(0, ["every", "alone"])
+    )
+    b2_classes = grid.groupBy("plan_id", "subtopology", "capacity").agg(
+        ((sf.max("every") - sf.min("every")) <= 1).alias("every_ok"),
+        ((sf.max("has_state") == 1) & ((sf.max("alone") - sf.min("alone")) <= 1)).alias("alone_ok"),
+    )
+    b2 = b2_classes.groupBy("plan_id").agg(sf.min((sf.col("every_ok") | sf.col("alone_ok")).cast("int")).alias("b2"))
+    return (
+        last.select("plan_id")
+        .join(b1_actives, "plan_id", "left")
+        .join(b1_stateful, "plan_id", "left")
+        .join(feasible, "plan_id", "left")
+        .join(b2, "plan_id", "left")
+        .select(
+            "plan_id",
+            sf.coalesce(sf.col("b1"), sf.lit(True)).alias("actives_within_one"),
+            (sf.coalesce(sf.col("b1_stateful"), sf.lit(True)) | ~sf.coalesce(sf.col("ok"), sf.lit(True))).alias(
+                "stateful_replicas_within_one"
+            ),
+            (sf.coalesce(sf.col("b2"), sf.lit(1)) == 1).alias("subtopologies_within_one"),
+        )
+    )

@@ -307,7 +307,7 @@ def _row(table: str, **values: Any) -> tuple[Any, ...]:
     return tuple(values[n] for n in names)
 
 
-# Report fields stored as they arrive (the topology is kept as canonical JSON text, optional fields may be absent).
+# Report fields stored as the typed report gives them back (the topology as canonical JSON text).
 _REPORT_FIELDS = (
     "group_id", "process_id", "reported_at", "schema_version", "member_id", "client_id", "host", "capacity",
     "client_tags", "protocol_version", "generation", "active_tasks", "standby_tasks", "warmup_tasks",
@@ -321,7 +321,8 @@ def bronze_rows(
     """The rows of every bronze table for one snapshot, in table schema column order."""
     reports = []
     for report, stale in intake.reports:
-        f = report.fields
+        record = report.record
+        f = record.to_json()
         reported = {name: f[name] for name in _REPORT_FIELDS}
         reports.append(
             _row(
@@ -332,7 +333,7 @@ def bronze_rows(
                 stale=stale,
                 report_key=report.key,
                 topology=json.dumps(f["topology"], sort_keys=True),
-                origin=f.get("origin"),
+                origin=None if record.origin is None else str(record.origin),
                 task_lags=f.get("task_lags"),
             )
         )

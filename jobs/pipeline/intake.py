@@ -7,18 +7,22 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-import jsonschema
+from assignor.protocol import state_report
+from assignor.protocol.state_report import RejectReason, ReportRejected, StateReport, SubtopologyReport, check_report
 
-from schemas import read_json
+# The contract's bounds, enforced by the state report's reader; named here for intake's readers and tests.
+MAX_RECORD_BYTES = state_report.MAX_RECORD_BYTES
+MAX_NESTING = state_report.MAX_NESTING
+MAX_ID_CHARS = state_report.MAX_ID_CHARS
 
-# Quarantine reason codes; the text after ": " names the offending value.
-MALFORMED_JSON = "malformed_json"
-SCHEMA_VIOLATION = "schema_violation"
-OFFSET_SUM_BELOW_SENTINEL = "offset_sum_below_-3"
-CONFLICTING_REPORT = "conflicting_report"
+# Quarantine reason codes; the text after ": " names the offending value. The first four are the state report's
+# own rules (assignor.protocol.state_report); the rest are about a report among its group's.
+MALFORMED_JSON = str(RejectReason.MALFORMED_JSON)
+SCHEMA_VIOLATION = str(RejectReason.SCHEMA_VIOLATION)
+OFFSET_SUM_BELOW_SENTINEL = str(RejectReason.OFFSET_SUM_BELOW_SENTINEL)
+CONFLICTING_REPORT = str(RejectReason.CONFLICTING_REPORT)
 UNKNOWN_TASK = "unknown_task"
 GROUP_SKIPPED = "group_skipped"
 REASONS = (MALFORMED_JSON, SCHEMA_VIOLATION, OFFSET_SUM_BELOW_SENTINEL, CONFLICTING_REPORT, UNKNOWN_TASK, GROUP_SKIPPED)
@@ -44,19 +48,23 @@ class Quarantined:
 
 @dataclass(frozen=True)
 class Report:
-    """A report that decoded and matched schemas/state_report.schema.json."""
+    """A report that decoded and kept every rule of the contract: the record as read, and typed."""
 
     key: str
     raw: str
-    fields: Mapping[str, Any]
+    fields: Mapping[str, Any]  # the JSON object as it arrived
+    record: StateReport = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "record", StateReport.from_json(self.fields))
 
     @property
     def group_id(self) -> str:
-        return str(self.fields["group_id"])
+        return self.record.group_id
 
     @property
     def process_id(self) -> str:
-        return str(self.fields["process_id"])
+        return self.record.process_id
 
 
 @dataclass(frozen=True)
@@ -112,56 +120,6 @@ class Intake:
     tombstones: int = 0
 
 
-# Bounds of shared/contracts/pipeline.md beyond the JSON Schema: a value outside them would not fit its Delta
-# column (or the decoder's stack) and fail the whole extract, so its record is quarantined instead.
-MAX_RECORD_BYTES = 1 << 20
-MAX_NESTING = 32
-MAX_ID_CHARS = 249
-_INT = 2**31 - 1
-_BIGINT = 2**63 - 1
-_INTEGER_BOUNDS = {
-    "schema_version": (-_INT - 1, _INT),
-    "capacity": (1, 1024),
-    "protocol_version": (-_INT - 1, _INT),
-    "generation": (-_BIGINT - 1, _BIGINT),
-    "reported_at": (0, _BIGINT),
-}
-
-
-def _depth(value: Any) -> int:
-    """Levels of nesting of a decoded JSON value (a scalar is 0, ``{}`` is 1), without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def _out_of_bounds(fields: Mapping[str, Any]) -> str | None:
-    """Why a schema-valid report is still outside the contract's bounds, or None."""
-    for name, (low, high) in _INTEGER_BOUNDS.items():
-        if not low <= fields[name] <= high:
-            return f"at {name}: {fields[name]} is outside {low}..{high}"
-    for name in ("task_offset_sums", "task_lags"):
-        values = fields.get(name) or {}
-        too_big = sorted(t for t, v in values.items() if v > _BIGINT)
-        if too_big:
-            return f"at {name}/{too_big[0]}: {values[too_big[0]]} is beyond a 64-bit offset"
-    for name in ("group_id", "process_id"):
-        if len(fields[name]) > MAX_ID_CHARS:
-            return f"at {name}: {len(fields[name])} characters, more than {MAX_ID_CHARS}"
-    return None
-
-
-@cache
-def _report_validator() -> jsonschema.Draft202012Validator:
-    schema = read_json("state_report.schema.json")
-    return jsonschema.Draft202012Validator(schema)
-
-
 def _text(value: bytes) -> str:
     return value.decode("utf-8", errors="replace")
 
@@ -170,77 +128,38 @@ def parse_report(key: bytes | None, value: bytes) -> Report | Quarantined:
     """Decode and check one record; the Quarantined says which rule it broke."""
     key_text = _text(key) if key is not None else ""
     raw = _text(value)
-    if len(value) > MAX_RECORD_BYTES:
-        reason = f"{SCHEMA_VIOLATION}: a record of {len(value)} bytes, more than {MAX_RECORD_BYTES}"
-        return Quarantined("reports", key_text, raw, reason)
     try:
-        fields = json.loads(value.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        return Quarantined("reports", key_text, raw, f"{MALFORMED_JSON}: {err}")
-    except RecursionError:  # nested deeper than the decoder's stack allows
-        return Quarantined("reports", key_text, raw, f"{SCHEMA_VIOLATION}: nested deeper than {MAX_NESTING} levels")
-    if not isinstance(fields, dict):
-        return Quarantined("reports", key_text, raw, f"{MALFORMED_JSON}: not a JSON object")
-    group = fields.get("group_id") if isinstance(fields.get("group_id"), str) else None
-    if _depth(fields) > MAX_NESTING:
-        reason = f"{SCHEMA_VIOLATION}: nested deeper than {MAX_NESTING} levels"
-        return Quarantined("reports", key_text, raw, reason, group)
-    sums = fields.get("task_offset_sums")
-    if isinstance(sums, dict):
-        below = sorted(t for t, s in sums.items() if isinstance(s, int) and not isinstance(s, bool) and s < -3)
-        if below:
-            detail = ", ".join(f"{t}={sums[t]}" for t in below[:5])
-            return Quarantined("reports", key_text, raw, f"{OFFSET_SUM_BELOW_SENTINEL}: {detail}", group)
-    error = jsonschema.exceptions.best_match(_report_validator().iter_errors(fields))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        return Quarantined("reports", key_text, raw, f"{SCHEMA_VIOLATION}: at {where}: {error.message}", group)
-    beyond = _out_of_bounds(fields)
-    if beyond is not None:
-        return Quarantined("reports", key_text, raw, f"{SCHEMA_VIOLATION}: {beyond}", group)
-    expected_key = f"{fields['group_id']}/{fields['process_id']}"
-    if key_text != expected_key:
-        reason = f"{CONFLICTING_REPORT}: key {key_text!r} but the report is from {expected_key!r}"
-        return Quarantined("reports", key_text, raw, reason, group)
-    roles = [set(fields["active_tasks"]), set(fields["standby_tasks"]), set(fields["warmup_tasks"])]
-    twice = sorted((roles[0] & roles[1]) | (roles[0] & roles[2]) | (roles[1] & roles[2]))
-    if twice:
-        reason = f"{CONFLICTING_REPORT}: task(s) {', '.join(twice[:5])} held in two roles by one process"
-        return Quarantined("reports", key_text, raw, reason, group)
+        fields = check_report(key_text, value)
+    except ReportRejected as rejected:
+        return Quarantined("reports", key_text, raw, str(rejected), rejected.group_id)
     return Report(key_text, raw, fields)
 
 
 def _group_tasks(
-    topology: Mapping[str, Any], partitions: Mapping[str, int]
+    topology: Mapping[int, SubtopologyReport], partitions: Mapping[str, int]
 ) -> tuple[dict[str, tuple[int, int, bool]], list[tuple[int, str, int]], str | None]:
     """Every task of a topology (from its topics' partition counts), its changelog partitions, or why not."""
     tasks: dict[str, tuple[int, int, bool]] = {}
     changelogs: list[tuple[int, str, int]] = []
-    for sub_text, sub in sorted(topology.items(), key=lambda kv: int(kv[0])):
-        sub_id = int(sub_text)
-        topics = list(sub["source_topics"]) + list(sub["changelog_topics"])
+    for sub_id, sub in sorted(topology.items()):
+        topics = list(sub.source_topics) + list(sub.changelog_topics)
         missing = [t for t in topics if t not in partitions]
         if missing:
             return {}, [], f"topic(s) {', '.join(missing[:3])} of subtopology {sub_id} not found on the broker"
         count = max((partitions[t] for t in topics), default=0)
         for p in range(count):
-            tasks[f"{sub_id}_{p}"] = (sub_id, p, bool(sub["stateful"]))
-        for topic in sub["changelog_topics"]:
+            tasks[f"{sub_id}_{p}"] = (sub_id, p, sub.stateful)
+        for topic in sub.changelog_topics:
             changelogs.extend((sub_id, topic, p) for p in range(partitions[topic]))
     return tasks, changelogs, None
-
-
-def _named_tasks(fields: Mapping[str, Any]) -> set[str]:
-    named = set(fields["active_tasks"]) | set(fields["standby_tasks"]) | set(fields["warmup_tasks"])
-    return named | set(fields["task_offset_sums"]) | set(fields.get("task_lags") or {})
 
 
 def topics_named(reports: Iterable[Report]) -> set[str]:
     """Every source and changelog topic named by the reports' topologies."""
     topics: set[str] = set()
     for report in reports:
-        for sub in report.fields["topology"].values():
-            topics.update(sub["source_topics"], sub["changelog_topics"])
+        for sub in report.record.topology.values():
+            topics.update(sub.source_topics, sub.changelog_topics)
     return topics
 
 
@@ -253,12 +172,12 @@ def triage_groups(
         by_group[report.group_id].append(report)
     for group_id in sorted(by_group):
         members = sorted(by_group[group_id], key=lambda r: r.process_id)
-        topologies = {json.dumps(r.fields["topology"], sort_keys=True) for r in members}
+        topologies = {json.dumps(r.record.topology_json(), sort_keys=True) for r in members}
         reason = None
         if len(topologies) > 1:
             reason = f"{len(topologies)} different topologies reported"
         else:
-            tasks, changelogs, reason = _group_tasks(members[0].fields["topology"], partitions)
+            tasks, changelogs, reason = _group_tasks(members[0].record.topology, partitions)
         if reason is not None:
             intake.skipped_groups[group_id] = reason
             intake.quarantine.append(Quarantined("group", group_id, None, f"{GROUP_SKIPPED}: {reason}", group_id))
@@ -268,12 +187,12 @@ def triage_groups(
             continue
         kept = []
         for report in members:
-            unknown = sorted(_named_tasks(report.fields) - set(tasks))
+            unknown = sorted({str(t) for t in report.record.named_tasks()} - set(tasks))
             if unknown:
                 detail = f"{UNKNOWN_TASK}: {', '.join(unknown[:5])} not in the group's topology"
                 intake.quarantine.append(Quarantined("reports", report.key, report.raw, detail, group_id))
                 continue
-            kept.append((report, int(report.fields["reported_at"]) < captured_at - stale_age_ms))
+            kept.append((report, report.record.reported_at < captured_at - stale_age_ms))
         intake.reports.extend(kept)
         intake.tasks.extend((group_id, t, sub, p, stateful) for t, (sub, p, stateful) in tasks.items())
         intake.changelogs.extend((group_id, sub, topic, p) for sub, topic, p in changelogs)
@@ -317,8 +236,8 @@ def _quarantined_member(q: Quarantined) -> str | None:
 
 def _unbacked_report(group_id: str, group: BrokerGroup | None, report: Report) -> MembershipFinding:
     """The finding for a report whose member the broker does not list in the group."""
-    f = report.fields
-    member_id = str(f["member_id"])
+    f = report.record
+    member_id = f.member_id
     if group is None:
         reason = f"{GROUP_NOT_ON_BROKER}: the broker lists no consumer group {group_id!r}"
     elif not member_id:
@@ -333,9 +252,9 @@ def _unbacked_report(group_id: str, group: BrokerGroup | None, report: Report) -
         report.process_id,
         reason,
         report.key,
-        int(f["reported_at"]),
-        str(f["client_id"]),
-        str(f["host"]),
+        f.reported_at,
+        f.client_id,
+        f.host,
     )
 
 
@@ -373,9 +292,9 @@ def check_membership(
             continue
         listed = {m.member_id for m in group.members} if group is not None else set()
         # Oldest first: when two reports name one member, the newest says which process it is.
-        for report in sorted(by_group.get(group_id, []), key=lambda r: int(r.fields["reported_at"])):
-            if str(report.fields["member_id"]) in listed:
-                intake.reporting[(group_id, str(report.fields["member_id"]))] = report.process_id
+        for report in sorted(by_group.get(group_id, []), key=lambda r: r.record.reported_at):
+            if report.record.member_id in listed:
+                intake.reporting[(group_id, report.record.member_id)] = report.process_id
             else:
                 intake.findings.append(_unbacked_report(group_id, group, report))
         for member in group.members if group is not None else ():

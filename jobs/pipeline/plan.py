@@ -18,7 +18,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
-from assignor.estimate import DEFAULT_RESTORE_RATE
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.stage import StageResult, resolve_snapshot
@@ -182,7 +181,7 @@ def plan_record(
     }
     try:
         group = group_state(rows)
-        plan = plan_group(group, configs, restore_rate=restore_rate or DEFAULT_RESTORE_RATE)
+        plan = plan_group(group, configs, restore_rate=restore_rate)
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
         out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments=[], move_order=None)
         return out

@@ -23,7 +23,14 @@ from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import target_digest
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
+from jobs.pipeline.checks import (
+    assignment_checks,
+    balance_checks,
+    instance_task_checks,
+    step_checks,
+    step_task_checks,
+    task_copy_checks,
+)
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import plan_targets
@@ -127,13 +134,14 @@ def datasets(lake: Lake, snapshot_id: str, pending: DataFrame) -> dict[str, Data
     ids = pending.select("plan_id")
     assignments = lake.read("plan_assignments", snapshot_id).join(ids, "plan_id", "left_semi")
     tasks = lake.read("group_tasks", snapshot_id)
+    reports = lake.read("member_reports", snapshot_id)
     return {
-        "plan_assignments": assignment_checks(
-            assignments, lake.read("member_reports", snapshot_id), tasks, lake.read("task_lags", snapshot_id)
-        ),
+        "plan_assignments": assignment_checks(assignments, reports, tasks, lake.read("task_lags", snapshot_id)),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
         "steps": step_checks(assignments),
+        "task_copies": task_copy_checks(assignments, tasks, lake.read("task_lags", snapshot_id), pending),
+        "plan_balance": balance_checks(assignments, pending, reports, tasks),
         "plans": pending.select("plan_id", "status", "rounds"),
     }
 

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
@@ -84,3 +85,50 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
     assert all(ok for (plan, _), (ok, _) in results.items() if plan == plans["g3"])
     docs = settings.data_docs / "index.html"
     assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")
+
+
+def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
+    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
+    lake, plans = planned_lake(spark, settings.lake_root, settings)
+    assignments = DeltaTable(str(lake.path("plan_assignments")))
+    rows = lake.read("plan_assignments", "s1").collect()
+    caught_up = {
+        (r["group_id"], r["process_id"], r["task_id"])
+        for r in lake.read("task_lags", "s1").where(sf.col("caught_up")).collect()
+    }
+    # g0 (K1): drop a first-step standby on an instance caught up at the snapshot. The active is on a caught-up
+    # instance too (H1), so the task had the two caught-up copies K1 asks for with one standby.
+    standby = next(
+        r
+        for r in rows
+        if r["plan_id"] == plans["g0"]
+        and r["step"] == 1
+        and r["role"] == "STANDBY"
+        and (r["group_id"], r["process_id"], r["task_id"]) in caught_up
+    )
+    assignments.delete(
+        f"plan_id = '{standby['plan_id']}' AND step = 1 AND process_id = '{standby['process_id']}' "
+        f"AND task_id = '{standby['task_id']}' AND role = 'STANDBY'"
+    )
+    # g1 (B1): at the target, hand an active of the least busy instance to the busiest one.
+    last = max(r["step"] for r in rows if r["plan_id"] == plans["g1"])
+    actives: dict[str, list[str]] = {}
+    for r in rows:
+        if r["plan_id"] == plans["g1"] and r["step"] == last and r["role"] == "ACTIVE":
+            actives.setdefault(r["process_id"], []).append(r["task_id"])
+    giver = min(actives, key=lambda p: (len(actives[p]), p))
+    taker = max((p for p in actives if p != giver), key=lambda p: (len(actives[p]), p))
+    task = sorted(actives[giver])[0]
+    assignments.delete(
+        f"plan_id = '{plans['g1']}' AND step = {last} AND process_id = '{giver}' AND task_id = '{task}'"
+        " AND role = 'ACTIVE'"
+    )
+    moved = [(plans["g1"], "s1", "g1", last, taker, task, "ACTIVE")]
+    lake.merge("plan_assignments", spark.createDataFrame(moved, table_schema("plan_assignments").ddl))
+
+    run_validate(lake, settings, "s1")
+
+    status = {r["group_id"]: (r["status"], r["reason"] or "") for r in lake.read("plans", "s1").collect()}
+    assert status["g0"][0] == "REJECTED" and "caught_up_copies_kept (1 rows)" in status["g0"][1]
+    assert status["g1"][0] == "REJECTED" and "b1_actives_within_one (1 rows)" in status["g1"][1]
+    assert status["g2"] == ("VALIDATED", "") and status["g3"] == ("VALIDATED", "")

@@ -13,7 +13,7 @@ from assignor import TaskId
 from assignor.runtime.group_assignor import MemberView, Subtopology, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, read_latest_by_key
 from assignor.runtime.protocol import AssignmentInfo
-from assignor.runtime.reports import state_report
+from assignor.runtime.reports import build_state_report
 from jobs.local.broker import EmbeddedBroker
 from schemas import read_json
 
@@ -54,7 +54,7 @@ def test_state_reports_match_the_schema_and_fold_to_the_latest_per_instance(brok
     member.info = AssignmentInfo(active_tasks={TaskId(0, 1): (("in-0", 1),)}, plan_id="plan-9")
     publisher = ReportPublisher(broker.bootstrap, "_rebalance_reports")
     for generation in (3, 4):
-        report = state_report(
+        report = build_state_report(
             "orders",
             member,
             topology,
@@ -64,7 +64,7 @@ def test_state_reports_match_the_schema_and_fold_to_the_latest_per_instance(brok
             generation=generation,
             reported_at=1_700_000_000_000 + generation,
         )
-        jsonschema.validate(report, SCHEMA)
+        jsonschema.validate(report.to_json(), SCHEMA)
         publisher.publish(report)
     latest = read_latest_by_key(broker.bootstrap, "_rebalance_reports")
     assert list(latest) == [b"orders/p1"]

@@ -94,6 +94,7 @@ def settings(tmp_path: Path, broker: EmbeddedBroker) -> Settings:
     )
 
 
+@pytest.mark.engines  # every stage, twice, on Sail and on Apache Spark with delta-spark
 def test_pipeline_end_to_end_on_a_real_broker(spark: SparkSession, broker: EmbeddedBroker, settings: Settings) -> None:
     seed_fleet(broker, settings)
     lake = Lake(spark, settings.lake_root)

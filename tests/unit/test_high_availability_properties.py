@@ -8,7 +8,7 @@ import random
 from hypothesis import given
 
 from assignor import AssignmentConfigs, ClientState, GroupAssignment, GroupState, assign_high_availability
-from assignor.invariants import balance_violations, h1_violations, validity_violations
+from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
 from tests.support.strategies import Case, cases, caught_up_feedback, replica_balance_feasible
 
 
@@ -18,6 +18,7 @@ def converge(group: GroupState, configs: AssignmentConfigs, limit: int) -> tuple
         assignment = assign_high_availability(group, configs)
         assert validity_violations(assignment, group, configs) == []
         assert h1_violations(assignment, group, configs) == []
+        assert k1_violations(assignment, group, configs) == []  # Kafka's assignor never drops a caught-up copy
         if not assignment.probing_rebalance_needed:
             return group, assignment, rounds
         group = caught_up_feedback(group, assignment)
@@ -35,6 +36,7 @@ def test_every_assignment_is_valid_and_high_availability(case: Case) -> None:
     assignment = assign_high_availability(case.group, case.configs)
     assert validity_violations(assignment, case.group, case.configs) == []
     assert h1_violations(assignment, case.group, case.configs) == []
+    assert k1_violations(assignment, case.group, case.configs) == []
 
 
 @given(cases())

@@ -2,12 +2,16 @@
 
 Actives follow the KIP's tables exactly. The baseline's standbys follow Kafka's least-loaded rule, so
 in a few rounds they sit on another instance than in the KIP's illustration; the assertions say where.
+K1 (caught-up copies kept) changes none of the baseline's tables: Kafka's assignor never breaks it. The
+planner's first step of "Scaling Out" is now the KIP's table too.
 """
 
 from __future__ import annotations
 
-from assignor import Role, TaskId
-from assignor.invariants import balance_violations, h1_violations
+import pytest
+
+from assignor import AssignmentConfigs, GroupAssignment, GroupState, Role, TaskId, plan_group
+from assignor.invariants import balance_violations, h1_violations, k1_violations
 from assignor.scenarios import builtin_scenario
 from assignor.simulation import SimulationResult, simulate
 
@@ -78,5 +82,42 @@ def test_scaling_in_with_lagging_standbys_restores_on_the_most_caught_up_instanc
     final = result.rounds[1]
     assert {pid: len(a) for pid, a in held(result, 1, Role.ACTIVE).items()} == {"I2": 2, "I3": 2}
     assert {pid: len(s) for pid, s in held(result, 1, Role.STANDBY).items()} == {"I2": 2, "I3": 2}
+    assert not final.assignment.probing_rebalance_needed
+    assert balance_violations(final.assignment, final.group) == []
+
+
+def planner_step(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+    """A leader that re-plans at every rebalance and applies the plan's first step."""
+    return plan_group(group, configs).steps[0]
+
+
+@pytest.mark.parametrize(
+    "name", ["kip441-scaling-out", "kip441-scaling-in-standbys-in-sync", "kip441-scaling-in-lagging-standbys"]
+)
+def test_no_round_drops_a_caught_up_copy_with_either_assignor(name: str) -> None:
+    scenario = builtin_scenario(name)
+    for result in (simulate(scenario), simulate(scenario, assignor=planner_step)):
+        assert result.converged
+        for r in result.rounds:
+            assert k1_violations(r.assignment, r.group, scenario.configs) == []
+
+
+def test_the_planner_scales_out_as_the_kip_does_keeping_every_in_sync_standby() -> None:
+    result = simulate(builtin_scenario("kip441-scaling-out"), assignor=planner_step)
+    check_rounds_are_valid(result, "kip441-scaling-out")
+    assert len(result.rounds) == 2 and result.converged
+
+    # The KIP's first table exactly (K1): I1 keeps its in-sync T2 standby and I2 its T1 and T3 standbys
+    # while I3 only warms up; the planner used to hand I3 two cold standbys in their place.
+    assert held(result, 0, Role.ACTIVE) == {"I1": tasks(1, 3), "I2": tasks(2), "I3": tasks()}
+    assert held(result, 0, Role.STANDBY) == {"I1": tasks(2), "I2": tasks(1, 3), "I3": tasks()}
+    assert len(held(result, 0, Role.WARMUP)["I3"]) == 2
+    assert result.rounds[0].moves == 0
+
+    # Stable: one active and one standby each; the task I3 takes over is one it warmed up.
+    final = result.rounds[1]
+    assert all(len(a) == 1 for a in held(result, 1, Role.ACTIVE).values())
+    assert all(len(s) == 1 for s in held(result, 1, Role.STANDBY).values())
+    assert held(result, 1, Role.ACTIVE)["I3"] <= held(result, 0, Role.WARMUP)["I3"]
     assert not final.assignment.probing_rebalance_needed
     assert balance_violations(final.assignment, final.group) == []

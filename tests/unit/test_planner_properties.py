@@ -6,9 +6,19 @@ import math
 
 from hypothesis import given
 
-from assignor import AssignmentConfigs, GroupAssignment, GroupState, assign_high_availability, plan_group
+from assignor import (
+    AssignmentConfigs,
+    ClientState,
+    GroupAssignment,
+    GroupState,
+    TaskId,
+    assign_high_availability,
+    plan_group,
+)
+from assignor.estimate import DEFAULT_RESTORE_RATE
 from assignor.high_availability import settled_assignment
-from assignor.invariants import balance_violations, h1_violations, validity_violations
+from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
+from assignor.planner import GroupPlan
 from assignor.simulation import Scenario, SimulationResult, catch_up_fully, simulate
 from tests.support.strategies import Case, cases, replica_balance_feasible
 
@@ -17,15 +27,22 @@ def baseline(group: GroupState, configs: AssignmentConfigs) -> SimulationResult:
     return simulate(Scenario("baseline", group, configs, max_rounds=2_000))
 
 
-@given(cases(max_clients=12, max_tasks=120))
-def test_every_step_is_valid_and_each_builds_on_the_previous_one(case: Case) -> None:
+def check_steps(case: Case) -> GroupPlan:
+    """Plan the case and check every step against the state it was computed from (V1-V4, H1, K1)."""
     plan = plan_group(case.group, case.configs)
     state = case.group
     for step in plan.steps:
         assert validity_violations(step, state, case.configs) == []
         assert h1_violations(step, state, case.configs) == []
+        assert k1_violations(step, state, case.configs) == []
         state = catch_up_fully(state, step)
     assert plan.steps[-1] == plan.target
+    return plan
+
+
+@given(cases(max_clients=12, max_tasks=120))
+def test_every_step_is_valid_and_each_builds_on_the_previous_one(case: Case) -> None:
+    plan = check_steps(case)
     assert not plan.steps[-1].probing_rebalance_needed
     assert all(s.probing_rebalance_needed for s in plan.steps[:-1])
     assert plan.metrics["rounds"] == len(plan.steps)
@@ -86,3 +103,15 @@ def test_kip441_settles_where_the_planner_compares_without_replaying(case: Case)
     # nothing is lost: the full replay always converges within the limit it used to have, and to that state,
     # so the planner compares against exactly what the replay would give and chooses exactly the same plan.
     assert replayed_end_state(case.group, case.configs) == settled_assignment(case.group, case.configs)
+
+
+def test_without_a_restore_rate_the_estimate_uses_the_default_and_says_so() -> None:
+    tasks = frozenset({TaskId(0, 0), TaskId(0, 1)})
+    group = GroupState(
+        clients=[ClientState("a", previous_active=tasks), ClientState("b")],
+        stateful_tasks=tasks,
+        changelog_end_offset_sums=dict.fromkeys(tasks, 50_000),
+    )
+    unset, given_rate = plan_group(group, AssignmentConfigs()), plan_group(group, AssignmentConfigs(), restore_rate=1e9)
+    assert unset.metrics["restore_rate"] == DEFAULT_RESTORE_RATE and given_rate.metrics["restore_rate"] == 1e9
+    assert unset.metrics["estimated_seconds"] >= given_rate.metrics["estimated_seconds"]

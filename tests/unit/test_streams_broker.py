@@ -19,10 +19,10 @@ from assignor import (
     GroupState,
     Role,
     TaskId,
-    assign_streams_broker,
 )
 from assignor.invariants import balance_violations, validity_violations
 from assignor.simulation import MembershipEvent, Scenario, catch_up_fully, simulate
+from assignor.streams_broker import assign_streams_broker
 from jobs.cli.main import main
 from tests.support.strategies import Case, build_group, cases
 

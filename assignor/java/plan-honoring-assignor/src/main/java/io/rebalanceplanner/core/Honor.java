@@ -90,11 +90,90 @@ public final class Honor {
                 placement.warmup.get(owner).add(task);
             }
         }
+        int copies = 1 + configs.numStandbyReplicas();
+        Map<String, Set<Task>> heldBefore = new HashMap<>();
+        for (LiveGroup.Client c : group.clients()) {
+            Set<Task> held = new HashSet<>(c.previousActive());
+            held.addAll(c.previousStandby());
+            heldBefore.put(c.processId(), held);
+        }
+        for (Task task : pending) {
+            budget = keepCaughtUpCopies(placement, lags, task, owners.get(task), copies, heldBefore, budget);
+        }
         for (Task task : group.statelessTasks()) {
             placement.assignActive(owners.get(task), task);
         }
         Map<String, ClientTasks> live = placement.freeze();
         return new LiveAssignment(live, !live.equals(withoutWarmups(target)));
+    }
+
+    /**
+     * K1: while fewer than min(c, copies) replicas sit on the task's c caught-up clients, a standby that must still
+     * restore hands its slot back to a caught-up copy and warms up instead (budget permitting). KIP-441 drops a
+     * caught-up standby only once its replacement has caught up. Returns the warmup budget left.
+     */
+    private static int keepCaughtUpCopies(Placement placement, LagIndex lags, Task task, String owner, int copies,
+            Map<String, Set<Task>> heldBefore, int budget) {
+        List<String> caughtUp = lags.caughtUpClients(task);
+        if (caughtUp.isEmpty()) {
+            return budget;
+        }
+        int kept = 0;
+        List<String> spare = new ArrayList<>();
+        for (String p : caughtUp) {
+            if (placement.holds(p, task)) {
+                kept++;
+            } else {
+                spare.add(p);
+            }
+        }
+        int missing = Math.min(caughtUp.size(), copies) - kept;
+        if (missing <= 0) {
+            return budget;
+        }
+        List<String> cold = new ArrayList<>();
+        for (String p : placement.processIds) {
+            if (placement.standby.get(p).contains(task) && !lags.caughtUp(p, task)) {
+                cold.add(p);
+            }
+        }
+        // Target standbys give way before the target owner (its move is what the plan is waiting for), the
+        // least caught up first.
+        cold.sort((a, b) -> {
+            int c = Boolean.compare(a.equals(owner), b.equals(owner));
+            if (c == 0) {
+                c = lags.rank(b, task).compareTo(lags.rank(a, task));
+            }
+            return c != 0 ? c : CodePoints.compare(a, b);
+        });
+        for (String giver : cold.subList(0, Math.min(missing, cold.size()))) {
+            String keeper = null;
+            for (String p : spare) {
+                if (keeper == null || keeperBefore(placement, heldBefore, task, p, keeper)) {
+                    keeper = p;
+                }
+            }
+            spare.remove(keeper);
+            placement.standby.get(giver).remove(task);
+            placement.standby.get(keeper).add(task);
+            if (budget > 0) {
+                budget--;
+                placement.warmup.get(giver).add(task);
+            }
+        }
+        return budget;
+    }
+
+    /** Whether {@code p} keeps a caught-up copy before {@code q}: a copy it ran already, then the lighter load. */
+    private static boolean keeperBefore(Placement placement, Map<String, Set<Task>> heldBefore, Task task, String p,
+            String q) {
+        boolean pHeld = heldBefore.get(p).contains(task);
+        boolean qHeld = heldBefore.get(q).contains(task);
+        if (pHeld != qHeld) {
+            return pHeld;
+        }
+        int c = Double.compare(placement.assignedLoad(p), placement.assignedLoad(q));
+        return c < 0 || (c == 0 && CodePoints.compare(p, q) < 0);
     }
 
     /** Where a task stays active while its target owner restores: H1-safe, least disruptive. */

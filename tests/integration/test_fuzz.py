@@ -1,0 +1,24 @@
+"""Coverage-guided fuzzing with atheris of the decoders hostile input reaches first (tests/support/fuzz.py): a state
+report at intake, a signed plan record at a group's leader, Kafka Streams' SubscriptionInfo. Each run starts from
+valid records and the inputs that once broke a decoder; any exception other than the decoder's own refusal (with
+a reason) fails the run, and libFuzzer prints the input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("target", "runs"), [("report", 20_000), ("plan", 20_000), ("subscription", 50_000)])
+def test_no_input_crashes_a_decoder(target: str, runs: int, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "tests.support.fuzz", target, str(tmp_path / "corpus")]
+    flags = [f"-runs={runs}", "-seed=20261123", "-max_len=65536", "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/"]
+    done = subprocess.run([*command, *flags], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    crashes = sorted(p.name for p in tmp_path.glob("crash-*"))
+    assert done.returncode == 0 and not crashes, f"{target}: {crashes}\n{done.stderr[-3000:]}"
+    assert f"Done {runs} runs" in done.stderr

@@ -1,0 +1,76 @@
+"""`rebalance-planner spark-connect`: Apache Spark with delta-spark as a local Spark Connect server, on the versions
+pyspark pins, serving Delta until interrupted and leaving nothing running."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from importlib.resources import files
+from pathlib import Path
+
+import pyspark
+
+from jobs.lakehouse.engine import spark_session
+from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.tables import table_schema
+from jobs.local.spark_connect import spark_home
+from jobs.polling import wait_until
+from jobs.processes import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_delta_jars_match_pysparks_spark_and_scala() -> None:
+    pom = (files("jobs.local") / "spark" / "pom.xml").read_text(encoding="utf-8")
+    delta = re.search(r"<delta.version>(\d+)\.(\d+)\.\d+</delta.version>", pom)
+    assert delta is not None
+    assert pyspark.__version__.split(".")[:2] == [delta[1], delta[2]]  # Delta 4.1.x is built for Spark 4.1
+    assert "<artifactId>delta-spark_2.13</artifactId>" in pom
+    assert list((spark_home() / "jars").glob("scala-library-2.13.*.jar"))
+
+
+def _serving(process: subprocess.Popen[str], deadline: float) -> str:
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line.startswith("SPARK_REMOTE="):
+            return line.strip().split("=", 1)[1]
+        assert line or process.poll() is None, f"spark-connect exited with {process.returncode}"
+    raise AssertionError("spark-connect printed no SPARK_REMOTE in time")
+
+
+def test_spark_connect_command_serves_delta_until_interrupted(tmp_path: Path) -> None:
+    port = free_port()
+    cli = Path(sys.executable).parent / "rebalance-planner"
+    process = subprocess.Popen(
+        [str(cli), "spark-connect", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=ROOT,  # the Delta jars live under the checkout's var/jvm
+    )
+    try:
+        remote = _serving(process, time.monotonic() + 240)
+        assert remote == f"sc://127.0.0.1:{port}"
+        with spark_session(remote) as spark:
+            lake = Lake(spark, tmp_path / "lake")
+            rows = [("s/g", "s", "g", "kip441", 1, 1, 2, 10, 6.0, True)]
+            assert (
+                lake.merge("plan_baselines", spark.createDataFrame(rows, table_schema("plan_baselines").ddl)).inserted
+                == 1
+            )
+            history = spark.sql(f"DESCRIBE HISTORY delta.`{lake.path('plan_baselines')}`").collect()
+            assert any(str(h["engineInfo"]).startswith("Apache-Spark/") for h in history)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=90) == 0
+
+    def jvm_gone() -> bool:
+        found = subprocess.run(["pgrep", "-f", f"binding.port={port}"], capture_output=True, check=False)
+        return found.returncode != 0
+
+    wait_until(jvm_gone, 30, f"the Spark Connect JVM on port {port} to stop with the command")
