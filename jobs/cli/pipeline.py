@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.pipeline.registry import STAGES, request_from
 from jobs.settings import Settings
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from jobs.lakehouse.lake import Lake
     from jobs.pipeline.stage import StageResult
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 # Beside the registered stages: commands that read the lake without being a stage of the pipeline.
 READERS = {
     "history": "who held a group's tasks at a time or Delta version, and through which plan",

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
+from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
 from jobs.demo.groups import simulated_groups, write_simulated_groups
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
@@ -38,7 +39,6 @@ from jobs.processes import free_port
 from jobs.settings import Kip441Settings, Settings
 from jobs.signing import write_signing_key
 
-EXIT_OK, EXIT_FAILURE = 0, 1
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
 LIVE_GROUPS = ("orders", "payments", "clicks")
 SCALED_OUT, NEWCOMER = "orders", "i4"
