@@ -36,7 +36,7 @@ from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.validate import run_validate
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 
 CAPTURED_AT = 1_700_000_000_000
 GOAL_SECONDS, GOAL_RATIO, GOAL_PEAK_MB = 60.0, 1.2, 4096
@@ -110,7 +110,7 @@ def bench(
     intake = intake_records(fleet_records(fleet), fleet_partitions(fleet), CAPTURED_AT, 10**13)
     rows: list[dict[str, Any]] = []
     with lake_dir(keep, groups) as tmp, spark_session(remote) as spark:
-        settings = Settings(lake_root=tmp / "lake", num_standby_replicas=1)
+        settings = Settings(lake_root=tmp / "lake", kip441=Kip441Settings(num_standby_replicas=1))
         lake = Lake(spark, settings.lake_root)
         state = BrokerState(fleet_partitions(fleet), fleet_end_offsets(fleet), {})
         start = time.perf_counter()
@@ -130,7 +130,7 @@ def bench(
     rows.append({"stage": "lags+plan+validate", "rows": groups, "seconds": total, "goal_s": GOAL_SECONDS})
     rows.append({"stage": "peak memory (MiB)", "peak_rss_mb": peak_rss_mb(), "goal_mb": GOAL_PEAK_MB})
     if not skip_floor:
-        floor_s = floor(group_states(fleet), settings.assignment_configs())
+        floor_s = floor(group_states(fleet), settings.kip441.configs())
         rows.append({"stage": "floor (plain loop)", "rows": groups, "seconds": floor_s, "load": load()})
         rows.append({"stage": "ratio plan/floor", "ratio": plan_s / floor_s, "goal": GOAL_RATIO})
         rows.append({"stage": "ratio pipeline/floor", "ratio": total / floor_s})

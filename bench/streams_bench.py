@@ -51,7 +51,7 @@ from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 
 SIGNER = PlanSigner.generate("streams-bench")  # a fresh key per run: the bench signs, its JVMs verify
 PLAN_PROBING_MS, KAFKA_PROBING_MS = 10_000, 60_000  # Kafka Streams refuses a probing interval below 60 s
@@ -96,9 +96,7 @@ def publish_plan(root: Path, config: StreamsFleetConfig, configs: AssignmentConf
     key.write_bytes(SIGNER.pem())
     settings = Settings(
         lake_root=root / "lake", kafka_bootstrap=config.bootstrap, plan_signing_key_file=key,
-        plan_key_id=SIGNER.key_id, acceptable_recovery_lag=configs.acceptable_recovery_lag,
-        max_warmup_replicas=configs.max_warmup_replicas,
-        probing_rebalance_interval_ms=configs.probing_rebalance_interval_ms, planner_processes=1,
+        plan_key_id=SIGNER.key_id, kip441=Kip441Settings.of(configs), planner_processes=1,
         reports_topic=config.reports_topic, plans_topic=config.plans_topic,
     )  # fmt: skip
     started = time.monotonic()

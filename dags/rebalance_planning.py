@@ -12,6 +12,7 @@ from typing import Any
 from airflow.sdk import Param, dag, get_current_context, task
 
 from jobs.orchestration.hitl import OPTIONS, REJECT_ALL, PlanApprovalOperator
+from jobs.orchestration.params import PLANNING_PARAMS
 from jobs.settings import Settings
 
 SETTINGS = Settings()  # parse time: only the schedule (empty: triggered runs only); tasks build their own
@@ -23,38 +24,12 @@ RETRIES: dict[str, Any] = {
 }
 
 
-def _kip441(name: str, minimum: int, setting: str) -> Param:
-    return Param(None, type=["null", "integer"], minimum=minimum, description=f"empty: {setting}")
-
-
-PARAMS = {
-    "groups": Param(
-        [],
-        type="array",
-        items={"type": "string"},
-        description="groups to plan for approval: ids or shell patterns (orders-*); empty: every group",
-    ),
-    "acceptable_recovery_lag": _kip441("acceptable_recovery_lag", 0, "RBP_ACCEPTABLE_RECOVERY_LAG (10000)"),
-    "max_warmup_replicas": _kip441("max_warmup_replicas", 1, "RBP_MAX_WARMUP_REPLICAS (2)"),
-    "num_standby_replicas": _kip441("num_standby_replicas", 0, "RBP_NUM_STANDBY_REPLICAS (0)"),
-    "probing_rebalance_interval_ms": _kip441(
-        "probing_rebalance_interval_ms", 1_000, "RBP_PROBING_REBALANCE_INTERVAL_MS (600000)"
-    ),
-    "approval_timeout_s": Param(
-        None,
-        type=["null", "number"],
-        exclusiveMinimum=0,
-        description="reject everything when nobody decides within this many seconds; empty: RBP_APPROVAL_TIMEOUT_S",
-    ),
-}
-
-
 @dag(
     schedule=SETTINGS.planning_schedule or None,
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
-    params=PARAMS,
+    params=PLANNING_PARAMS,
     default_args=RETRIES,
     tags=["rebalance"],
     doc_md=__doc__,

@@ -17,66 +17,44 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from jobs.pipeline.registry import STAGES, request_from
 from jobs.settings import Settings
 
 if TYPE_CHECKING:
     from jobs.lakehouse.lake import Lake
     from jobs.pipeline.stage import StageResult
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("extract", "lags", "plan", "baselines", "validate", "approve", "publish", "observe", "history", "report")
-_HELP = {
-    "extract": "read reports, the broker's group members, changelog end offsets and committed offsets into a new "
-    "bronze snapshot; reports are checked against the members",
-    "lags": "compute per-task lags of a snapshot (task_lags)",
-    "plan": "plan every group of a snapshot in parallel (plans, plan_assignments)",
-    "baselines": "replay Kafka's assignors (KIP-441, broker-side) on every planned group (plan_baselines)",
-    "validate": "run the Great Expectations suites on PENDING plans; write Data Docs",
-    "approve": "approve (or --reject) VALIDATED plans, recording who and when",
-    "publish": "sign APPROVED plans and publish them to the plans topic",
-    "observe": "record the live assignment from the latest reports; mark realized plans",
+# Beside the registered stages: commands that read the lake without being a stage of the pipeline.
+READERS = {
     "history": "who held a group's tasks at a time or Delta version, and through which plan",
     "report": "write the HTML report of a snapshot's plans",
 }
+COMMANDS = (*STAGES, *READERS)
 
 
 def add_pipeline_commands(commands: Any) -> None:
-    """Register the pipeline subcommands on the CLI's subparsers."""
-    parsers = {
-        name: commands.add_parser(name, help=_HELP[name], description=_HELP[name].capitalize() + ".")
-        for name in COMMANDS
-    }
-    for name in ("extract", "lags", "plan", "baselines", "validate", "approve", "publish", "report"):
-        parsers[name].add_argument("--snapshot-id", help="snapshot (default: the latest; extract: a new one)")
-    for name in ("validate", "approve", "publish"):
-        parsers[name].add_argument("--plan-id", action="append", default=[], help="a plan id (repeatable)")
-    for name in ("extract", "publish", "observe"):
-        parsers[name].add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
-    approve = parsers["approve"]
-    approve.add_argument("--by", default=None, help="who decides (default: the current user)")
-    approve.add_argument("--reject", action="store_true", help="reject instead of approve")
-    approve.add_argument("--reason", help="why (recorded on the plan)")
-    history = parsers["history"]
+    """Register a subcommand per registered stage, then history and report, on the CLI's subparsers."""
+    for stage in STAGES.values():
+        parser = commands.add_parser(stage.name, help=stage.help, description=stage.help.capitalize() + ".")
+        for a in stage.arguments:
+            options: dict[str, Any] = {"action": a.action, "help": a.help}
+            if a.action == "append":  # a fresh list per parser: argparse appends to the default
+                options["default"] = []
+            parser.add_argument(a.flag, **options)
+    history = commands.add_parser("history", help=READERS["history"], description=READERS["history"].capitalize() + ".")
     history.add_argument("--group", required=True, help="consumer group id")
     history.add_argument("--task", help="task id, e.g. 0_3 (default: every task)")
     when = history.add_mutually_exclusive_group()
     when.add_argument("--as-of", help="epoch milliseconds or ISO 8601 time (default: now)")
     when.add_argument("--version", type=int, help="assignment_history Delta version (time travel)")
-    report = parsers["report"]
+    report = commands.add_parser("report", help=READERS["report"], description=READERS["report"].capitalize() + ".")
+    report.add_argument("--snapshot-id", help="snapshot (default: the latest)")
     report.add_argument("--out", type=Path, help="HTML file (default: reports/<snapshot>.html beside the lake)")
     report.add_argument("--group", action="append", default=[], help="only this group (repeatable)")
     report.add_argument(
         "--limit", type=int, default=1000, help="details for at most this many groups, most to restore first"
     )
-
-
-def _bootstrap(args: argparse.Namespace, settings: Settings) -> str:
-    from jobs.pipeline.stage import StageInputError
-
-    bootstrap = args.bootstrap or settings.kafka_bootstrap
-    if not bootstrap:
-        raise StageInputError("no Kafka bootstrap: set RBP_KAFKA_BOOTSTRAP or pass --bootstrap")
-    return str(bootstrap)
 
 
 def print_result(result: StageResult, console: Console) -> None:
@@ -93,54 +71,18 @@ def print_result(result: StageResult, console: Console) -> None:
         console.print("  nothing new written")
 
 
-def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> StageResult | None:
-    """Run the stage named by ``args.command``, importing only its module (validate's Great Expectations alone
-    takes longer to import than extract takes to run)."""
-    command = args.command
-    if command == "extract":
-        from jobs.pipeline.extract import run_extract
+def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> StageResult:
+    """Run the registered stage named by ``args.command`` with the options given on the command line."""
+    stage = STAGES[args.command]
+    bootstrap = getattr(args, "bootstrap", None) or settings.kafka_bootstrap
+    if stage.needs_kafka and not bootstrap:
+        from jobs.pipeline.stage import StageInputError
 
-        return run_extract(lake, settings, _bootstrap(args, settings), args.snapshot_id)
-    if command == "lags":
-        from jobs.pipeline.lags import run_lags
-
-        return run_lags(lake, settings, args.snapshot_id)
-    if command == "plan":
-        from jobs.pipeline.plan import run_plan
-
-        return run_plan(lake, settings, args.snapshot_id)
-    if command == "baselines":
-        from jobs.pipeline.baselines import run_baselines
-
-        return run_baselines(lake, settings, args.snapshot_id)
-    if command == "validate":
-        from jobs.pipeline.validate import run_validate
-
-        return run_validate(lake, settings, args.snapshot_id, args.plan_id)
-    if command == "approve":
-        from jobs.pipeline.approve import run_approve
-
-        by = args.by or getpass.getuser()
-        return run_approve(
-            lake,
-            settings,
-            by=by,
-            plan_ids=args.plan_id,
-            snapshot_id=args.snapshot_id,
-            reject=args.reject,
-            reason=args.reason,
-        )
-    if command == "publish":
-        from jobs.pipeline.publish import run_publish
-
-        return run_publish(
-            lake, settings, _bootstrap(args, settings), snapshot_id=args.snapshot_id, plan_ids=args.plan_id
-        )
-    if command == "observe":
-        from jobs.pipeline.observe import run_observe
-
-        return run_observe(lake, settings, _bootstrap(args, settings))
-    return None
+        raise StageInputError("no Kafka bootstrap: set RBP_KAFKA_BOOTSTRAP or pass --bootstrap")
+    options = vars(args)
+    if "by" in options and not options["by"]:
+        options = {**options, "by": getpass.getuser()}
+    return stage.run(lake, request_from(options, settings, bootstrap))
 
 
 def _print_history(args: argparse.Namespace, lake: Lake, console: Console) -> None:
@@ -179,7 +121,7 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
     # The embedded engine logs every session at INFO on stderr; keep stderr for our progress and errors.
     os.environ.setdefault("RUST_LOG", "warn")
     try:
-        with _logging(console), spark_session(os.environ.get("SPARK_REMOTE")) as spark:
+        with _logging(console), spark_session(settings.spark_remote) as spark:
             lake = Lake(spark, settings.lake_root)
             if args.command == "history":
                 _print_history(args, lake, console)
@@ -189,9 +131,7 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
                 path = run_report(lake, args.snapshot_id, args.out, args.group or None, args.limit)
                 console.print(f"report written to [bold]{path}[/bold]")
             else:
-                result = _run_stage(args, lake, settings)
-                if result is not None:
-                    print_result(result, console)
+                print_result(_run_stage(args, lake, settings), console)
     except ValueError as err:  # StageInputError, bad settings or ids: the input is wrong
         print(f"rebalance-planner {args.command}: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -21,7 +21,7 @@ from assignor.runtime.instance import Instance, InstanceConfig
 from assignor.runtime.protocol import SUPPORTED_VERSIONS
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad, group_topology
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 from jobs.signing import write_signing_key
 
 
@@ -70,20 +70,15 @@ def add_runtime_commands(commands: Any) -> None:
 
 
 def _kip441_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = AssignmentConfigs()
-    parser.add_argument("--acceptable-recovery-lag", type=int, default=defaults.acceptable_recovery_lag)
-    parser.add_argument("--max-warmup-replicas", type=int, default=defaults.max_warmup_replicas)
-    parser.add_argument("--num-standby-replicas", type=int, default=defaults.num_standby_replicas)
-    parser.add_argument("--probing-rebalance-interval-ms", type=int, default=defaults.probing_rebalance_interval_ms)
+    """One flag per KIP-441 setting (``--max-warmup-replicas``); an absent flag keeps the RBP_ setting."""
+    for name, field in Kip441Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=int, dest=name, help=f"{field.description} (default: RBP_{name.upper()})")
 
 
-def _configs(args: argparse.Namespace) -> AssignmentConfigs:
-    return AssignmentConfigs(
-        acceptable_recovery_lag=args.acceptable_recovery_lag,
-        max_warmup_replicas=args.max_warmup_replicas,
-        num_standby_replicas=args.num_standby_replicas,
-        probing_rebalance_interval_ms=args.probing_rebalance_interval_ms,
-    )
+def kip441_configs(args: argparse.Namespace, settings: Settings) -> AssignmentConfigs:
+    """The settings' KIP-441 value with the flags given on the command line applied."""
+    return settings.kip441.overridden(vars(args)).configs()
 
 
 def run_runtime_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
@@ -117,7 +112,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
         state_dir=args.state_dir,
         topology=group_topology(args.group),
         verifier=verifier,
-        configs=_configs(args),
+        configs=kip441_configs(args, settings),
         plans_topic=settings.plans_topic,
         reports_topic=settings.reports_topic,
         kafka_config=settings.kafka_config,
@@ -163,7 +158,7 @@ def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> in
             reports_topic=settings.reports_topic,
             plans_topic=settings.plans_topic,
             kafka_config=settings.kafka_config,
-            configs=_configs(args),
+            configs=kip441_configs(args, settings),
             partitions=args.partitions,
         )
         fleet = stack.enter_context(Fleet(config))

@@ -10,10 +10,9 @@ from typing import Any
 from rich.console import Console
 
 from assignor.protocol.plan_keys import PlanSigner
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_OK
 from jobs.settings import Settings
 from jobs.signing import write_signing_key
-
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 def add_signing_commands(commands: Any) -> None:

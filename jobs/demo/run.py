@@ -24,9 +24,9 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from assignor import AssignmentConfigs
 from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
+from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
 from jobs.demo.groups import simulated_groups, write_simulated_groups
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
@@ -36,10 +36,9 @@ from jobs.local.fleet_events import all_tasks_processed_once, converged
 from jobs.pipeline.status import PlanStatus
 from jobs.polling import wait_until
 from jobs.processes import free_port
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 from jobs.signing import write_signing_key
 
-EXIT_OK, EXIT_FAILURE = 0, 1
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
 LIVE_GROUPS = ("orders", "payments", "clicks")
 SCALED_OUT, NEWCOMER = "orders", "i4"
@@ -47,7 +46,7 @@ INSTANCES = ("i1", "i2", "i3")
 PARTITIONS = 6
 TASKS = {f"0_{p}" for p in range(PARTITIONS)}
 # Small enough that the newcomer must warm up, probing often enough that the groups converge within the demo.
-CONFIGS = AssignmentConfigs(
+KIP441 = Kip441Settings(
     acceptable_recovery_lag=100, max_warmup_replicas=2, num_standby_replicas=1, probing_rebalance_interval_ms=10_000
 )
 MIN_CHANGELOG = 300  # records per changelog partition before planning: well beyond the acceptable lag
@@ -176,126 +175,195 @@ def _follow_run(
     wait_until(advanced, timeout_s, f"the DAG run to reach {', '.join(sorted(until))}", poll_s=1.0)
 
 
-def run_demo(args: argparse.Namespace, console: Console) -> int:
-    """The demo from an empty working directory to converged groups; every process started here is stopped."""
-    say = Progress(console, time.monotonic())
-    root: Path = args.root.resolve()
+@dataclass(frozen=True)
+class PlanningRun:
+    """A triggered planning run and its tasks seen finishing so far (each is printed once)."""
+
+    run_id: str
+    seen: set[str]
+
+
+def _fresh_root(root: Path) -> Path:
+    """The working directory, emptied; the demo's log goes there (the console shows progress lines only)."""
+    root = root.resolve()
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     logging.basicConfig(level=logging.WARNING, filename=str(root / "demo.log"))
     logging.getLogger("jobs").setLevel(logging.WARNING)  # the progress lines say what happens
+    return root
+
+
+def _start_broker(stack: ExitStack, root: Path, say: Progress) -> str:
+    """Apache Kafka (KRaft) for the whole demo; its bootstrap."""
+    broker = stack.enter_context(EmbeddedBroker(data_dir=root / "kafka"))
+    say(f"Apache Kafka (KRaft) on [bold]{broker.bootstrap}[/bold], data in {broker.data_dir}")
+    return broker.bootstrap
+
+
+def _demo_settings(root: Path, bootstrap: str) -> Settings:
+    """The settings every part of the demo shares, with a signing key generated under ``root``."""
     key_file, signer = write_signing_key(root / "keys", "demo")
+    return Settings(
+        lake_root=root / "lake",
+        kafka_bootstrap=bootstrap,
+        plan_signing_key_file=key_file,
+        # The key's own id: without it publish signs under the key's fingerprint, which no verify key names.
+        plan_key_id=signer.key_id,
+        plan_verify_keys=signer.verify_keys().render(),
+        kip441=KIP441,
+    )
+
+
+def _start_airflow(stack: ExitStack, root: Path, port: int, settings: Settings, say: Progress) -> LocalAirflow:
+    """Airflow standalone, starting in the background while the fleet warms up."""
+    airflow = LocalAirflow(
+        root / "airflow", port=port if _free(port) else free_port(), extra_env=_airflow_env(settings)
+    )
+    stack.callback(airflow.stop)
+    airflow.launch("standalone")
+    say(f"Airflow standalone starting on {airflow.url} (log {airflow.home / 'standalone.log'})")
+    return airflow
+
+
+def _start_fleet(stack: ExitStack, root: Path, settings: Settings, say: Progress) -> Fleet:
+    """The live groups' instance processes, with input load on their source topics."""
+    bootstrap = str(settings.kafka_bootstrap)
+    fleet = stack.enter_context(
+        Fleet(FleetConfig(bootstrap, root / "fleet", settings.plan_verify_keys, configs=settings.kip441.configs(),
+                          partitions=PARTITIONS, report_interval_s=2.0))
+    )  # fmt: skip
+    sources = [t for g in LIVE_GROUPS for t in fleet.create_group(g).source_topics]
+    for group in LIVE_GROUPS:
+        for name in INSTANCES:
+            fleet.start(group, name)
+    stack.enter_context(InputLoad(bootstrap, sources, rate_per_s=100.0 * len(LIVE_GROUPS)))
+    say(f"live fleet: {len(LIVE_GROUPS)} groups x {len(INSTANCES)} instance processes, input load running")
+    return fleet
+
+
+def _seed_groups(
+    stack: ExitStack, fleet: Fleet, settings: Settings, simulated: int, timeout_s: float, say: Progress
+) -> None:
+    """Report-only groups beside the live ones, live state worth moving, and the scale-out announced for tonight."""
+    bootstrap = str(settings.kafka_bootstrap)
+    groups = simulated_groups(simulated)
+    written = write_simulated_groups(bootstrap, settings.reports_topic, groups)
+    say(f"{len(groups)} report-only simulated groups written ({written:,} records)")
+
+    ends = ChangelogEndOffsets(bootstrap)
+    stack.callback(ends.close)
+    settled = lambda: all(all_tasks_processed_once(fleet, g, TASKS) for g in LIVE_GROUPS)  # noqa: E731
+    wait_until(settled, timeout_s, "the live groups to settle")
+    say("live groups settled: every task processed by exactly one instance")
+    wait_until(lambda: _changelogs_filled(ends, fleet), timeout_s, "the live changelogs to fill")
+    say(f"live state built: every changelog partition holds >= {MIN_CHANGELOG} records")
+
+    newcomer = fleet.process_id(SCALED_OUT, NEWCOMER)
+    _announce(bootstrap, settings.reports_topic, SCALED_OUT, newcomer)
+    say(f"scale-out announced: {SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joins after the approval")
+
+
+def _run_planning(airflow: LocalAirflow, args: argparse.Namespace, console: Console, say: Progress) -> PlanningRun:
+    """Trigger the planning DAG with the demo's KIP-441 settings and follow it to the approval step."""
+    airflow.wait_ready(args.timeout)
+    airflow.wait_for_dag(PLANNING, args.timeout)
+    console.rule("Airflow")
+    console.print(f"UI: [bold]{airflow.url}[/bold]  user [bold]admin[/bold]  password [bold]{airflow.password()}")
+    params: dict[str, Any] = dict(KIP441.columns())
+    if args.interactive:
+        params["approval_timeout_s"] = 3600
+    run_id = airflow.trigger(PLANNING, params)
+    say(f"triggered {PLANNING} run {run_id}")
+    seen: set[str] = set()
+    _follow_run(airflow, run_id, say, {"review", "approval"}, args.timeout, seen)
+    return PlanningRun(run_id, seen)
+
+
+def _approve(airflow: LocalAirflow, run: PlanningRun, args: argparse.Namespace, console: Console, say: Progress) -> str:
+    """Show the approval page; approve everything (or wait for a person); follow the run to its end; its snapshot."""
+    run_id = run.run_id
+    detail = airflow.wait_for_approval(PLANNING, run_id, "approval", args.timeout)
+    console.rule(detail["subject"])
+    console.print(Markdown(detail["body"]))
+    approval_url = f"{airflow.url}/dags/{PLANNING}/runs/{quote(run_id)}/tasks/approval/required_actions"
+    if args.interactive:
+        console.print(f"Waiting for your decision in the UI: [bold]{approval_url}[/bold]")
+    else:
+        # Imported here: Airflow takes seconds to import and every other CLI command would pay for it.
+        from jobs.orchestration.hitl import APPROVE_ALL  # noqa: PLC0415
+
+        airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {"selected_groups": None, "reason": "demo"})
+        say(f"approved through the REST API as admin ({APPROVE_ALL}); the page was {approval_url}")
+    state = airflow.wait_for_run(PLANNING, run_id, 3700 if args.interactive else args.timeout)
+    if state != "success":
+        raise DemoError(f"the DAG run ended {state}; see {airflow.url}")
+    _follow_run(airflow, run_id, say, set(STAGES), 30, run.seen)
+    snapshot = str(airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{quote(run_id)}/taskInstances/extract/"
+                                      "xcomEntries/return_value")["value"])  # fmt: skip
+    return snapshot
+
+
+def _wait_for_convergence(
+    fleet: Fleet, settings: Settings, snapshot_id: str, timeout_s: float, say: Progress
+) -> dict[str, float]:
+    """Start the newcomer and wait until every live group with a plan runs it; seconds per group."""
+    bootstrap = str(settings.kafka_bootstrap)
+    published = _published(bootstrap, settings)
+    live_plans = {g: p for g, p in published.items() if g in LIVE_GROUPS and p.snapshot_id == snapshot_id}
+    say(f"{len(published)} signed plan(s) on {settings.plans_topic}; live groups with a plan: "
+        f"{', '.join(sorted(live_plans)) or 'none'}")  # fmt: skip
+    fleet.start(SCALED_OUT, NEWCOMER)
+    scaled_at = time.monotonic()
+    say(f"scale-out: started {SCALED_OUT}/{NEWCOMER} with an empty state directory")
+    times: dict[str, float] = {}
+
+    def all_converged() -> bool:
+        for g, plan in live_plans.items():
+            if g not in times and converged(fleet, g, plan.target, plan.plan_id):
+                times[g] = time.monotonic() - scaled_at
+                say(f"  {g} converged to plan {plan.plan_id} after {times[g]:.1f}s")
+        return set(times) == set(live_plans)
+
+    wait_until(all_converged, timeout_s, "the live groups to converge to their plans", poll_s=1.0)
+    try:  # observe judges by the reports, which follow the assignment by up to a report interval
+        wait_until(lambda: _reported(bootstrap, settings, live_plans), 60, "the reports to show the plans", 1.0)
+    except TimeoutError as err:
+        say(f"[yellow]{err}: observe may not mark every plan REALIZED yet[/yellow]")
+    return times
+
+
+def _observe(airflow: LocalAirflow, timeout_s: float, say: Progress) -> None:
+    """One run of the observe DAG: the live assignment recorded, converged plans marked REALIZED."""
+    observe_run = airflow.trigger(OBSERVE, {})
+    airflow.wait_for_run(OBSERVE, observe_run, timeout_s)
+    say(f"{OBSERVE} recorded the live assignment")
+
+
+def _print_outcome(
+    console: Console, settings: Settings, airflow: LocalAirflow, snapshot_id: str, times: dict[str, float]
+) -> None:
+    """The live groups' plans and convergence times, then where the report, Data Docs and Airflow are."""
+    _final_table(console, snapshot_id, _plans(settings.lake_root, snapshot_id), times)
+    report = settings.lake_root.parent / "reports" / f"{snapshot_id}.html"
+    console.print(f"HTML report:   [bold]{report}[/bold]")
+    console.print(f"GX Data Docs:  [bold]{settings.data_docs / 'index.html'}[/bold]")
+    console.print(f"Airflow UI:    [bold]{airflow.url}[/bold] (stops with the demo)")
+
+
+def run_demo(args: argparse.Namespace, console: Console) -> int:
+    """The demo from an empty working directory to converged groups; every process started here is stopped."""
+    say = Progress(console, time.monotonic())
+    root = _fresh_root(args.root)
     with ExitStack() as stack, _interrupt_on_sigterm():
-        broker = stack.enter_context(EmbeddedBroker(data_dir=root / "kafka"))
-        bootstrap = broker.bootstrap
-        say(f"Apache Kafka (KRaft) on [bold]{bootstrap}[/bold], data in {broker.data_dir}")
-        settings = Settings(
-            lake_root=root / "lake",
-            kafka_bootstrap=bootstrap,
-            plan_signing_key_file=key_file,
-            plan_verify_keys=signer.verify_keys().render(),
-            acceptable_recovery_lag=CONFIGS.acceptable_recovery_lag,
-            max_warmup_replicas=CONFIGS.max_warmup_replicas,
-            num_standby_replicas=CONFIGS.num_standby_replicas,
-            probing_rebalance_interval_ms=CONFIGS.probing_rebalance_interval_ms,
-        )
-        port = args.port if _free(args.port) else free_port()
-        airflow = LocalAirflow(root / "airflow", port=port, extra_env=_airflow_env(settings))
-        stack.callback(airflow.stop)
-        airflow.launch("standalone")
-        say(f"Airflow standalone starting on {airflow.url} (log {airflow.home / 'standalone.log'})")
-
-        fleet = stack.enter_context(
-            Fleet(FleetConfig(bootstrap, root / "fleet", settings.plan_verify_keys, configs=CONFIGS,
-                              partitions=PARTITIONS, report_interval_s=2.0))
-        )  # fmt: skip
-        sources = [t for g in LIVE_GROUPS for t in fleet.create_group(g).source_topics]
-        for group in LIVE_GROUPS:
-            for name in INSTANCES:
-                fleet.start(group, name)
-        stack.enter_context(InputLoad(bootstrap, sources, rate_per_s=100.0 * len(LIVE_GROUPS)))
-        say(f"live fleet: {len(LIVE_GROUPS)} groups x {len(INSTANCES)} instance processes, input load running")
-
-        simulated = simulated_groups(args.simulated)
-        written = write_simulated_groups(bootstrap, settings.reports_topic, simulated)
-        say(f"{len(simulated)} report-only simulated groups written ({written:,} records)")
-
-        ends = ChangelogEndOffsets(bootstrap)
-        stack.callback(ends.close)
-        settled = lambda: all(all_tasks_processed_once(fleet, g, TASKS) for g in LIVE_GROUPS)  # noqa: E731
-        wait_until(settled, args.timeout, "the live groups to settle")
-        say("live groups settled: every task processed by exactly one instance")
-        wait_until(lambda: _changelogs_filled(ends, fleet), args.timeout, "the live changelogs to fill")
-        say(f"live state built: every changelog partition holds >= {MIN_CHANGELOG} records")
-
-        newcomer = fleet.process_id(SCALED_OUT, NEWCOMER)
-        _announce(bootstrap, settings.reports_topic, SCALED_OUT, newcomer)
-        say(f"scale-out announced: {SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joins after the approval")
-
-        airflow.wait_ready(args.timeout)
-        airflow.wait_for_dag(PLANNING, args.timeout)
-        console.rule("Airflow")
-        console.print(f"UI: [bold]{airflow.url}[/bold]  user [bold]admin[/bold]  password [bold]{airflow.password()}")
-        params = {
-            "acceptable_recovery_lag": CONFIGS.acceptable_recovery_lag,
-            "max_warmup_replicas": CONFIGS.max_warmup_replicas,
-            "num_standby_replicas": CONFIGS.num_standby_replicas,
-            "probing_rebalance_interval_ms": CONFIGS.probing_rebalance_interval_ms,
-        }
-        if args.interactive:
-            params["approval_timeout_s"] = 3600
-        run_id = airflow.trigger(PLANNING, params)
-        say(f"triggered {PLANNING} run {run_id}")
-        seen: set[str] = set()
-        _follow_run(airflow, run_id, say, {"review", "approval"}, args.timeout, seen)
-        detail = airflow.wait_for_approval(PLANNING, run_id, "approval", args.timeout)
-        console.rule(detail["subject"])
-        console.print(Markdown(detail["body"]))
-        approval_url = f"{airflow.url}/dags/{PLANNING}/runs/{quote(run_id)}/tasks/approval/required_actions"
-        if args.interactive:
-            console.print(f"Waiting for your decision in the UI: [bold]{approval_url}[/bold]")
-        else:
-            # Imported here: Airflow takes seconds to import and every other CLI command would pay for it.
-            from jobs.orchestration.hitl import APPROVE_ALL  # noqa: PLC0415
-
-            airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {"selected_groups": None, "reason": "demo"})
-            say(f"approved through the REST API as admin ({APPROVE_ALL}); the page was {approval_url}")
-        state = airflow.wait_for_run(PLANNING, run_id, 3700 if args.interactive else args.timeout)
-        if state != "success":
-            raise DemoError(f"the DAG run ended {state}; see {airflow.url}")
-        _follow_run(airflow, run_id, say, set(STAGES), 30, seen)
-        snapshot = str(airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{quote(run_id)}/taskInstances/extract/"
-                                          "xcomEntries/return_value")["value"])  # fmt: skip
-
-        published = _published(bootstrap, settings)
-        live_plans = {g: p for g, p in published.items() if g in LIVE_GROUPS and p.snapshot_id == snapshot}
-        say(f"{len(published)} signed plan(s) on {settings.plans_topic}; live groups with a plan: "
-            f"{', '.join(sorted(live_plans)) or 'none'}")  # fmt: skip
-        fleet.start(SCALED_OUT, NEWCOMER)
-        scaled_at = time.monotonic()
-        say(f"scale-out: started {SCALED_OUT}/{NEWCOMER} with an empty state directory")
-        times: dict[str, float] = {}
-
-        def all_converged() -> bool:
-            for g, plan in live_plans.items():
-                if g not in times and converged(fleet, g, plan.target, plan.plan_id):
-                    times[g] = time.monotonic() - scaled_at
-                    say(f"  {g} converged to plan {plan.plan_id} after {times[g]:.1f}s")
-            return set(times) == set(live_plans)
-
-        wait_until(all_converged, args.timeout, "the live groups to converge to their plans", poll_s=1.0)
-        try:  # observe judges by the reports, which follow the assignment by up to a report interval
-            wait_until(lambda: _reported(bootstrap, settings, live_plans), 60, "the reports to show the plans", 1.0)
-        except TimeoutError as err:
-            say(f"[yellow]{err}: observe may not mark every plan REALIZED yet[/yellow]")
-        observe_run = airflow.trigger(OBSERVE, {})
-        airflow.wait_for_run(OBSERVE, observe_run, args.timeout)
-        say(f"{OBSERVE} recorded the live assignment")
-        _final_table(console, snapshot, _plans(settings.lake_root, snapshot), times)
-        report = settings.lake_root.parent / "reports" / f"{snapshot}.html"
-        console.print(f"HTML report:   [bold]{report}[/bold]")
-        console.print(f"GX Data Docs:  [bold]{settings.data_docs / 'index.html'}[/bold]")
-        console.print(f"Airflow UI:    [bold]{airflow.url}[/bold] (stops with the demo)")
+        settings = _demo_settings(root, _start_broker(stack, root, say))
+        airflow = _start_airflow(stack, root, args.port, settings, say)
+        fleet = _start_fleet(stack, root, settings, say)
+        _seed_groups(stack, fleet, settings, args.simulated, args.timeout, say)
+        run = _run_planning(airflow, args, console, say)
+        snapshot_id = _approve(airflow, run, args, console, say)
+        times = _wait_for_convergence(fleet, settings, snapshot_id, args.timeout, say)
+        _observe(airflow, args.timeout, say)
+        _print_outcome(console, settings, airflow, snapshot_id, times)
         say("done; stopping everything the demo started")
     return EXIT_OK
 
@@ -339,13 +407,11 @@ def _airflow_env(settings: Settings) -> dict[str, str]:
         "RBP_LAKE_ROOT": str(settings.lake_root),
         "RBP_KAFKA_BOOTSTRAP": str(settings.kafka_bootstrap),
         "RBP_PLAN_SIGNING_KEY_FILE": str(settings.plan_signing_key_file),
+        "RBP_PLAN_KEY_ID": str(settings.plan_key_id),
         "RBP_PLAN_VERIFY_KEYS": settings.plan_verify_keys,
         "RBP_REPORTS_TOPIC": settings.reports_topic,
         "RBP_PLANS_TOPIC": settings.plans_topic,
-        "RBP_ACCEPTABLE_RECOVERY_LAG": str(settings.acceptable_recovery_lag),
-        "RBP_MAX_WARMUP_REPLICAS": str(settings.max_warmup_replicas),
-        "RBP_NUM_STANDBY_REPLICAS": str(settings.num_standby_replicas),
-        "RBP_PROBING_REBALANCE_INTERVAL_MS": str(settings.probing_rebalance_interval_ms),
+        "RBP_KIP441": settings.kip441.model_dump_json(),
         "RBP_PLANNING_SCHEDULE": "",  # the demo triggers its runs
         "RBP_OBSERVE_SCHEDULE": "",
         "RBP_PLANNER_PROCESSES": "2",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -33,6 +34,21 @@ class TableSchema:
     def ddl(self) -> str:
         """The schema as a Spark DDL string, e.g. ``"plan_id string, step int"``."""
         return ", ".join(f"`{c.name}` {c.type}" for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        """One column; KeyError naming the table."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"table {self.name} has no column {name!r}")
+
+    def select_ddl(self, names: Sequence[str]) -> str:
+        """Some of the columns, in the given order, as a Spark DDL string."""
+        return ", ".join(f"`{n}` {self.column(n).type}" for n in names)
+
+    def struct_ddl(self, names: Sequence[str]) -> str:
+        """Some of the columns as the fields of a Spark struct type, e.g. ``"struct<step: int, role: string>"``."""
+        return "struct<" + ", ".join(f"{n}: {self.column(n).type}" for n in names) + ">"
 
 
 class UnknownTable(KeyError):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,16 +27,9 @@ from assignor.runtime.kafka_io import TopicReadError
 from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration.hitl import DecisionError, decision, duration, in_filter
-from jobs.pipeline.approve import run_approve
-from jobs.pipeline.baselines import run_baselines
-from jobs.pipeline.extract import run_extract
-from jobs.pipeline.lags import run_lags
-from jobs.pipeline.observe import run_observe
-from jobs.pipeline.plan import run_plan
-from jobs.pipeline.publish import run_publish
+from jobs.pipeline import registry
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.validate import run_validate
 from jobs.report import Report, build_report, report_path, run_report, write_report
 from jobs.report.approval import summary_markdown
 from jobs.report.links import data_docs_url, report_url
@@ -47,12 +39,6 @@ from jobs.settings import Settings
 log = logging.getLogger(__name__)
 KAFKA_CONN_ID = "rbp_kafka"
 SPARK_CONN_ID = "rbp_spark_connect"
-KIP441_PARAMS = (
-    "acceptable_recovery_lag",
-    "max_warmup_replicas",
-    "num_standby_replicas",
-    "probing_rebalance_interval_ms",
-)
 BODY_ROWS = 15  # the approval page lists the groups with the most to restore; the HTML report has them all
 T = TypeVar("T")
 
@@ -94,12 +80,11 @@ def spark_url(host: str | None, port: int | None, extra: Mapping[str, Any]) -> s
     return f"sc://{host}:{port or 15002}" + (f"/;{params}" if params else "")
 
 
-def runtime(params: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Runtime:
+def runtime(params: Mapping[str, Any] | None = None) -> Runtime:
     """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params."""
-    env = os.environ if env is None else env
-    overrides: dict[str, Any] = {k: v for k, v in (params or {}).items() if k in KIP441_PARAMS and v is not None}
-    settings = Settings(**overrides)
-    bootstrap, remote = settings.kafka_bootstrap, env.get("SPARK_REMOTE") or None
+    settings = Settings()
+    settings = settings.model_copy(update={"kip441": settings.kip441.overridden(params or {})})
+    bootstrap, remote = settings.kafka_bootstrap, settings.spark_remote or None
     kafka = _connection(KAFKA_CONN_ID)
     if kafka is not None:
         conn_bootstrap, properties = kafka_from_connection(kafka.extra_dejson)
@@ -142,26 +127,27 @@ def _lake(rt: Runtime) -> Iterator[Lake]:
 
 
 def run_stage(name: str, rt: Runtime, body: Callable[[Lake], T]) -> T:
-    """Run one stage on a fresh session; bad input raises TaskFailed (no retry), Kafka/Spark errors propagate."""
+    """Run one task's work on a fresh session; bad input raises TaskFailed (no retry); Kafka/Spark errors propagate
+    for Airflow to retry, unless the registered stage of that name is not retried."""
     logging.getLogger("jobs").setLevel(logging.INFO)
+    retried = registry.STAGES[name].retried if name in registry.STAGES else True
     try:
         with _lake(rt) as lake:
             return body(lake)
     except (StageInputError, DecisionError) as err:
         raise TaskFailed(f"{name}: {err}") from err
     except Exception as err:
-        if retryable(err):
+        if retried and retryable(err):
             raise
         raise TaskFailed(f"{name}: {type(err).__name__}: {err}") from err
 
 
-def _need_bootstrap(rt: Runtime) -> str:
-    if not rt.bootstrap:
+def dispatch(name: str, rt: Runtime, lake: Lake, **options: Any) -> StageResult:
+    """Run the registered stage ``name`` on ``lake``; ``options`` are StageRequest fields (snapshot_id, plan_ids...)."""
+    stage = registry.stage(name)
+    if stage.needs_kafka and not rt.bootstrap:
         raise StageInputError(f"no Kafka bootstrap: define the {KAFKA_CONN_ID} Connection or set RBP_KAFKA_BOOTSTRAP")
-    return rt.bootstrap
-
-
-def _logged(result: StageResult) -> StageResult:
+    result = stage.run(lake, registry.StageRequest(rt.settings, rt.bootstrap, **options))
     log.info("%s %s: %s", result.stage, result.snapshot_id or "-", dict(result.counts) or "nothing new")
     return result
 
@@ -169,14 +155,12 @@ def _logged(result: StageResult) -> StageResult:
 def extract(rt: Runtime, snapshot_id: str) -> str:
     """Stage 1 for the run's snapshot; returns the snapshot id."""
     return str(
-        run_stage(
-            "extract", rt, lambda lake: _logged(run_extract(lake, rt.settings, _need_bootstrap(rt), snapshot_id))
-        ).snapshot_id
+        run_stage("extract", rt, lambda lake: dispatch("extract", rt, lake, snapshot_id=snapshot_id)).snapshot_id
     )
 
 
 def lags(rt: Runtime, snapshot_id: str) -> str:
-    run_stage("lags", rt, lambda lake: _logged(run_lags(lake, rt.settings, snapshot_id)))
+    run_stage("lags", rt, lambda lake: dispatch("lags", rt, lake, snapshot_id=snapshot_id))
     return snapshot_id
 
 
@@ -194,14 +178,14 @@ def _spawnable_main() -> Iterator[None]:
 
 def plan(rt: Runtime, snapshot_id: str) -> str:
     with _spawnable_main():
-        run_stage("plan", rt, lambda lake: _logged(run_plan(lake, rt.settings, snapshot_id)))
+        run_stage("plan", rt, lambda lake: dispatch("plan", rt, lake, snapshot_id=snapshot_id))
         # The plans' comparison with Kafka's own assignors, for the review; part of planning, not a gate.
-        run_stage("baselines", rt, lambda lake: _logged(run_baselines(lake, rt.settings, snapshot_id)))
+        run_stage("baselines", rt, lambda lake: dispatch("baselines", rt, lake, snapshot_id=snapshot_id))
     return snapshot_id
 
 
 def validate(rt: Runtime, snapshot_id: str) -> str:
-    run_stage("validate", rt, lambda lake: _logged(run_validate(lake, rt.settings, snapshot_id)))
+    run_stage("validate", rt, lambda lake: dispatch("validate", rt, lake, snapshot_id=snapshot_id))
     return snapshot_id
 
 
@@ -290,19 +274,13 @@ def decide(rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] |
 
     def body(lake: Lake) -> dict[str, Any]:
         if d.approve:
-            run_approve(lake, rt.settings, by=d.by, plan_ids=d.approve, reason=d.reason)
+            dispatch("approve", rt, lake, by=d.by, plan_ids=tuple(d.approve), reason=d.reason)
         if d.reject:
-            run_approve(lake, rt.settings, by=d.by, plan_ids=d.reject, reject=True, reason=d.reject_reason)
-        outside = list(reviewed.get("outside_filter") or [])
+            dispatch("approve", rt, lake, by=d.by, plan_ids=tuple(d.reject), reject=True, reason=d.reject_reason)
+        outside = tuple(reviewed.get("outside_filter") or ())
         if outside:
-            run_approve(
-                lake,
-                rt.settings,
-                by="rebalance_planning",
-                plan_ids=outside,
-                reject=True,
-                reason="outside the group filter",
-            )
+            reason = "outside the group filter"
+            dispatch("approve", rt, lake, by="rebalance_planning", plan_ids=outside, reject=True, reason=reason)
         _refresh_report(lake, snapshot_id)
         log.info(
             "decide %s: %d approved, %d rejected by %s%s",
@@ -325,7 +303,7 @@ def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
         return 0
 
     def body(lake: Lake) -> StageResult:
-        result = _logged(run_publish(lake, rt.settings, _need_bootstrap(rt), snapshot_id=snapshot_id))
+        result = dispatch("publish", rt, lake, snapshot_id=snapshot_id)
         _refresh_report(lake, snapshot_id)
         return result
 
@@ -338,7 +316,7 @@ def observe(rt: Runtime) -> dict[str, int]:
 
     def body(lake: Lake) -> StageResult:
         before = _snapshot_statuses(lake)
-        result = _logged(run_observe(lake, rt.settings, _need_bootstrap(rt)))
+        result = dispatch("observe", rt, lake)
         after = _snapshot_statuses(lake)
         for snapshot_id in sorted(s for s, statuses in after.items() if before.get(s) != statuses):
             _refresh_report(lake, snapshot_id)

@@ -86,7 +86,7 @@ def baselines_udf(
 def run_baselines(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
     """Replay every baseline assignor on each planned group of the snapshot that has no baselines yet."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    configs = settings.assignment_configs()
+    configs = settings.kip441.configs()
     planned = lake.read("plans", snapshot_id).select("group_id")
     done = lake.read("plan_baselines", snapshot_id).select("group_id").distinct()
     inputs: DataFrame = (

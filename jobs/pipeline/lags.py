@@ -89,7 +89,7 @@ def run_lags(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
         lake.read("member_reports", snapshot_id),
         lake.read("group_tasks", snapshot_id),
         lake.read("changelog_offsets", snapshot_id),
-        settings.acceptable_recovery_lag,
+        settings.kip441.acceptable_recovery_lag,
     )
     outcome = lake.merge("task_lags", lags)
     log.info("lags %s: %d rows written", snapshot_id, outcome.inserted)

@@ -19,20 +19,25 @@ from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
 from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import die_with_parent
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 
 log = logging.getLogger(__name__)
 
-# One row per planned group; ``assignments`` packs every (step, process, task, role) so one UDF call
-# returns one row, and explode_assignments unpacks it with plain Spark functions.
-FIELD_SEP, ROW_SEP = "\x1f", "\x1e"
+# One row per planned group, so one UDF call returns one row: the plans columns the planner fills, plus every
+# (step, process, task, role) of its steps as an array of plan_assignments' own columns, which
+# explode_assignments turns into plan_assignments rows. Types come from the two tables' schema files.
+PLANNED_COLUMNS = (
+    "plan_id", "snapshot_id", "group_id", "status", "moves", "warmups", "rounds", "restore_offsets",
+    "max_load_skew_before", "max_load_skew_after", "estimated_seconds", "move_order", "created_at", "reason",
+)  # fmt: skip
+STEP_COLUMNS = ("step", "process_id", "task_id", "role")
 PLANNED_SCHEMA = (
-    "plan_id string, snapshot_id string, group_id string, status string, moves int, warmups int, rounds int, "
-    "restore_offsets bigint, max_load_skew_before double, max_load_skew_after double, estimated_seconds double, "
-    "move_order string, created_at bigint, reason string, assignments string"
+    table_schema("plans").select_ddl(PLANNED_COLUMNS)
+    + f", assignments array<{table_schema('plan_assignments').struct_ddl(STEP_COLUMNS)}>"
 )
 _PROGRESS_EVERY = 1_000
 _planned = itertools.count(1)
@@ -153,14 +158,14 @@ def is_noop(plan: GroupPlan, group: GroupState) -> bool:
     )
 
 
-def packed_assignments(plan: GroupPlan) -> str:
-    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, packed in one string."""
-    rows = []
-    for number, step in enumerate(plan.steps, start=1):
-        for pid in sorted(step.clients):
-            for task, role in sorted(step.clients[pid].roles()):
-                rows.append(FIELD_SEP.join((str(number), pid, str(task), role.name)))
-    return ROW_SEP.join(rows)
+def step_assignments(plan: GroupPlan) -> list[dict[str, Any]]:
+    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, as STEP_COLUMNS structs."""
+    return [
+        {"step": number, "process_id": pid, "task_id": str(task), "role": role.name}
+        for number, step in enumerate(plan.steps, start=1)
+        for pid in sorted(step.clients)
+        for task, role in sorted(step.clients[pid].roles())
+    ]
 
 
 def plan_record(
@@ -178,12 +183,12 @@ def plan_record(
         group = group_state(rows)
         plan = plan_group(group, configs, restore_rate=restore_rate)
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
-        out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments="", move_order="")
+        out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments=[], move_order=None)
         return out
     except Exception as err:  # a planner fault on one group must not cost the rest of the fleet its plans
         log.exception("planning %s/%s failed", snapshot_id, group_id)
         reason = f"planning failed: internal error {type(err).__name__}: {err}"
-        out.update(status=PlanStatus.REJECTED, reason=reason, assignments="", move_order="")
+        out.update(status=PlanStatus.REJECTED, reason=reason, assignments=[], move_order=None)
         return out
     metrics = plan.metrics
     out.update(
@@ -195,9 +200,9 @@ def plan_record(
         max_load_skew_before=float(metrics["max_load_skew_before"]),
         max_load_skew_after=float(metrics["max_load_skew_after"]),
         estimated_seconds=float(metrics["estimated_seconds"]),
-        move_order=",".join(str(t) for t in plan.move_order),
+        move_order=[str(t) for t in plan.move_order] or None,
         reason=None,
-        assignments=packed_assignments(plan),
+        assignments=step_assignments(plan),
     )
     return out
 
@@ -237,24 +242,13 @@ def planner_udf(
 
 
 def explode_assignments(planned: DataFrame) -> DataFrame:
-    """plan_assignments rows from the planner's packed ``assignments`` column."""
-    entries = planned.where(sf.length("assignments") > 0).select(
-        "plan_id", "snapshot_id", "group_id", sf.explode(sf.split("assignments", ROW_SEP)).alias("entry")
-    )
-    parts = sf.split("entry", FIELD_SEP)
-    return entries.select(
-        "plan_id",
-        "snapshot_id",
-        "group_id",
-        parts.getItem(0).cast("int").alias("step"),
-        parts.getItem(1).alias("process_id"),
-        parts.getItem(2).alias("task_id"),
-        parts.getItem(3).alias("role"),
-    )
+    """plan_assignments rows from the planner's ``assignments`` column, one per struct."""
+    entries = planned.select("plan_id", "snapshot_id", "group_id", sf.explode("assignments").alias("entry"))
+    return entries.select("plan_id", "snapshot_id", "group_id", *[sf.col(f"entry.{c}").alias(c) for c in STEP_COLUMNS])
 
 
-def plan_rows(planned: DataFrame, configs: AssignmentConfigs) -> DataFrame:
-    """plans rows from the planner's output, with the configs the plans were made with."""
+def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
+    """plans rows from the planner's output, with the KIP-441 settings the plans were made with."""
     return planned.select(
         "plan_id",
         "snapshot_id",
@@ -267,11 +261,8 @@ def plan_rows(planned: DataFrame, configs: AssignmentConfigs) -> DataFrame:
         "max_load_skew_before",
         "max_load_skew_after",
         "estimated_seconds",
-        sf.when(sf.length("move_order") > 0, sf.split("move_order", ",")).alias("move_order"),
-        sf.lit(configs.acceptable_recovery_lag).alias("acceptable_recovery_lag"),
-        sf.lit(configs.max_warmup_replicas).alias("max_warmup_replicas"),
-        sf.lit(configs.num_standby_replicas).alias("num_standby_replicas"),
-        sf.lit(configs.probing_rebalance_interval_ms).alias("probing_rebalance_interval_ms"),
+        "move_order",
+        *[sf.lit(value).alias(name) for name, value in kip441.columns().items()],
         "created_at",
         "reason",
     )
@@ -288,7 +279,7 @@ def plan_groups(
 def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
     """Plan every group of the snapshot that has no plan yet; MERGE plans and plan_assignments."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    configs = settings.assignment_configs()
+    configs = settings.kip441.configs()
     done = lake.read("plans", snapshot_id).select("group_id")
     inputs = planning_input(
         lake.read("member_reports", snapshot_id),
@@ -309,7 +300,7 @@ def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
         )
         # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
         assignments = lake.merge("plan_assignments", explode_assignments(planned))
-        outcomes = (lake.merge("plans", plan_rows(planned, configs)), assignments)
+        outcomes = (lake.merge("plans", plan_rows(planned, settings.kip441)), assignments)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return StageResult("plan", snapshot_id, outcomes, {f"plans[{s}]": n for s, n in sorted(statuses.items())})

@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
-from assignor import AssignmentConfigs, GroupAssignment, TaskId
+from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
@@ -22,7 +22,7 @@ from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, 
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.streams_groups import GROUP_METADATA
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 from schemas import read_json
 
 log = logging.getLogger(__name__)
@@ -35,12 +35,7 @@ def _plan_validator() -> jsonschema.Draft202012Validator:
 
 def approved_plan(row: Row, target: GroupAssignment, valid_ms: int) -> ApprovedPlan:
     """The record-to-be of one APPROVED plans row and its target."""
-    configs = AssignmentConfigs(
-        acceptable_recovery_lag=int(row["acceptable_recovery_lag"]),
-        max_warmup_replicas=int(row["max_warmup_replicas"]),
-        num_standby_replicas=int(row["num_standby_replicas"]),
-        probing_rebalance_interval_ms=int(row["probing_rebalance_interval_ms"]),
-    )
+    configs = Kip441Settings.from_columns(row.asDict()).configs()  # the settings the plan was made with
     return ApprovedPlan(
         plan_id=row["plan_id"],
         group_id=row["group_id"],

@@ -173,7 +173,7 @@ def run_validate(
         # What is validated is bound by its digest: approval and publish refuse a target changed since.
         digests = {plan_id: target_digest(target) for plan_id, target in plan_targets(lake, plans).items()}
         log.info("validate %s: %d pending plans", snapshot_id, len(plans))
-        suites = load_suites({"max_warmup_replicas": settings.max_warmup_replicas})
+        suites = load_suites(settings.kip441.columns())
         validator = PlanValidator(suites, settings.data_docs)
         outcomes: list[ExpectationOutcome] = []
         for suite in suites:

@@ -41,7 +41,7 @@ from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
 from tests.support.kafka_isolation import isolated
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
@@ -99,9 +99,7 @@ def scale_out(
 
             settings = Settings(
                 lake_root=root / "lake", kafka_bootstrap=broker.bootstrap, plan_signing_key_file=key_file(root),
-                plan_key_id=SIGNER.key_id, acceptable_recovery_lag=CONFIGS.acceptable_recovery_lag,
-                max_warmup_replicas=CONFIGS.max_warmup_replicas,
-                probing_rebalance_interval_ms=CONFIGS.probing_rebalance_interval_ms, planner_processes=1,
+                plan_key_id=SIGNER.key_id, kip441=Kip441Settings.of(CONFIGS), planner_processes=1,
                 reports_topic=REPORTS, plans_topic=PLANS,
             )  # fmt: skip
             plan_id = run_pipeline(spark, settings, broker.bootstrap)

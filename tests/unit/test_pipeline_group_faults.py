@@ -81,3 +81,30 @@ def test_a_baseline_fault_drops_only_that_assignors_row(monkeypatch: pytest.Monk
 def test_groups_past_the_size_cap_get_no_baselines(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(baselines, "BASELINE_MAX_TASKS", 1)
     assert baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0) == []
+
+
+def test_a_plans_steps_are_typed_structs_of_plan_assignments_columns() -> None:
+    record = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
+    entries = record["assignments"]
+    assert entries and all(tuple(e) == plan.STEP_COLUMNS for e in entries)
+    assert {e["step"] for e in entries} == set(range(1, record["rounds"] + 1))
+    last = max(e["step"] for e in entries)
+    actives = sorted((e["process_id"], e["task_id"]) for e in entries if e["step"] == last and e["role"] == "ACTIVE")
+    assert actives in ([("p1", "0_0"), ("p2", "0_1")], [("p1", "0_1"), ("p2", "0_0")])
+    assert record["move_order"] is None or all(isinstance(t, str) for t in record["move_order"])
+
+
+def test_a_rejected_group_has_no_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(plan, "plan_group", broken)
+    record = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
+    assert (record["assignments"], record["move_order"]) == ([], None)
+
+
+def test_the_planner_output_schema_comes_from_the_table_schema_files() -> None:
+    assert plan.PLANNED_SCHEMA.endswith(
+        "assignments array<struct<step: int, process_id: string, task_id: string, role: string>>"
+    )
+    assert "`move_order` array<string>" in plan.PLANNED_SCHEMA

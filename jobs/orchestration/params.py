@@ -1,0 +1,36 @@
+"""The planning DAG's run parameters: the group filter, the KIP-441 settings and the approval timeout.
+
+Read when the DAG file is parsed, so it imports only Airflow's Param and the settings (no Spark, no assignor).
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import Param
+from annotated_types import Ge
+from pydantic.fields import FieldInfo
+
+from jobs.settings import Kip441Settings
+
+
+def _kip441_param(name: str, field: FieldInfo) -> Param:
+    minimum = next(m.ge for m in field.metadata if isinstance(m, Ge))
+    env = f"RBP_{name.upper()} ({field.default})"
+    return Param(None, type=["null", "integer"], minimum=minimum, description=f"{field.description}; empty: {env}")
+
+
+PLANNING_PARAMS = {
+    "groups": Param(
+        [],
+        type="array",
+        items={"type": "string"},
+        description="groups to plan for approval: ids or shell patterns (orders-*); empty: every group",
+    ),
+    # One param per KIP-441 setting, named as the setting: tasks.runtime hands them to Settings unchanged.
+    **{name: _kip441_param(name, field) for name, field in Kip441Settings.model_fields.items()},
+    "approval_timeout_s": Param(
+        None,
+        type=["null", "number"],
+        exclusiveMinimum=0,
+        description="reject everything when nobody decides within this many seconds; empty: RBP_APPROVAL_TIMEOUT_S",
+    ),
+}

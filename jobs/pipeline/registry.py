@@ -1,0 +1,206 @@
+"""The pipeline's stages, each registered once: what the CLI builds its subcommands from and Airflow dispatches through.
+
+Light to import (the CLI reads it at start): a stage's module, with Spark, Delta or Great Expectations behind it,
+loads only when the stage runs.
+"""
+# ruff: noqa: PLC0415 -- each runner imports its stage's module when it runs (validate's GX alone takes seconds)
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jobs.settings import Settings
+
+if TYPE_CHECKING:
+    from jobs.lakehouse.lake import Lake
+    from jobs.pipeline.stage import StageResult
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One command-line option of a stage, as argparse takes it (``--plan-id`` fills StageRequest.plan_ids)."""
+
+    flag: str
+    help: str
+    action: str = "store"
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """What one run of a stage is given, by the CLI's arguments or an Airflow task."""
+
+    settings: Settings
+    bootstrap: str | None = None
+    snapshot_id: str | None = None
+    plan_ids: tuple[str, ...] = ()
+    by: str | None = None
+    reject: bool = False
+    reason: str | None = None
+
+    def kafka(self) -> str:
+        """The bootstrap of a stage that needs Kafka (callers check first, with advice on where to set it)."""
+        if not self.bootstrap:
+            from jobs.pipeline.stage import StageInputError
+
+            raise StageInputError("no Kafka bootstrap")
+        return self.bootstrap
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A pipeline stage: its name (CLI subcommand), what it does, how to run it and what it takes.
+
+    ``retried``: a part that did not answer (StageUnavailable, Kafka, Spark) makes its Airflow task retry later;
+    otherwise every failure fails the task at once.
+    """
+
+    name: str
+    help: str
+    run: Callable[[Lake, StageRequest], StageResult]
+    arguments: tuple[Argument, ...] = ()
+    needs_kafka: bool = False
+    retried: bool = True
+
+
+def _snapshot(default: str) -> Argument:
+    return Argument("--snapshot-id", f"snapshot (default: {default})")
+
+
+LATEST = _snapshot("the latest")
+PLAN_IDS = Argument("--plan-id", "a plan id (repeatable)", action="append")
+BOOTSTRAP = Argument("--bootstrap", "Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
+
+
+def _extract(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.extract import run_extract
+
+    return run_extract(lake, r.settings, r.kafka(), r.snapshot_id)
+
+
+def _lags(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.lags import run_lags
+
+    return run_lags(lake, r.settings, r.snapshot_id)
+
+
+def _plan(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.plan import run_plan
+
+    return run_plan(lake, r.settings, r.snapshot_id)
+
+
+def _baselines(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.baselines import run_baselines
+
+    return run_baselines(lake, r.settings, r.snapshot_id)
+
+
+def _validate(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.validate import run_validate
+
+    return run_validate(lake, r.settings, r.snapshot_id, list(r.plan_ids))
+
+
+def _approve(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.approve import run_approve
+    from jobs.pipeline.stage import StageInputError
+
+    if not r.by:
+        raise StageInputError("approve needs who decides (--by)")
+    return run_approve(
+        lake,
+        r.settings,
+        by=r.by,
+        plan_ids=list(r.plan_ids),
+        snapshot_id=r.snapshot_id,
+        reject=r.reject,
+        reason=r.reason,
+    )
+
+
+def _publish(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.publish import run_publish
+
+    return run_publish(lake, r.settings, r.kafka(), snapshot_id=r.snapshot_id, plan_ids=list(r.plan_ids))
+
+
+def _observe(lake: Lake, r: StageRequest) -> StageResult:
+    from jobs.pipeline.observe import run_observe
+
+    return run_observe(lake, r.settings, r.kafka())
+
+
+_ALL = (
+    Stage(
+        "extract",
+        "read reports, the broker's group members, changelog end offsets and committed offsets into a new "
+        "bronze snapshot; reports are checked against the members",
+        _extract,
+        (_snapshot("a new one"), BOOTSTRAP),
+        needs_kafka=True,
+    ),
+    Stage("lags", "compute per-task lags of a snapshot (task_lags)", _lags, (LATEST,)),
+    Stage("plan", "plan every group of a snapshot in parallel (plans, plan_assignments)", _plan, (LATEST,)),
+    Stage(
+        "baselines",
+        "replay Kafka's assignors (KIP-441, broker-side) on every planned group (plan_baselines)",
+        _baselines,
+        (LATEST,),
+    ),
+    Stage(
+        "validate",
+        "run the Great Expectations suites on PENDING plans; write Data Docs",
+        _validate,
+        (LATEST, PLAN_IDS),
+    ),
+    Stage(
+        "approve",
+        "approve (or --reject) VALIDATED plans, recording who and when",
+        _approve,
+        (
+            LATEST,
+            PLAN_IDS,
+            Argument("--by", "who decides (default: the current user)"),
+            Argument("--reject", "reject instead of approve", action="store_true"),
+            Argument("--reason", "why (recorded on the plan)"),
+        ),
+    ),
+    Stage(
+        "publish",
+        "sign APPROVED plans and publish them to the plans topic",
+        _publish,
+        (LATEST, PLAN_IDS, BOOTSTRAP),
+        needs_kafka=True,
+    ),
+    Stage(
+        "observe",
+        "record the live assignment from the latest reports; mark realized plans",
+        _observe,
+        (BOOTSTRAP,),
+        needs_kafka=True,
+    ),
+)
+STAGES: Mapping[str, Stage] = {s.name: s for s in _ALL}
+
+
+def stage(name: str) -> Stage:
+    """The registered stage; KeyError naming the known ones."""
+    try:
+        return STAGES[name]
+    except KeyError:
+        raise KeyError(f"no stage {name!r}; the stages are {', '.join(STAGES)}") from None
+
+
+def request_from(values: Mapping[str, Any], settings: Settings, bootstrap: str | None) -> StageRequest:
+    """A request from parsed options named as the arguments' dests (absent options keep their defaults)."""
+    return StageRequest(
+        settings=settings,
+        bootstrap=bootstrap,
+        snapshot_id=values.get("snapshot_id"),
+        plan_ids=tuple(values.get("plan_id") or ()),
+        by=values.get("by"),
+        reject=bool(values.get("reject")),
+        reason=values.get("reason"),
+    )
