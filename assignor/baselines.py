@@ -52,7 +52,7 @@ def round_limit(group: GroupState, configs: AssignmentConfigs) -> int:
 
 
 def baseline_cost(
-    group: GroupState, configs: AssignmentConfigs, assignor: str, *, restore_rate: float = DEFAULT_RESTORE_RATE
+    group: GroupState, configs: AssignmentConfigs, assignor: str, *, restore_rate: float | None = None
 ) -> BaselineCost:
     """Replay ``assignor`` (a BASELINE_ASSIGNORS name) with full catch-up between rebalances and total its cost."""
     if assignor not in BASELINE_ASSIGNORS:
@@ -68,6 +68,6 @@ def baseline_cost(
         warmups=result.total_warmups,
         rounds=len(result.rounds),
         restore_offsets=sum(restore_owed(step, state, lags) for step, (state, lags) in zip(steps, states, strict=True)),
-        estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
+        estimated_seconds=estimated_seconds(steps, states, configs, restore_rate or DEFAULT_RESTORE_RATE),
         converged=result.converged,
     )

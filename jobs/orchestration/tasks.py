@@ -232,6 +232,8 @@ def _refresh_report(lake: Lake, snapshot_id: str) -> None:
         run_report(lake, snapshot_id, None)
     except StageInputError as err:  # a snapshot without an extract has no report to refresh
         log.info("report %s not refreshed: %s", snapshot_id, err)
+    except Exception:  # the decisions are committed already: a page that fails to render must not undo the task
+        log.exception("report %s not refreshed", snapshot_id)
 
 
 def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: float | None) -> dict[str, Any]:
@@ -242,7 +244,12 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
         rows = lake.read("plans", snapshot_id).select("plan_id", "group_id", "status").collect()
         shown = sorted(r["group_id"] for r in rows if in_filter(r["group_id"], groups))
         report = build_report(lake, snapshot_id, shown if groups else None)
-        path = write_report(report, report_path(lake, snapshot_id))
+        path = report_path(lake, snapshot_id)
+        try:
+            write_report(report, path)
+        except Exception as err:  # the approval page carries the summary itself: a person can still decide
+            log.exception("review %s: the HTML report could not be written", snapshot_id)
+            path = Path(f"(not written: {type(err).__name__}: {err})")
         candidates = {r.group_id: r.plan_id for r in report.rows if r.status == PlanStatus.VALIDATED}
         outside = sorted(
             r["plan_id"] for r in rows if r["status"] == PlanStatus.VALIDATED and r["group_id"] not in candidates

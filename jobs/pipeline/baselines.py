@@ -14,7 +14,6 @@ from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs
 from assignor.baselines import BASELINE_ASSIGNORS, baseline_cost
-from assignor.estimate import DEFAULT_RESTORE_RATE
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.plan import group_state, plan_id_of, planning_input, worker_pool
@@ -26,7 +25,9 @@ log = logging.getLogger(__name__)
 BASELINE_MAX_TASKS = 1_000
 
 
-def baseline_records(rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float) -> list[dict[str, Any]]:
+def baseline_records(
+    rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float | None
+) -> list[dict[str, Any]]:
     """One group's plan_baselines rows, one per baseline assignor; a group the assignors refuse gets none."""
     snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
     try:
@@ -67,7 +68,7 @@ def baseline_records(rows: pd.DataFrame, configs: AssignmentConfigs, restore_rat
 
 
 def baselines_udf(
-    configs: AssignmentConfigs, restore_rate: float, processes: int
+    configs: AssignmentConfigs, restore_rate: float | None, processes: int
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The applyInPandas function: one group's planning rows in, its plan_baselines rows out."""
     driver = os.getpid()
@@ -98,8 +99,7 @@ def run_baselines(lake: Lake, settings: Settings, snapshot_id: str | None = None
         .join(planned, "group_id", "left_semi")
         .join(done, "group_id", "left_anti")
     )
-    rate = settings.restore_rate or DEFAULT_RESTORE_RATE
-    udf = baselines_udf(configs, rate, settings.planner_processes)
+    udf = baselines_udf(configs, settings.restore_rate, settings.planner_processes)
     rows = inputs.groupBy("group_id").applyInPandas(udf, table_schema("plan_baselines").ddl)
     outcome = lake.merge("plan_baselines", rows.where(sf.col("plan_id").isNotNull()))
     return StageResult("baselines", snapshot_id, (outcome,), {})

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
+from jobs.orchestration import tasks
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.targets import target_rows
 from jobs.report import build_report, run_report
@@ -83,3 +85,20 @@ def test_report_shows_the_status_the_lake_has_now(spark: SparkSession, tmp_path:
     assert statuses[validated[0]] == "APPROVED"
     page = run_report(lake, SNAPSHOT, tmp_path / "r.html").read_text(encoding="utf-8")
     assert 'data-set-status="APPROVED" data-count="1"' in page
+
+
+def test_a_report_that_fails_to_render_costs_neither_the_approval_page_nor_a_decision(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = planned_lake(spark, tmp_path / "lake", groups=2)
+
+    def broken(*_args: object, **_kwargs: object) -> Path:
+        raise RuntimeError("vl-convert crashed")
+
+    monkeypatch.setattr(tasks, "write_report", broken)
+    monkeypatch.setattr(tasks, "run_report", broken)
+    reviewed = tasks.review(tasks.Runtime(Settings(lake_root=lake.root), "127.0.0.1:9", None), SNAPSHOT, [], None)
+    assert reviewed["candidates"], "the validated plans are still offered"
+    assert "not written: RuntimeError: vl-convert crashed" in reviewed["report"]
+    assert f"snapshot `{SNAPSHOT}`" in reviewed["body"]
+    tasks._refresh_report(lake, SNAPSHOT)  # after a decision is committed: logged, not raised
