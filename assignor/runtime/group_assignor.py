@@ -114,6 +114,9 @@ class MemberView:
     latest_supported_version: int = LATEST_VERSION
     offset_sums: Callable[[], Mapping[TaskId, int]] = dict
     info: AssignmentInfo | None = None
+    # The input partitions the group gave this member in its latest generation: what it really owns (KIP-429),
+    # which can be fewer than its active tasks' partitions while another member still has to revoke them.
+    owned: tuple[tuple[str, int], ...] = ()
     rejoin_requested: bool = False
     last_error_code: ErrorCode = ErrorCode.NONE  # of the latest assignment (its info is kept only without error)
     rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
@@ -168,6 +171,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         with self.member.lock:
             info, version, latest = self.member.info, self.member.version, self.member.latest_supported_version
             self.member.sent_epoch = epoch = self.member.rejoin_epoch
+            held = self.member.owned
         previous_active = frozenset(info.active_tasks) if info else frozenset()
         previous_standby = frozenset(info.standby_tasks) | frozenset(info.warmup_tasks) if info else frozenset()
         subscription = Subscription(
@@ -183,11 +187,12 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             rejoin_epoch=epoch,
         )
         owned = []
-        if info is not None and self.protocol == RebalanceProtocol.COOPERATIVE:
+        if self.protocol == RebalanceProtocol.COOPERATIVE:
+            # What the member holds, not what its tasks were meant to hold: claiming a partition withheld from it
+            # makes the leader wait for a revocation that never comes, and the partition stays unassigned.
             by_topic: dict[str, list[int]] = defaultdict(list)
-            for parts in info.active_tasks.values():
-                for topic, partition in parts:
-                    by_topic[topic].append(partition)
+            for topic, partition in held:
+                by_topic[topic].append(partition)
             owned = [
                 ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=sorted(ps))
                 for t, ps in sorted(by_topic.items())
@@ -200,6 +205,8 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         )
 
     def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
+        with self.member.lock:  # held whatever the user data says: the group gave these partitions
+            self.member.owned = tuple(sorted((tp.topic, tp.partition) for tp in assignment.partitions()))
         try:
             info = AssignmentInfo.decode(bytes(assignment.user_data or b""))
         except ProtocolError as err:
