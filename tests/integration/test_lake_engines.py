@@ -43,4 +43,6 @@ def test_a_lake_written_by_one_engine_is_read_and_extended_by_the_other(
     ]
     assert any(e.startswith("Apache-Spark/") and "Delta-Lake/" in e for e in engines), engines
     assert len(engines) == len(sail.history("plan_baselines")) >= 3
+    before = apache_spark.sql(f"SELECT * FROM delta.`{jvm.path('plan_baselines')}` VERSION AS OF {first.version}")
+    assert before.count() == 3
     assert jvm.read("plan_baselines").count() == 8

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
 from tests.support.pipeline_data import group_frames, random_groups, report_rows
+
+pytestmark = pytest.mark.engines  # every spark test here runs on Sail and on Apache Spark with delta-spark
 
 NEW_COLUMNS = ("origin", "task_lags")  # member_reports gained these after lakes existed
 

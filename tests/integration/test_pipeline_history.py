@@ -10,6 +10,8 @@ from jobs.pipeline.stage import StageInputError
 from jobs.pipeline.targets import HISTORY_DDL
 from tests.support.pipeline_data import HISTORY_ROWS
 
+pytestmark = pytest.mark.engines  # every spark test here runs on Sail and on Apache Spark with delta-spark
+
 
 def owners(spark: SparkSession, task: str | None, as_of: int | None) -> set[tuple[object, ...]]:
     history = spark.createDataFrame(HISTORY_ROWS, HISTORY_DDL)

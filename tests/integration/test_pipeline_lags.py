@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -11,6 +12,8 @@ from assignor import compute_lags
 from assignor.lags import lag_is_caught_up
 from jobs.pipeline.lags import task_lags
 from tests.support.pipeline_data import group_frames, held_state_only, random_groups
+
+pytestmark = pytest.mark.engines  # every spark test here runs on Sail and on Apache Spark with delta-spark
 
 
 @settings(max_examples=8)

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
@@ -16,6 +17,8 @@ from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, produce, report, stateful_topology
+
+pytestmark = pytest.mark.engines  # every spark test here runs on Sail and on Apache Spark with delta-spark
 
 
 def test_every_quarantine_reason_is_recorded_and_rows_reconcile(
