@@ -17,6 +17,23 @@ class EngineError(RuntimeError):
 
 
 @contextmanager
+def as_active(session: SparkSession) -> Iterator[SparkSession]:
+    """Make ``session`` this thread's active Spark Connect session for a while.
+
+    Libraries that find their session with ``SparkSession.builder.getOrCreate()`` (Great Expectations does) get
+    the first session the process created, which is the wrong server when a process holds two (Sail and Apache
+    Spark in one test session); pyspark has no public setter for the active Connect session.
+    """
+    slot = type(session)._active_session  # type: ignore[attr-defined]
+    previous = getattr(slot, "session", None)
+    slot.session = session
+    try:
+        yield session
+    finally:
+        slot.session = previous
+
+
+@contextmanager
 def spark_session(remote: str | None) -> Iterator[SparkSession]:
     """A Spark Connect session: ``remote`` (``sc://host:port``) when given, else Sail started in this process."""
     server = None

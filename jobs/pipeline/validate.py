@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import target_digest
+from jobs.lakehouse.engine import as_active
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.checks import (
     assignment_checks,
@@ -174,11 +175,13 @@ def run_validate(
         digests = {plan_id: target_digest(target) for plan_id, target in plan_targets(lake, plans).items()}
         log.info("validate %s: %d pending plans", snapshot_id, len(plans))
         suites = load_suites(settings.kip441.columns())
-        validator = PlanValidator(suites, settings.data_docs)
         outcomes: list[ExpectationOutcome] = []
-        for suite in suites:
-            outcomes.extend(validator.run(suite, frames[suite.dataset]))
-            log.info("validate %s: suite %s done", snapshot_id, suite.name)
+        # GX finds its session with getOrCreate(): make it the lake's, whatever else this process has opened.
+        with as_active(lake.spark):
+            validator = PlanValidator(suites, settings.data_docs)
+            for suite in suites:
+                outcomes.extend(validator.run(suite, frames[suite.dataset]))
+                log.info("validate %s: suite %s done", snapshot_id, suite.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     now = int(time.time() * 1000)
