@@ -35,7 +35,7 @@ class BaselineCost:
     converged: bool
 
 
-def restore_owed(step: GroupAssignment, state: GroupState, lags: LagIndex) -> int:
+def round_restore(step: GroupAssignment, state: GroupState, lags: LagIndex) -> int:
     """Offsets the replicas of one round replay before they are caught up, measured as plans measure theirs
     (LagIndex.owed): caught-up copies count nothing, so a baseline is not charged for lag a plan ignores."""
     return sum(
@@ -67,7 +67,7 @@ def baseline_cost(
         moves=result.total_moves,
         warmups=result.total_warmups,
         rounds=len(result.rounds),
-        restore_offsets=sum(restore_owed(step, state, lags) for step, (state, lags) in zip(steps, states, strict=True)),
+        restore_offsets=sum(round_restore(step, *state) for step, state in zip(steps, states, strict=True)),
         estimated_seconds=estimated_seconds(steps, states, configs, restore_rate or DEFAULT_RESTORE_RATE),
         converged=result.converged,
     )

@@ -26,6 +26,14 @@ def lag_is_caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
     return lag == LATEST_OFFSET or 0 <= lag <= acceptable_recovery_lag
 
 
+def restore_owed(lag: int, end: int, acceptable_recovery_lag: int) -> int:
+    """Offsets a replica with this lag replays before it is caught up: 0 when it already is, the whole changelog
+    (``end``) when its position is unknown. The one measure of restore plans, baselines and estimates share."""
+    if lag_is_caught_up(lag, acceptable_recovery_lag):
+        return 0
+    return end if lag < 0 else lag
+
+
 def lag_rank(lag: int, acceptable_recovery_lag: int) -> tuple[int, int]:
     """Sort key, best first: caught-up clients before the others, then by lag (Kafka ranks -3 first)."""
     return (0 if lag_is_caught_up(lag, acceptable_recovery_lag) else 1, lag)
@@ -103,12 +111,8 @@ class LagIndex:
         return lag_is_caught_up(self.lag(process_id, task), self.acceptable_recovery_lag)
 
     def owed(self, process_id: str, task: TaskId) -> int:
-        """Offsets the client must replay before it is caught up on the task: 0 when it already is. The one
-        measure of restore that plans, baselines and time estimates share."""
-        lag = self.lag(process_id, task)
-        if lag_is_caught_up(lag, self.acceptable_recovery_lag):
-            return 0
-        return self.ends.get(task, 0) if lag < 0 else lag
+        """restore_owed of one client on one stateful task."""
+        return restore_owed(self.lag(process_id, task), self.ends.get(task, 0), self.acceptable_recovery_lag)
 
     def caught_up_clients(self, task: TaskId) -> Sequence[str]:
         """Every caught-up client of the task, in process-id order."""

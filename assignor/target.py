@@ -18,16 +18,16 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from assignor.flow import FlowNetwork
-from assignor.lags import LagIndex, lag_is_caught_up
+from assignor.lags import LagIndex, lag_is_caught_up, restore_owed
 from assignor.task import TaskId
 
 
 def _restore_cost(lag: int, end: int, acceptable_recovery_lag: int) -> int:
-    """Offsets a replica with this lag replays before it is caught up (0 when it already is)."""
+    """restore_owed, priced at least 1 when not caught up: that costs a warmup round even when nothing is left to
+    replay (-3 on an empty log)."""
     if lag_is_caught_up(lag, acceptable_recovery_lag):
         return 0
-    # Not caught up costs a warmup round even when nothing is left to replay (-3 on an empty log).
-    return max(1, end if lag < 0 else lag)
+    return max(1, restore_owed(lag, end, acceptable_recovery_lag))
 
 
 @dataclass(frozen=True)
