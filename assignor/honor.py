@@ -1,4 +1,5 @@
-"""What a group leader does with an approved target at each rebalance: move only what is caught up."""
+"""Honoring an approved target at each rebalance (honor_plan), and the one safe step towards a target that
+the planner's schedule repeats (honor_target): move only what is caught up."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
-from assignor.invariants import validity_violations
+from assignor.end_state import adapt_target
 from assignor.lags import LagIndex
 from assignor.movement import WarmupBudget
 from assignor.placement import Placement
@@ -14,12 +15,18 @@ from assignor.state import GroupState
 from assignor.task import TaskId
 
 
-def target_fits(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> bool:
-    """Whether the target is a valid end state for exactly this live group: same clients and tasks, standbys
-    as configured, no warmups (V1-V4)."""
-    if any(ca.warmup for ca in target.clients.values()):
-        return False
-    return not validity_violations(target, group, configs)
+def honor_plan(
+    target: GroupAssignment,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    *,
+    order: Sequence[TaskId] | None = None,
+) -> GroupAssignment:
+    """The assignment for this rebalance: planned moves whose target owner is caught up happen now; the others
+    stay active on a caught-up client while the target owner warms up (at most max_warmup_replicas, in
+    ``order``, by default cheapest restore first). No caught-up copy is dropped before its replacement has
+    caught up (K1): budget left over warms up those replacements. Parts the target does not know are re-planned."""
+    return honor_target(adapt_target(target, group, configs), group, configs, order)
 
 
 def move_order(

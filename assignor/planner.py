@@ -9,18 +9,17 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
-from assignor.assignment import ClientAssignment, GroupAssignment
+from assignor.assignment import GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
+from assignor.end_state import plan_target, previous_owners
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
-from assignor.honor import honor_target, move_order, target_fits
+from assignor.honor import honor_target, move_order
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
-from assignor.placement import Placement
-from assignor.standby import place_standbys
-from assignor.state import ClientState, GroupState
-from assignor.target import EXACT_MODEL_MAX_TASKS, ActiveCosts, solve_active_target, solve_standby_target
+from assignor.state import GroupState
+from assignor.target import EXACT_MODEL_MAX_TASKS
 from assignor.task import TaskId
 
 
@@ -39,172 +38,6 @@ class GroupPlan:
         object.__setattr__(self, "move_order", tuple(self.move_order))
 
 
-def _previous_owners(group: GroupState) -> dict[TaskId, frozenset[str]]:
-    owners: dict[TaskId, set[str]] = {}
-    for client in group.clients:
-        for task in client.previous_active:
-            owners.setdefault(task, set()).add(client.process_id)
-    return {t: frozenset(p) for t, p in owners.items()}
-
-
-def active_costs(group: GroupState, lags: LagIndex) -> ActiveCosts:
-    """What placing each active task on each client costs: the target solvers' input."""
-    return ActiveCosts(
-        tasks=sorted(group.all_tasks),
-        stateful=group.stateful_tasks,
-        process_ids=lags.process_ids,
-        capacity={c.process_id: c.capacity for c in group.clients},
-        previous_owners=_previous_owners(group),
-        lags=lags,
-    )
-
-
-def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
-    """The balanced end state (no warmups) that restores and moves as little as possible."""
-    costs = active_costs(group, lags if lags is not None else LagIndex.of(group, configs))
-    replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
-    owners = solve_active_target(costs)
-    held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
-    candidates = [_new_standbys(group, configs, costs, owners, replicas)]
-    exact = solve_standby_target(costs, owners, replicas, held_before)
-    if exact is not None:
-        candidates.append(exact)
-    scores = [_standby_score(c, owners, group, costs, configs) for c in candidates]
-    standbys = candidates[scores.index(min(scores))]
-    kept = _previous_standbys(group, owners, replicas)
-    if kept is not None:
-        kept_score = _standby_score(kept, owners, group, costs, configs)
-        # A settled group keeps its standbys: nothing to restore and as balanced as any alternative.
-        settled = kept_score[1] == 0 and kept_score[0] <= min(score[0] for score in scores)
-        if settled or kept_score <= min(scores):
-            standbys = kept
-    return GroupAssignment(
-        {
-            c.process_id: ClientAssignment(
-                active=frozenset(t for t, p in owners.items() if p == c.process_id),
-                standby=standbys[c.process_id],
-            )
-            for c in group.clients
-        }
-    )
-
-
-def _new_standbys(
-    group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int
-) -> dict[str, frozenset[TaskId]]:
-    """Standbys on the next-most-caught-up clients, spread over tags, balanced with the stateful actives."""
-    placement = Placement(group)
-    for task, pid in sorted(owners.items()):
-        if task in group.stateful_tasks:
-            placement.assign_active(pid, task)
-    held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
-
-    def preference(pid: str, task: TaskId) -> tuple[int, ...]:
-        # Next-most-caught-up first; among equals keep the copies clients already have.
-        return (costs.restore(task, pid), 0 if task in held_before[pid] else 1)
-
-    keep: dict[TaskId, list[str]] = {}
-    for client in group.clients:
-        for task in client.previous_standby & group.stateful_tasks:
-            keep.setdefault(task, []).append(client.process_id)
-    for task, pids in keep.items():
-        restore = {p: costs.restore(task, p) for p in pids}
-        pids.sort(key=lambda p: (restore[p], p))
-    stateful = sorted(group.stateful_tasks)
-    place_standbys(placement, stateful, replicas, configs.rack_aware_assignment_tags, preference, keep)
-    return {pid: frozenset(tasks) for pid, tasks in placement.standby.items()}
-
-
-def _previous_standbys(
-    group: GroupState, owners: Mapping[TaskId, str], replicas: int
-) -> dict[str, frozenset[TaskId]] | None:
-    """The standbys the clients hold now, if they still form a complete set beside the new actives."""
-    standbys = {c.process_id: c.previous_standby & group.stateful_tasks for c in group.clients}
-    count: dict[TaskId, int] = {}
-    for pid, tasks in standbys.items():
-        for task in tasks:
-            if owners.get(task) == pid:
-                return None
-            count[task] = count.get(task, 0) + 1
-    if any(count.get(task, 0) != replicas for task in group.stateful_tasks):
-        return None
-    return standbys
-
-
-def _standby_score(
-    standbys: Mapping[str, frozenset[TaskId]],
-    owners: Mapping[TaskId, str],
-    group: GroupState,
-    costs: ActiveCosts,
-    configs: AssignmentConfigs,
-) -> tuple[Fraction, int, int, int]:
-    """(replica imbalance beyond B1, offsets to restore, repeated rack tag values, new copies): lower is better.
-
-    The contract's order for targets is balance, then restore; rack spread is preferred after that.
-    """
-    capacity = costs.capacity
-    load = {pid: len(tasks) for pid, tasks in standbys.items()}
-    for task, pid in owners.items():
-        if task in group.stateful_tasks:
-            load[pid] += 1
-    ratios = [Fraction(load[p], capacity[p]) for p in load]
-    imbalance = max(Fraction(0), max(ratios) - min(ratios) - 1)
-    holders: dict[TaskId, list[str]] = {t: [owners[t]] for t in group.stateful_tasks}
-    for pid, tasks in standbys.items():
-        for task in tasks:
-            holders[task].append(pid)
-    tags = {c.process_id: c.client_tags for c in group.clients}
-    repeated = 0
-    for pids in holders.values():
-        for key in configs.rack_aware_assignment_tags:
-            values = [tags[p][key] for p in pids if key in tags[p]]
-            repeated += len(values) - len(set(values))
-    restore = sum(costs.restore(t, pid) for pid, tasks in standbys.items() for t in tasks)
-    before = {c.process_id: c.previous_standby for c in group.clients}
-    new_copies = sum(len(tasks - before[pid]) for pid, tasks in standbys.items())
-    return imbalance, restore, repeated, new_copies
-
-
-def adapt_target(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
-    """The target for the live group: unchanged when it fits, else re-balanced with as few changes as possible.
-
-    Departed instances, new instances, added or removed tasks: the planner places them, with the plan's own
-    owners as the previous assignment and no lags, so the result depends only on (target, membership, tasks)
-    and stays put while moves proceed.
-    """
-    if target_fits(target, group, configs):
-        return target
-    planned = {pid: ca for pid, ca in target.clients.items()}
-    clients = []
-    for client in group.clients:
-        ca = planned.get(client.process_id)
-        clients.append(
-            ClientState(
-                process_id=client.process_id,
-                capacity=client.capacity,
-                previous_active=(ca.active & group.all_tasks) if ca else frozenset(),
-                previous_standby=(ca.standby & group.stateful_tasks) if ca else frozenset(),
-                client_tags=client.client_tags,
-            )
-        )
-    synthetic = GroupState(clients, group.stateful_tasks, group.stateless_tasks, {})
-    return plan_target(synthetic, configs)
-
-
-def honor_plan(
-    target: GroupAssignment,
-    group: GroupState,
-    configs: AssignmentConfigs,
-    *,
-    order: Sequence[TaskId] | None = None,
-) -> GroupAssignment:
-    """The assignment for this rebalance: planned moves whose target owner is caught up happen now; the others
-    stay active on a caught-up client while the target owner warms up (at most max_warmup_replicas, in
-    ``order``, by default cheapest restore first). No caught-up copy is dropped before its replacement has
-    caught up (K1): budget left over warms up those replacements. Parts the target does not know are re-planned."""
-    return honor_target(adapt_target(target, group, configs), group, configs, order)
-
-
 def _skew(loads: Mapping[str, int], capacity: Mapping[str, int]) -> float:
     ratios = [Fraction(loads.get(p, 0), c) for p, c in capacity.items()]
     return float(max(ratios) - min(ratios)) if ratios else 0.0
@@ -219,7 +52,7 @@ def _restore_offsets(target: GroupAssignment, group: GroupState, lags: LagIndex)
 
 
 def _cost(target: GroupAssignment, group: GroupState, lags: LagIndex) -> tuple[int, int]:
-    owners_before = _previous_owners(group)
+    owners_before = previous_owners(group)
     moves = sum(1 for t, p in target.active_owners().items() if owners_before.get(t) and p not in owners_before[t])
     return _restore_offsets(target, group, lags), moves
 

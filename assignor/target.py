@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import overload
-
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_array
+from math import inf
+from typing import TYPE_CHECKING, overload
 
 from assignor.flow import FlowNetwork
 from assignor.lags import LagIndex, lag_is_caught_up, restore_owed
 from assignor.task import TaskId
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _restore_cost(lag: int, end: int, acceptable_recovery_lag: int) -> int:
@@ -90,7 +90,7 @@ class _Model:
         self.row_lower: list[float] = []
         self.row_upper: list[float] = []
 
-    def var(self, lower: float = 0.0, upper: float = np.inf, integer: bool = True) -> int:
+    def var(self, lower: float = 0.0, upper: float = inf, integer: bool = True) -> int:
         self.lower.append(lower)
         self.upper.append(upper)
         self.integer.append(1 if integer else 0)
@@ -116,6 +116,12 @@ class _Model:
     def solve(
         self, objective: np.ndarray, node_limit: int | None = None, *, allow_infeasible: bool = False
     ) -> np.ndarray | None:
+        # Loaded here, not at import: most targets are solved by the flow network, and light users of the
+        # package (the wire formats, the runtime) should not pay for scipy.
+        import numpy as np  # noqa: PLC0415
+        from scipy.optimize import Bounds, LinearConstraint, milp  # noqa: PLC0415
+        from scipy.sparse import coo_array  # noqa: PLC0415
+
         n = len(self.lower)
         matrix = coo_array((self.vals, (self.rows, self.cols)), shape=(len(self.row_lower), n)).tocsr()
         result = milp(
@@ -278,6 +284,8 @@ def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, in
 
 
 def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple[int, int]]:
+    import numpy as np  # noqa: PLC0415 - only the MILP needs it (see _Model.solve)
+
     model = _Model()
     pids = list(costs.process_ids)
     capacity = costs.capacity
@@ -322,8 +330,8 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
             into[(pid, part)].append((col, 1))
     stateful_count = len([t for t in costs.tasks if t in costs.stateful])
     # Exact mode: free levels; (level, scale, width) windows are scale*level <= count <= scale*level + width.
-    total_level = model.var(lower=-np.inf, integer=False)
-    stateful_level = model.var(lower=-np.inf, integer=False)
+    total_level = model.var(lower=-inf, integer=False)
+    stateful_level = model.var(lower=-inf, integer=False)
     bounded_parts = [part for part in parts.size if part in parts.bounded]  # sorted: HiGHS sees a fixed order
     class_level = {(part, cap): model.var() for part in bounded_parts for cap in {capacity[p] for p in pids}}
     n_tasks = len(costs.tasks)
@@ -332,8 +340,8 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
         if exact:
             out = model.var(upper=n_tasks)
             level, scale, width = window
-            model.row([(out, 1), (level, -scale)], 0, np.inf)
-            model.row([(out, 1), (level, -scale)], -np.inf, width)
+            model.row([(out, 1), (level, -scale)], 0, inf)
+            model.row([(out, 1), (level, -scale)], -inf, width)
         else:
             out = model.var(lower=share[0], upper=share[1])
         model.row([*terms, (out, -1)], 0, 0)
@@ -376,7 +384,7 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
         if stage == 0:
             # Lock the restore optimum in before minimizing moves (restore offsets are integral).
             best = float(objective @ solution)
-            model.row([(c, w) for c, w in restore_cost.items() if w], -np.inf, best + 0.5)
+            model.row([(c, w) for c, w in restore_cost.items() if w], -inf, best + 0.5)
 
     owner: dict[TaskId, str] = {}
     for col, task, pid in direct:

@@ -7,8 +7,8 @@ from hypothesis import given
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from assignor import GroupState
+from assignor.end_state import active_costs as costs_of
 from assignor.lags import LagIndex
-from assignor.planner import active_costs as costs_of
 from assignor.target import ActiveCosts, _share, _solve, _solve_by_flow, solve_active_target, solve_standby_target
 from assignor.task import TaskId
 from tests.support.strategies import Case, cases

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from assignor import AssignmentConfigs, GroupState, TaskId, plan_group
+from assignor.end_state import plan_target
 from assignor.lags import LagIndex
-from assignor.planner import plan_target
 from assignor.scenarios import builtin_scenario
 from assignor.simulation import simulate
 from tests.support.strategies import build_group

@@ -1,0 +1,177 @@
+"""The planner's target: the balanced end state that restores and moves as little as possible, and that same
+target adapted to a live group that no longer fits it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from assignor.assignment import ClientAssignment, GroupAssignment
+from assignor.configs import AssignmentConfigs
+from assignor.invariants import validity_violations
+from assignor.lags import LagIndex
+from assignor.placement import Placement
+from assignor.standby import place_standbys
+from assignor.state import ClientState, GroupState
+from assignor.target import ActiveCosts, solve_active_target, solve_standby_target
+from assignor.task import TaskId
+
+
+def previous_owners(group: GroupState) -> dict[TaskId, frozenset[str]]:
+    owners: dict[TaskId, set[str]] = {}
+    for client in group.clients:
+        for task in client.previous_active:
+            owners.setdefault(task, set()).add(client.process_id)
+    return {t: frozenset(p) for t, p in owners.items()}
+
+
+def active_costs(group: GroupState, lags: LagIndex) -> ActiveCosts:
+    """What placing each active task on each client costs: the target solvers' input."""
+    return ActiveCosts(
+        tasks=sorted(group.all_tasks),
+        stateful=group.stateful_tasks,
+        process_ids=lags.process_ids,
+        capacity={c.process_id: c.capacity for c in group.clients},
+        previous_owners=previous_owners(group),
+        lags=lags,
+    )
+
+
+def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
+    """The balanced end state (no warmups) that restores and moves as little as possible."""
+    costs = active_costs(group, lags if lags is not None else LagIndex.of(group, configs))
+    replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
+    owners = solve_active_target(costs)
+    held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
+    candidates = [_new_standbys(group, configs, costs, owners, replicas)]
+    exact = solve_standby_target(costs, owners, replicas, held_before)
+    if exact is not None:
+        candidates.append(exact)
+    scores = [_standby_score(c, owners, group, costs, configs) for c in candidates]
+    standbys = candidates[scores.index(min(scores))]
+    kept = _previous_standbys(group, owners, replicas)
+    if kept is not None:
+        kept_score = _standby_score(kept, owners, group, costs, configs)
+        # A settled group keeps its standbys: nothing to restore and as balanced as any alternative.
+        settled = kept_score[1] == 0 and kept_score[0] <= min(score[0] for score in scores)
+        if settled or kept_score <= min(scores):
+            standbys = kept
+    return GroupAssignment(
+        {
+            c.process_id: ClientAssignment(
+                active=frozenset(t for t, p in owners.items() if p == c.process_id),
+                standby=standbys[c.process_id],
+            )
+            for c in group.clients
+        }
+    )
+
+
+def _new_standbys(
+    group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int
+) -> dict[str, frozenset[TaskId]]:
+    """Standbys on the next-most-caught-up clients, spread over tags, balanced with the stateful actives."""
+    placement = Placement(group)
+    for task, pid in sorted(owners.items()):
+        if task in group.stateful_tasks:
+            placement.assign_active(pid, task)
+    held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
+
+    def preference(pid: str, task: TaskId) -> tuple[int, ...]:
+        # Next-most-caught-up first; among equals keep the copies clients already have.
+        return (costs.restore(task, pid), 0 if task in held_before[pid] else 1)
+
+    keep: dict[TaskId, list[str]] = {}
+    for client in group.clients:
+        for task in client.previous_standby & group.stateful_tasks:
+            keep.setdefault(task, []).append(client.process_id)
+    for task, pids in keep.items():
+        restore = {p: costs.restore(task, p) for p in pids}
+        pids.sort(key=lambda p: (restore[p], p))
+    stateful = sorted(group.stateful_tasks)
+    place_standbys(placement, stateful, replicas, configs.rack_aware_assignment_tags, preference, keep)
+    return {pid: frozenset(tasks) for pid, tasks in placement.standby.items()}
+
+
+def _previous_standbys(
+    group: GroupState, owners: Mapping[TaskId, str], replicas: int
+) -> dict[str, frozenset[TaskId]] | None:
+    """The standbys the clients hold now, if they still form a complete set beside the new actives."""
+    standbys = {c.process_id: c.previous_standby & group.stateful_tasks for c in group.clients}
+    count: dict[TaskId, int] = {}
+    for pid, tasks in standbys.items():
+        for task in tasks:
+            if owners.get(task) == pid:
+                return None
+            count[task] = count.get(task, 0) + 1
+    if any(count.get(task, 0) != replicas for task in group.stateful_tasks):
+        return None
+    return standbys
+
+
+def _standby_score(
+    standbys: Mapping[str, frozenset[TaskId]],
+    owners: Mapping[TaskId, str],
+    group: GroupState,
+    costs: ActiveCosts,
+    configs: AssignmentConfigs,
+) -> tuple[Fraction, int, int, int]:
+    """(replica imbalance beyond B1, offsets to restore, repeated rack tag values, new copies): lower is better.
+
+    The contract's order for targets is balance, then restore; rack spread is preferred after that.
+    """
+    capacity = costs.capacity
+    load = {pid: len(tasks) for pid, tasks in standbys.items()}
+    for task, pid in owners.items():
+        if task in group.stateful_tasks:
+            load[pid] += 1
+    ratios = [Fraction(load[p], capacity[p]) for p in load]
+    imbalance = max(Fraction(0), max(ratios) - min(ratios) - 1)
+    holders: dict[TaskId, list[str]] = {t: [owners[t]] for t in group.stateful_tasks}
+    for pid, tasks in standbys.items():
+        for task in tasks:
+            holders[task].append(pid)
+    tags = {c.process_id: c.client_tags for c in group.clients}
+    repeated = 0
+    for pids in holders.values():
+        for key in configs.rack_aware_assignment_tags:
+            values = [tags[p][key] for p in pids if key in tags[p]]
+            repeated += len(values) - len(set(values))
+    restore = sum(costs.restore(t, pid) for pid, tasks in standbys.items() for t in tasks)
+    before = {c.process_id: c.previous_standby for c in group.clients}
+    new_copies = sum(len(tasks - before[pid]) for pid, tasks in standbys.items())
+    return imbalance, restore, repeated, new_copies
+
+
+def target_fits(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> bool:
+    """Whether the target is a valid end state for exactly this live group: same clients and tasks, standbys
+    as configured, no warmups (V1-V4)."""
+    if any(ca.warmup for ca in target.clients.values()):
+        return False
+    return not validity_violations(target, group, configs)
+
+
+def adapt_target(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> GroupAssignment:
+    """The target for the live group: unchanged when it fits, else re-balanced with as few changes as possible.
+
+    Departed instances, new instances, added or removed tasks: the planner places them, with the plan's own
+    owners as the previous assignment and no lags, so the result depends only on (target, membership, tasks)
+    and stays put while moves proceed.
+    """
+    if target_fits(target, group, configs):
+        return target
+    planned = {pid: ca for pid, ca in target.clients.items()}
+    clients = []
+    for client in group.clients:
+        ca = planned.get(client.process_id)
+        clients.append(
+            ClientState(
+                process_id=client.process_id,
+                capacity=client.capacity,
+                previous_active=(ca.active & group.all_tasks) if ca else frozenset(),
+                previous_standby=(ca.standby & group.stateful_tasks) if ca else frozenset(),
+                client_tags=client.client_tags,
+            )
+        )
+    synthetic = GroupState(clients, group.stateful_tasks, group.stateless_tasks, {})
+    return plan_target(synthetic, configs)
