@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from assignor.assignment import ClientAssignment, GroupAssignment
+from assignor.assignment import GroupAssignment
+from assignor.candidates import Candidates, least_loaded
 from assignor.configs import AssignmentConfigs
 from assignor.lags import LagIndex
+from assignor.placement import Placement
 from assignor.state import GroupState
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
 
@@ -53,38 +55,9 @@ class _Quota:
             self.per_member = _ceil_div(self.tasks, self.members)
 
 
-class _Process:
-    """One client as the broker's ProcessState: ``capacity`` members, load = tasks held per member."""
-
-    def __init__(self, pid: str, capacity: int, tags: Mapping[str, str]) -> None:
-        self.pid = pid
-        self.capacity = capacity
-        self.tags = tags
-        self.counts = [0] * capacity
-        self.active: set[TaskId] = set()
-        self.standby: set[TaskId] = set()
-        self.stateless_active = 0
-
-    def load(self) -> float:
-        return (len(self.active) + len(self.standby)) / self.capacity
-
-    def has(self, task: TaskId) -> bool:
-        return task in self.active or task in self.standby
-
-    def least_loaded_member(self) -> int:
-        return min(range(self.capacity), key=lambda i: (self.counts[i], i))
-
-    def add(self, index: int, task: TaskId, *, active: bool, stateful: bool = True) -> int:
-        """Give the task to one member; return that member's new task count."""
-        (self.active if active else self.standby).add(task)
-        self.stateless_active += active and not stateful
-        self.counts[index] += 1
-        return self.counts[index]
-
-
-def _repeats(process: _Process, tag_keys: Sequence[str], used: Sequence[set[str | None]]) -> tuple[bool, ...]:
-    """Per tag key, whether the process adds no new value for it (missing tags add nothing)."""
-    return tuple(process.tags.get(k) is None or process.tags[k] in u for k, u in zip(tag_keys, used, strict=True))
+def _repeats(tags: Mapping[str, str], tag_keys: Sequence[str], used: Sequence[set[str | None]]) -> tuple[bool, ...]:
+    """Per tag key, whether a process with these tags adds no new value for it (missing tags add nothing)."""
+    return tuple(tags.get(k) is None or tags[k] in u for k, u in zip(tag_keys, used, strict=True))
 
 
 class _StickyTarget:
@@ -92,7 +65,10 @@ class _StickyTarget:
 
     def __init__(self, group: GroupState, configs: AssignmentConfigs, lags: LagIndex) -> None:
         clients = sorted(group.clients, key=lambda c: c.process_id)
-        self.processes = {c.process_id: _Process(c.process_id, c.capacity, c.client_tags) for c in clients}
+        # A process is the broker's ProcessState: ``capacity`` members; its load is every task it holds per member.
+        self.placement = Placement(group)
+        self.counts = {c.process_id: [0] * c.capacity for c in clients}  # tasks per member
+        self.stateless_active = dict.fromkeys(self.placement.process_ids, 0)
         self.replicas = configs.num_standby_replicas
         stateful, stateless = len(group.stateful_tasks), len(group.stateless_tasks)
         members = sum(c.capacity for c in clients)
@@ -141,7 +117,14 @@ class _StickyTarget:
         return lags.ends.get(task, 0) if lag == UNKNOWN_OFFSET_SUM else lag
 
     def _add(self, member: Member, task: TaskId, *, active: bool, stateful: bool = True) -> None:
-        count = self.processes[member[0]].add(member[1], task, active=active, stateful=stateful)
+        pid, index = member
+        if active:
+            self.placement.assign_active(pid, task)
+            self.stateless_active[pid] += not stateful
+        else:
+            self.placement.standby[pid].add(task)
+        self.counts[pid][index] += 1
+        count = self.counts[pid][index]
         if active and stateful:
             self.stateful_quota.filled(count)
         if active:
@@ -149,17 +132,20 @@ class _StickyTarget:
         self.total_quota.filled(count)
 
     def _count(self, member: Member) -> int:
-        return self.processes[member[0]].counts[member[1]]
+        return self.counts[member[0]][member[1]]
+
+    def _least_loaded_member(self, pid: str) -> Member:
+        counts = self.counts[pid]
+        return pid, min(range(len(counts)), key=lambda i: (counts[i], i))
 
     def _least_loaded_previous(self, candidates: Sequence[Member], without: TaskId | None) -> Member | None:
         """The first candidate, replaced only by one whose process and member are both strictly less loaded."""
         best: Member | None = None
         best_loads = (0.0, 0)
         for member in candidates:
-            process = self.processes[member[0]]
-            if without is not None and process.has(without):
+            if without is not None and self.placement.holds(member[0], without):
                 continue
-            loads = (process.load(), self._count(member))
+            loads = (self.placement.assigned_load(member[0]), self._count(member))
             if best is None or (loads[0] < best_loads[0] and loads[1] < best_loads[1]):
                 best, best_loads = member, loads
         return best
@@ -181,9 +167,16 @@ class _StickyTarget:
                 else:
                     rest.append(task)
             pending = rest
+        placement, capacity = self.placement, self.placement.capacity
+        processes = Candidates(
+            lambda p: (placement.assigned_load(p), self.stateless_active[p] / capacity[p]), placement.process_ids
+        )
         for task in sorted(pending):
-            process = min(self.processes.values(), key=lambda p: (p.load(), p.stateless_active / p.capacity, p.pid))
-            self._add((process.pid, process.least_loaded_member()), task, active=True, stateful=stateful)
+            pid = processes.poll(task)
+            if pid is None:  # pragma: no cover - every process waits again after taking a task
+                break
+            self._add(self._least_loaded_member(pid), task, active=True, stateful=stateful)
+            processes.offer(pid)
 
     def assign_standbys(self, tasks: Iterable[TaskId], tag_keys: Sequence[str]) -> None:
         """Rack diversity first (with tags), then previous holders within quota, then the least-loaded process."""
@@ -191,20 +184,22 @@ class _StickyTarget:
         for task in sorted(tasks, key=lambda t: (t.partition, t.subtopology), reverse=True):
             placed = self._rack_aware_standbys(task, tag_keys) if tag_keys else 0
             self._sticky_standbys(task, placed, to_least_loaded)
+        placement = self.placement
+        processes = Candidates(placement.assigned_load, placement.process_ids, lambda p, t: not placement.holds(p, t))
         for task, remaining in sorted(to_least_loaded, reverse=True):
             for _ in range(remaining):
-                free = [p for p in self.processes.values() if not p.has(task)]
-                if not free:
+                pid = processes.poll(task)
+                if pid is None:
                     break  # fewer processes than replicas: the broker logs and places fewer
-                process = min(free, key=lambda p: (p.load(), p.pid))
-                self._add((process.pid, process.least_loaded_member()), task, active=False)
+                self._add(self._least_loaded_member(pid), task, active=False)
+                processes.offer(pid)
 
     def _sticky_standbys(self, task: TaskId, first: int, to_least_loaded: list[tuple[TaskId, int]]) -> None:
         for i in range(first, self.replicas):
             member = self.previous_active.get(task)
             if (
                 member is not None
-                and not self.processes[member[0]].has(task)
+                and not self.placement.holds(member[0], task)
                 and self._count(member) < self.total_quota.per_member
             ):
                 self._add(member, task, active=False)
@@ -224,31 +219,33 @@ class _StickyTarget:
             ranks[previous[0]] = _PREVIOUS_ACTIVE
         placed = 0
         while placed < self.replicas:
-            holders = [p for p in self.processes.values() if p.has(task)]
-            used = [{h.tags.get(key) for h in holders} for key in tag_keys]
-            eligible = [
-                p for p in self.processes.values() if not p.has(task) and min(p.counts) < self.total_quota.per_member
-            ]
-            if not eligible:
-                break
-            best = min(
-                eligible,
-                key=lambda p: (_repeats(p, tag_keys, used), ranks.get(p.pid, _NOT_PREVIOUS), p.load(), p.pid),
-            )
-            if all(_repeats(best, tag_keys, used)):
+            best = self._most_diverse(task, tag_keys, ranks)
+            if best is None:
                 break  # nobody makes the task more diverse: the sticky pass places the rest
-            self._add((best.pid, best.least_loaded_member()), task, active=False)
+            self._add(self._least_loaded_member(best), task, active=False)
             placed += 1
         return placed
 
-    def freeze(self) -> GroupAssignment:
-        return GroupAssignment(
-            clients={
-                pid: ClientAssignment(active=frozenset(p.active), standby=frozenset(p.standby))
-                for pid, p in self.processes.items()
-            },
-            probing_rebalance_needed=False,
+    def _most_diverse(self, task: TaskId, tag_keys: Sequence[str], ranks: Mapping[str, int]) -> str | None:
+        """The process within quota that adds the most wanted tag values, then the stickiest, then least loaded;
+        None if none adds any."""
+        placement, tags = self.placement, self.placement.tags
+        holders = [p for p in placement.process_ids if placement.holds(p, task)]
+        used = [{tags[h].get(key) for h in holders} for key in tag_keys]
+        best = least_loaded(
+            lambda p: (_repeats(tags[p], tag_keys, used), ranks.get(p, _NOT_PREVIOUS), placement.assigned_load(p)),
+            [
+                p
+                for p in placement.process_ids
+                if not placement.holds(p, task) and min(self.counts[p]) < self.total_quota.per_member
+            ],
         )
+        if best is None or all(_repeats(tags[best], tag_keys, used)):
+            return None
+        return best
+
+    def freeze(self) -> GroupAssignment:
+        return self.placement.freeze(probing_rebalance_needed=False)
 
 
 def sticky_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex) -> GroupAssignment:

@@ -56,12 +56,12 @@ def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | 
         settled = kept_score[1] == 0 and kept_score[0] <= min(score[0] for score in scores)
         if settled or kept_score <= min(scores):
             standbys = kept
+    actives: dict[str, set[TaskId]] = {c.process_id: set() for c in group.clients}
+    for task, pid in owners.items():
+        actives[pid].add(task)
     return GroupAssignment(
         {
-            c.process_id: ClientAssignment(
-                active=frozenset(t for t, p in owners.items() if p == c.process_id),
-                standby=standbys[c.process_id],
-            )
+            c.process_id: ClientAssignment(active=frozenset(actives[c.process_id]), standby=standbys[c.process_id])
             for c in group.clients
         }
     )

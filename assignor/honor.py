@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from assignor.assignment import GroupAssignment
+from assignor.candidates import Candidates, least_loaded
 from assignor.configs import AssignmentConfigs
 from assignor.end_state import adapt_target
 from assignor.lags import LagIndex
@@ -51,7 +52,7 @@ def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, stan
         if current:
             return current[0]
         in_target_standbys = [p for p in caught_up if p in standbys]
-        return placement.least_loaded(in_target_standbys or list(caught_up)) or caught_up[0]
+        return least_loaded(placement.assigned_load, in_target_standbys or caught_up) or caught_up[0]
     best = lags.best_rank(task)
     tied = [p for p in placement.process_ids if lags.rank(p, task) == best]
     current = [p for p in tied if p in placement.previous_owner_of(task)]
@@ -79,7 +80,11 @@ def _keep_caught_up_copies(
     missing = min(len(caught_up), copies) - sum(1 for p in caught_up if placement.holds(p, task))
     if missing <= 0:
         return
-    spare = [p for p in caught_up if not placement.holds(p, task)]
+    # Clients that kept a copy before first: their replica needs no restore at all.
+    spare = Candidates(
+        lambda p: (task not in held_before[p], placement.assigned_load(p)),
+        (p for p in caught_up if not placement.holds(p, task)),
+    )
     # Target standbys give way before the target owner (its move is what the plan is waiting for), the
     # least caught up first.
     cold = sorted(
@@ -87,8 +92,9 @@ def _keep_caught_up_copies(
         key=lambda p: (p == owner, tuple(-x for x in lags.rank(p, task)), p),
     )
     for giver in cold[:missing]:
-        keeper = min(spare, key=lambda p: (task not in held_before[p], placement.assigned_load(p), p))
-        spare.remove(keeper)
+        keeper = spare.poll(task)
+        if keeper is None:  # pragma: no cover - `missing` counts caught-up clients without a copy
+            return
         placement.standby[giver].discard(task)
         placement.standby[keeper].add(task)
         if budget.take():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from assignor.candidates import least_loaded
 from assignor.lags import LagIndex
 from assignor.placement import Placement
 from assignor.task import TaskId
@@ -64,11 +65,11 @@ def move_actives(placement: Placement, lags: LagIndex, stateful_tasks: Sequence[
             # The common case, short-cut: the one caught-up client (usually the owner so far) keeps the task.
             _move_active_and_warm_up(placement, task, caught_up[0], chosen, budget)
             continue
-        swap_with = placement.least_loaded([p for p in caught_up if task in placement.standby[p]])
+        swap_with = least_loaded(placement.assigned_load, [p for p in caught_up if task in standby[p]])
         if swap_with is not None:
             _swap_standby_and_active(placement, task, swap_with, chosen)
             continue
-        source = placement.least_loaded([p for p in caught_up if p != chosen])
+        source = least_loaded(placement.assigned_load, [p for p in caught_up if p != chosen])
         if source is None:
             source = lags.most_caught_up(task, [p for p in placement.process_ids if p != chosen])
         if source is None:  # pragma: no cover - needing_movement guarantees a better client exists
@@ -88,7 +89,7 @@ def move_standbys(placement: Placement, lags: LagIndex, budget: WarmupBudget) ->
     needed = 0
     for _, task, chosen, caught_up in _by_fewest_caught_up(lags, moves):
         chosen_rank = lags.rank(chosen, task)
-        source = placement.least_loaded([p for p in caught_up if not placement.holds(p, task)])
+        source = least_loaded(placement.assigned_load, [p for p in caught_up if not placement.holds(p, task)])
         if source is None:
             free = [p for p in placement.process_ids if not placement.holds(p, task)]
             source = lags.most_caught_up(task, [p for p in free if lags.rank(p, task) < chosen_rank])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.state import GroupState
@@ -58,12 +58,6 @@ class Placement:
         self.active[pid].discard(task)
         if self.owner.get(task) == pid:
             del self.owner[task]
-
-    def least_loaded(self, candidates: Sequence[str]) -> str | None:
-        """The candidate with the smallest assigned load, ties by process id."""
-        if len(candidates) <= 1:
-            return candidates[0] if candidates else None
-        return min(candidates, key=lambda p: (self.assigned_load(p), p))
 
     def freeze(self, probing_rebalance_needed: bool) -> GroupAssignment:
         """The immutable assignment this placement describes."""

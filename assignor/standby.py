@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from assignor.candidates import Candidates, least_loaded
 from assignor.placement import Placement
 from assignor.task import TaskId
 
@@ -78,21 +78,29 @@ def place_standbys(
     if spread is not None or preference is not None:
         for task in tasks:
             for _ in range(missing[task]):
-                pid = min(
-                    (p for p in placement.process_ids if not placement.holds(p, task)),
-                    key=lambda p: (
-                        spread.conflicts(p, task) if spread is not None else 0,
-                        preference(p, task) if preference is not None else (),
-                        placement.assigned_load(p),
-                        p,
-                    ),
-                )
+                pid = _best_standby_client(placement, task, spread, preference)
+                if pid is None:  # pragma: no cover - replicas < clients, and only the active's client holds it
+                    break
                 placement.standby[pid].add(task)
                 if spread is not None:
                     spread.add(pid, task)
     else:
         _place_least_loaded(placement, tasks, missing)
     _balance_standbys(placement, spread, preference)
+
+
+def _best_standby_client(
+    placement: Placement, task: TaskId, spread: TagSpread | None, preference: Preference | None
+) -> str | None:
+    """A client without the task: fewest repeated rack tag values, then ``preference``, then least loaded."""
+    return least_loaded(
+        lambda p: (
+            spread.conflicts(p, task) if spread is not None else 0,
+            preference(p, task) if preference is not None else (),
+            placement.assigned_load(p),
+        ),
+        [p for p in placement.process_ids if not placement.holds(p, task)],
+    )
 
 
 def _keep_standbys(
@@ -124,18 +132,14 @@ def _keep_standbys(
 
 
 def _place_least_loaded(placement: Placement, tasks: Sequence[TaskId], missing: Mapping[TaskId, int]) -> None:
-    heap = [(placement.assigned_load(p), p) for p in placement.process_ids]
-    heapq.heapify(heap)
+    clients = Candidates(placement.assigned_load, placement.process_ids, lambda p, t: not placement.holds(p, t))
     for task in tasks:
-        skipped: list[tuple[float, str]] = []
         for _ in range(missing[task]):
-            while placement.holds(heap[0][1], task):
-                skipped.append(heapq.heappop(heap))
-            pid = heap[0][1]
+            pid = clients.poll(task)
+            if pid is None:  # pragma: no cover - replicas < clients, and only the active's client holds it
+                break
             placement.standby[pid].add(task)
-            heapq.heapreplace(heap, (placement.assigned_load(pid), pid))
-        for entry in skipped:
-            heapq.heappush(heap, entry)
+            clients.offer(pid)
 
 
 def _balance_standbys(placement: Placement, spread: TagSpread | None, preference: Preference | None = None) -> None:
@@ -185,8 +189,9 @@ def _movable(
 def _shift_one_standby(
     placement: Placement, by_load: list[str], spread: TagSpread | None, preference: Preference | None
 ) -> bool:
+    load = {p: placement.assigned_load(p) for p in by_load}  # nothing moves until a shift is found
     for src in reversed(by_load):
-        targets = [d for d in by_load if placement.assigned_load(src) - placement.assigned_load(d) > 1]
+        targets = [d for d in by_load if load[src] - load[d] > 1]
         if not targets:
             continue
         path = _shift_path(placement, src, targets, spread, preference)
@@ -229,7 +234,7 @@ def _shift_path(
                     reached.append(taker)
         hit = [t for t in reached if t in wanted]
         if hit:
-            node = min(hit, key=lambda p: (placement.assigned_load(p), p))
+            node = least_loaded(placement.assigned_load, hit) or hit[0]
             path: list[tuple[str, str, TaskId]] = []
             while node != src:
                 giver, task = came_from[node]
