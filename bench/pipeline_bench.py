@@ -52,11 +52,11 @@ def group_states(fleet: list[SyntheticGroup]) -> list[GroupState]:
             ends[TaskId(sub, partition)] = ends.get(TaskId(sub, partition), 0) + end
         clients = [
             ClientState(
-                r["process_id"],
-                capacity=r["capacity"],
-                previous_active=frozenset(map(TaskId.parse, r["active_tasks"])),
-                previous_standby=frozenset(map(TaskId.parse, r["standby_tasks"] + r["warmup_tasks"])),
-                task_offset_sums={TaskId.parse(t): s for t, s in r["task_offset_sums"].items()},
+                r.process_id,
+                capacity=r.capacity,
+                previous_active=frozenset(r.active_tasks),
+                previous_standby=frozenset(r.standby_tasks + r.warmup_tasks),
+                task_offset_sums=r.task_offset_sums,
             )
             for r in g.reports
         ]

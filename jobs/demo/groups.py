@@ -3,12 +3,10 @@ so their changelogs can really be written to the broker, and their reports produ
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from confluent_kafka import Producer
 
@@ -23,8 +21,8 @@ def _scaled(group: SyntheticGroup, now_ms: int) -> SyntheticGroup:
     ends = {tp: max(1, end // SCALE) for tp, end in group.end_offsets.items()}
     reports = []
     for r in group.reports:
-        sums = {t: (s if s < 0 else s // SCALE) for t, s in r["task_offset_sums"].items()}
-        reports.append({**r, "task_offset_sums": sums, "reported_at": now_ms})
+        sums = {t: (s if s < 0 else s // SCALE) for t, s in r.task_offset_sums.items()}
+        reports.append(replace(r, task_offset_sums=sums, reported_at=now_ms))
     return replace(group, reports=reports, end_offsets=ends)
 
 
@@ -55,9 +53,9 @@ def write_simulated_groups(
                 written += 1
                 if written % 20_000 == 0:
                     producer.flush(60)
-    reports: list[dict[str, Any]] = [r for g in groups for r in g.reports]
+    reports = [r for g in groups for r in g.reports]
     for r in reports:
-        producer.produce(reports_topic, json.dumps(r).encode(), f"{r['group_id']}/{r['process_id']}".encode())
+        producer.produce(reports_topic, r.encode(), r.key.encode())
     if producer.flush(60):
         raise RuntimeError("reports of the simulated groups not delivered")
     return written + len(reports)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from assignor.runtime.reports import REPORT_SCHEMA_VERSION
+from assignor.protocol.state_report import StateReport, SubtopologyReport
+from assignor.task import TaskId
 
 SCENARIOS = ("settled", "restarted", "scaled_out", "skewed")
 _WEIGHTS = (0.6, 0.2, 0.15, 0.05)
@@ -20,7 +20,7 @@ class SyntheticGroup:
 
     group_id: str
     scenario: str
-    reports: list[dict[str, Any]]
+    reports: list[StateReport]
     end_offsets: dict[tuple[str, int], int]  # (changelog topic, partition) -> end offset
     partitions: dict[str, int]  # every source and changelog topic -> partition count
 
@@ -35,16 +35,17 @@ def source_topic(group_id: str, subtopology: int) -> str:
     return f"{group_id}-input{subtopology}"
 
 
-def topology(group_id: str, subtopologies: int) -> dict[str, dict[str, Any]]:
-    """The report's topology field: every subtopology stateful, one source and one changelog topic each."""
+def topology(group_id: str, subtopologies: int) -> dict[int, SubtopologyReport]:
+    """The report's topology: every subtopology stateful, one source and one changelog topic each."""
     return {
-        str(s): {
-            "source_topics": [source_topic(group_id, s)],
-            "changelog_topics": [changelog_topic(group_id, s)],
-            "stateful": True,
-        }
+        s: SubtopologyReport((source_topic(group_id, s),), (changelog_topic(group_id, s),), stateful=True)
         for s in range(subtopologies)
     }
+
+
+def _tasks(names: list[str]) -> tuple[TaskId, ...]:
+    # In the order of their names, as these reports have always listed them.
+    return tuple(TaskId.parse(t) for t in sorted(names))
 
 
 def synthetic_group(
@@ -88,26 +89,25 @@ def synthetic_group(
             for task in active[pid]:
                 sums[task] = max(0, ends[task] - int(rng.uniform(20_000, 2_000_000)))
         reports.append(
-            {
-                "schema_version": REPORT_SCHEMA_VERSION,
-                "group_id": group_id,
-                "process_id": pid,
-                "member_id": f"{pid}-member",
-                "client_id": f"{pid}-client",
-                "host": f"{pid}.example:8080",
-                "capacity": 1,
-                "client_tags": {},
-                "protocol_version": 1,
-                "generation": 7,
-                "reported_at": reported_at,
-                "active_tasks": sorted(active[pid]),
-                "standby_tasks": sorted(standby[pid]),
-                "warmup_tasks": [],
-                "task_offset_sums": dict(sorted(sums.items())),
-                "topology": topology(group_id, subtopologies),
-                "plan_id": None,
-                "fallback_reason": None,
-            }
+            StateReport(
+                group_id=group_id,
+                process_id=pid,
+                member_id=f"{pid}-member",
+                client_id=f"{pid}-client",
+                host=f"{pid}.example:8080",
+                capacity=1,
+                client_tags={},
+                protocol_version=1,
+                generation=7,
+                reported_at=reported_at,
+                active_tasks=_tasks(active[pid]),
+                standby_tasks=_tasks(standby[pid]),
+                warmup_tasks=(),
+                task_offset_sums={TaskId.parse(t): s for t, s in sorted(sums.items())},
+                topology=topology(group_id, subtopologies),
+                plan_id=None,
+                fallback_reason=None,
+            )
         )
     end_offsets = {(changelog_topic(group_id, int(t.split("_")[0])), int(t.split("_")[1])): ends[t] for t in tasks}
     counts = {changelog_topic(group_id, s): partitions for s in range(subtopologies)}
@@ -123,11 +123,7 @@ def synthetic_fleet(groups: int, seed: int = 7, **shape: Any) -> list[SyntheticG
 
 def fleet_records(fleet: list[SyntheticGroup]) -> dict[bytes, bytes | None]:
     """The fleet's reports as the folded reports topic would hold them: key -> JSON value."""
-    return {
-        f"{r['group_id']}/{r['process_id']}".encode(): json.dumps(r, sort_keys=True).encode()
-        for g in fleet
-        for r in g.reports
-    }
+    return {r.key.encode(): r.encode() for g in fleet for r in g.reports}
 
 
 def fleet_partitions(fleet: list[SyntheticGroup]) -> dict[str, int]:

@@ -16,15 +16,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from assignor.protocol.state_report import ReportOrigin, StateReport, SubtopologyReport
 from assignor.protocol.streams_assignment import StreamsAssignment, decode_assignment
 from assignor.protocol.streams_subscription import StreamsSubscription, StreamsUserDataError, decode_subscription
 from assignor.task import LATEST_OFFSET, TaskId
 from jobs.pipeline.intake import Quarantined
 
-GROUP_METADATA = "group-metadata"  # the reports' origin, and the quarantine source of members that do not decode
+GROUP_METADATA = str(ReportOrigin.GROUP_METADATA)  # the reports' origin, and the quarantine source of bad members
 STREAMS_PROTOCOL = "stream"  # Kafka Streams' assignor protocol name in a classic consumer group
 MALFORMED_USER_DATA = "malformed_user_data"
-_REPORT_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def _merged_sums(members: Sequence[_Decoded]) -> dict[TaskId, int]:
 
 def derive_topology(
     group_id: str, members: Sequence[_Decoded], partitions: Mapping[str, int]
-) -> dict[str, dict[str, object]]:
-    """The group's topology in the report schema's shape, from what its members' metadata says.
+) -> dict[int, SubtopologyReport]:
+    """The group's topology as a report describes it, from what its members' metadata says.
 
     Source topics: certain for every subtopology with an active task somewhere (the assignment pairs tasks with
     partitions). Stateful: certain (offset sums or standbys exist only for stateful tasks). Changelog topics:
@@ -145,18 +145,18 @@ def derive_topology(
                 changelogs[fits[0]].add(topic)
     subtopologies = sorted(set(sources) | stateful)
     return {
-        str(s): {
-            "source_topics": sorted(sources[s]),
-            "changelog_topics": sorted(changelogs[s]),
-            "stateful": s in stateful,
-        }
+        s: SubtopologyReport(tuple(sorted(sources[s])), tuple(sorted(changelogs[s])), s in stateful)
         for s in subtopologies
     }
 
 
 def _report(
-    group_id: str, process_id: str, members: Sequence[_Decoded], topology: Mapping[str, object], captured_at: int
-) -> dict[str, object]:
+    group_id: str,
+    process_id: str,
+    members: Sequence[_Decoded],
+    topology: Mapping[int, SubtopologyReport],
+    captured_at: int,
+) -> StateReport:
     first = min(members, key=lambda d: d.member.member_id)
     active: set[TaskId] = set()
     standby: set[TaskId] = set()
@@ -168,27 +168,26 @@ def _report(
     for d in members:
         tags.update(d.subscription.client_tags)
     endpoint = first.subscription.user_endpoint
-    return {
-        "schema_version": _REPORT_SCHEMA_VERSION,
-        "group_id": group_id,
-        "process_id": process_id,
-        "member_id": first.member.member_id,
-        "client_id": first.member.client_id,
-        "host": endpoint or first.member.client_host.lstrip("/"),
-        "capacity": len(members),  # one member per stream thread, as Kafka Streams counts capacity
-        "client_tags": tags,
-        "protocol_version": max(d.subscription.version for d in members),
-        "generation": max(d.member.generation for d in members),
-        "reported_at": captured_at,
-        "active_tasks": sorted(map(str, active)),
-        "standby_tasks": sorted(map(str, standby - active)),
-        "warmup_tasks": [],  # Kafka sends warmups as standbys; only its leader knows which are which
-        "task_offset_sums": {str(t): s for t, s in sorted(_merged_sums(members).items())},
-        "topology": dict(topology),
-        "plan_id": None,
-        "fallback_reason": None,
-        "origin": GROUP_METADATA,
-    }
+    return StateReport(
+        group_id=group_id,
+        process_id=process_id,
+        member_id=first.member.member_id,
+        client_id=first.member.client_id,
+        host=endpoint or first.member.client_host.lstrip("/"),
+        capacity=len(members),  # one member per stream thread, as Kafka Streams counts capacity
+        client_tags=tags,
+        protocol_version=max(d.subscription.version for d in members),
+        generation=max(d.member.generation for d in members),
+        reported_at=captured_at,
+        active_tasks=tuple(sorted(active, key=str)),
+        standby_tasks=tuple(sorted(standby - active, key=str)),
+        warmup_tasks=(),  # Kafka sends warmups as standbys; only its leader knows which are which
+        task_offset_sums=dict(sorted(_merged_sums(members).items())),
+        topology=topology,
+        plan_id=None,
+        fallback_reason=None,
+        origin=ReportOrigin.GROUP_METADATA,
+    )
 
 
 def group_reports(
@@ -213,6 +212,6 @@ def group_reports(
     reports = []
     for process_id, threads in sorted(by_process.items()):
         report = _report(group_id, process_id, threads, topology, captured_at)
-        reports.append((f"{group_id}/{process_id}".encode(), json.dumps(report, sort_keys=True).encode("utf-8")))
+        reports.append((report.key.encode(), report.encode()))
     processes = {d.member.member_id: d.subscription.process_id for d in decoded}
     return StreamsGroupRead(tuple(reports), tuple(quarantine), processes)

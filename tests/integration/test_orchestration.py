@@ -62,6 +62,6 @@ def test_report_only_groups_have_exact_changelog_ends_and_one_report_per_instanc
     assert len(reports) == sum(len(g.reports) for g in groups) == 12
     for g in groups:  # offset sums never beyond the changelog: lags stay meaningful after scaling down
         for r in g.reports:
-            for task, offset_sum in r["task_offset_sums"].items():
-                end = g.end_offsets[(f"{g.group_id}-store0-changelog", int(task.split("_")[1]))]
+            for task, offset_sum in r.task_offset_sums.items():
+                end = g.end_offsets[(f"{g.group_id}-store0-changelog", task.partition)]
                 assert offset_sum <= end
