@@ -135,6 +135,7 @@ class _StickyTarget:
         return self.counts[member[0]][member[1]]
 
     def _least_loaded_member(self, pid: str) -> Member:
+        """The process's member (stream thread) with the fewest tasks, ties by member index."""
         counts = self.counts[pid]
         return pid, min(range(len(counts)), key=lambda i: (counts[i], i))
 
