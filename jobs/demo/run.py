@@ -50,7 +50,7 @@ KIP441 = Kip441Settings(
     acceptable_recovery_lag=100, max_warmup_replicas=2, num_standby_replicas=1, probing_rebalance_interval_ms=10_000
 )
 MIN_CHANGELOG = 300  # records per changelog partition before planning: well beyond the acceptable lag
-STAGES = ("extract", "lags", "plan", "validate", "review", "approval", "decide", "publish")
+STAGES = ("extract", "lags", "plan", "validate", "review", "approval", "publish")
 
 
 class DemoError(RuntimeError):
