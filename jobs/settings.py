@@ -125,6 +125,9 @@ class Settings(BaseSettings):
     restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
     stale_report_age_ms: int = Field(default=900_000, ge=0, description="older reports are kept but flagged stale")
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
+    lake_lock_timeout_s: float = Field(
+        default=1_800, gt=0, description="how long a stage waits for another to finish writing the lake"
+    )
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
     kafka_timeout_s: float = Field(default=30.0, gt=0)
     kafka_connect_attempts: int = Field(default=5, ge=1, description="tries to reach Kafka before a stage gives up")

@@ -147,7 +147,7 @@ def dispatch(name: str, rt: Runtime, lake: Lake, **options: Any) -> StageResult:
     stage = registry.stage(name)
     if stage.needs_kafka and not rt.bootstrap:
         raise StageInputError(f"no Kafka bootstrap: define the {KAFKA_CONN_ID} Connection or set RBP_KAFKA_BOOTSTRAP")
-    result = stage.run(lake, registry.StageRequest(rt.settings, rt.bootstrap, **options))
+    result = stage.execute(lake, registry.StageRequest(rt.settings, rt.bootstrap, **options))
     log.info("%s %s: %s", result.stage, result.snapshot_id or "-", dict(result.counts) or "nothing new")
     return result
 
