@@ -74,8 +74,15 @@ def apply_acls(admin_config: Mapping[str, str], bindings: Sequence[AclBinding], 
         except KafkaException as err:
             error = err.args[0]  # the broker's message can carry a whole request dump: its code says enough
             raise RuntimeError(f"creating ACL {binding} failed: {error.name()} {error.str()[:160]}") from None
+    # None matches any name, principal and host (confluent-kafka's stubs say str).
     everything = AclBindingFilter(
-        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+        ResourceType.ANY,
+        None,  # type: ignore[arg-type]
+        ResourcePatternType.ANY,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        AclOperation.ANY,
+        AclPermissionType.ANY,
     )
 
     def enforced() -> bool:
