@@ -139,6 +139,20 @@ class TaskManager:
                 self._unactivated.discard(task.id)
             self._assign_consumers()
 
+    def lose(self, inputs: frozenset[Partition]) -> None:
+        """The group dropped this member (KIP-429 "lost"): every active task on these inputs closes at once, dirty,
+        since another member may be processing it already: nothing more is flushed or written for it. Its store
+        keeps only what its changelog acknowledged (each batch commits whole), so a later restore resumes there."""
+        with self._lock:
+            if self._closed:
+                return
+            for task in [t for t in self.tasks.values() if t.role == "active" and inputs.intersection(t.inputs)]:
+                if task.processing:
+                    task.processing = False
+                    self.events.emit("stop", task=str(task.id), why="lost", processed=task.processed)
+                self._close(task.id)
+            self._assign_consumers()
+
     def _open(self, task_id: TaskId, role: str) -> _Task:
         task = _Task(
             id=task_id,

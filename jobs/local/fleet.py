@@ -102,6 +102,7 @@ class Fleet:
         *,
         protocol_version: int | None = None,
         eager: bool = False,
+        rebalance_protocols: str | None = None,
         corrupt_user_data: bool = False,
         capacity: int = 1,
     ) -> InstanceProcess:
@@ -142,6 +143,8 @@ class Fleet:
             args += ["--protocol-version", str(protocol_version)]
         if eager:
             args.append("--eager")
+        if rebalance_protocols is not None:  # e.g. "cooperative,eager" (see `instance --help`)
+            args += ["--rebalance-protocols", rebalance_protocols]
         if corrupt_user_data:
             args.append("--corrupt-user-data")
         env = {
