@@ -126,6 +126,7 @@ class MemberView:
     # which can be fewer than its active tasks' partitions while another member still has to revoke them.
     owned: tuple[tuple[str, int], ...] = ()
     owned_generation: int = NO_GENERATION  # the generation that gave ``owned``
+    owned_epoch: int = 0  # bumped on every change to ``owned``: tells the task runtime a snapshot is stale
     rejoin_requested: bool = False
     last_error_code: ErrorCode = ErrorCode.NONE  # of the latest assignment (its info is kept only without error)
     rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
@@ -135,19 +136,23 @@ class MemberView:
     # info and the rejoin fields: one lock, or an assignment arriving mid-update is overwritten by the old one.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
-    def revoke(self, partitions: Iterable[tuple[str, int]]) -> None:
-        """Give partitions up (an eager member gives up all before it rejoins): they are no longer claimed."""
+    def revoke(self, partitions: Iterable[tuple[str, int]]) -> int:
+        """Give partitions up (an eager member gives up all before it rejoins): no longer claimed; the new epoch."""
         gone = set(partitions)
         with self.lock:
             self.owned = tuple(p for p in self.owned if p not in gone)
+            self.owned_epoch += 1
+            return self.owned_epoch
 
-    def lose(self) -> None:
+    def lose(self) -> int:
         """The group dropped this member (KIP-429 "lost"): it rejoins owning nothing and claiming no active task,
-        since another member may hold them already; its standbys and warmups are its own to report."""
+        since another member may hold them already; its standbys and warmups are its own to report. The new epoch."""
         with self.lock:
             self.owned, self.owned_generation = (), NO_GENERATION
+            self.owned_epoch += 1
             if self.info is not None:
                 self.info = replace(self.info, active_tasks={})
+            return self.owned_epoch
 
     def request_rejoin(self) -> None:
         """Ask for a rebalance (an upgrade, an operator): served by the next ``rejoin_due``."""
@@ -249,6 +254,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         with self.member.lock:  # held whatever the user data says: the group gave these partitions
             self.member.owned = tuple(sorted((tp.topic, tp.partition) for tp in assignment.partitions()))
             self.member.owned_generation = generation
+            self.member.owned_epoch += 1
         try:
             info = AssignmentInfo.decode(bytes(assignment.user_data or b""))
         except ProtocolError as err:

@@ -29,7 +29,7 @@ from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonori
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, kafka_python_security
 from assignor.runtime.membership import poll_membership, subscribe_once_known
 from assignor.runtime.processors import CountPerKey, TaskProcessor
-from assignor.runtime.protocol import LATEST_VERSION, Partition
+from assignor.runtime.protocol import LATEST_VERSION
 from assignor.runtime.reports import build_state_report
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.tasks import TaskManager
@@ -204,7 +204,7 @@ class Instance:
         membership = _Membership(self)
         membership.start()
         self.events.emit("start", process_id=self.process_id, version=config.protocol_version)
-        owned: frozenset[Partition] = frozenset()
+        seen_epoch = -1
         next_report = time.monotonic() + config.report_interval_s
         try:
             while not self.stop.is_set() and membership.is_alive():
@@ -212,12 +212,12 @@ class Instance:
                 # member owns and its assignment are read together: the rebalance listener gives partitions up
                 # (revoked, or lost when the group dropped the member) before the member rejoins.
                 with self.view.lock:
-                    info, now_owned = self.view.info, frozenset(self.view.owned)
-                if self.assigned.is_set() or now_owned != owned:
+                    info, owned, epoch = self.view.info, frozenset(self.view.owned), self.view.owned_epoch
+                if self.assigned.is_set() or epoch != seen_epoch:
                     changed_assignment = self.assigned.is_set()
                     self.assigned.clear()
-                    owned = now_owned
-                    self.tasks.reconcile(info, owned)
+                    seen_epoch = epoch
+                    self.tasks.reconcile(info, owned, epoch)
                     if changed_assignment:
                         next_report = 0.0
                 if self.tasks.step() == 0:
@@ -314,16 +314,14 @@ class _HandOver(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-pytho
 
     def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         partitions = frozenset((tp.topic, tp.partition) for tp in revoked)
-        self.view.revoke(partitions)
-        self.tasks.release(partitions)
+        self.tasks.release(partitions, self.view.revoke(partitions))
 
     def on_partitions_lost(self, lost: Iterable[TopicPartition]) -> None:
         """The group dropped this member (session or poll timeout, fenced): another member may own these already,
         so the tasks close at once with nothing more written, and the member rejoins claiming nothing."""
         partitions = frozenset((tp.topic, tp.partition) for tp in lost)
         self.events.emit("lost", partitions=sorted(f"{t}-{p}" for t, p in partitions))
-        self.view.lose()
-        self.tasks.lose(partitions)
+        self.tasks.lose(partitions, self.view.lose())
 
     def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         """Nothing now: the task loop activates what the assignment names (after restoring)."""
