@@ -25,6 +25,7 @@ from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.decision import LeaderDecision, decide, keep_previous
 from assignor.protocol.plans import Verifier
+from assignor.runtime.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.runtime.ownership import NO_GENERATION, Claim, ClaimConflict, resolve_claims
 from assignor.runtime.protocol import (
     LATEST_VERSION,
@@ -108,6 +109,7 @@ class LeaderInputs:
     changelog_end_offsets: Callable[[Sequence[Partition]], Mapping[Partition, int]]
     latest_plan: Callable[[str], bytes | None]
     now_ms: Callable[[], int]
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)
 
 
 @dataclass
@@ -199,6 +201,8 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self.protocol = protocol
         self.mode = protocol if mode is None else mode
         self.conflicts: list[ClaimConflict] = []  # duplicate claims met in the latest assignment as leader
+        self.departures: dict[str, Departure] = {}  # members away whose place is kept (deferred resolution)
+        self.held: frozenset[TaskId] = frozenset()  # tasks the latest deferred assignment left for their member
 
     @property
     def name(self) -> str:
@@ -379,6 +383,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
                 now,
                 max(acted, default=None),
             )
+            choice = self._deferred(choice, group, now)
         self.member.decisions.append(choice)
         log.info(
             "leader decision for %s: plan=%s fallback=%s probing=%s",
@@ -388,6 +393,34 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             choice.assignment.probing_rebalance_needed,
         )
         return self._encode(choice, member_of, owners, version, now)
+
+    def _deferred(self, choice: LeaderDecision, group: GroupState, now: int) -> LeaderDecision:
+        """While members that left are within the delay, keep everyone's tasks and rebalance at the deadline."""
+        previous = self.member.decisions[-1].assignment if self.member.decisions else None
+        self.departures = pending_departures(previous, group, self.departures, now, self.leader.deferral)
+        self.held = frozenset()
+        if not self.departures or previous is None:
+            return choice
+        deferral = defer(previous, group, self.leader.configs, self.departures, now, self.leader.deferral)
+        self.held = deferral.held
+        log.info(
+            "leader of %s defers: %s away, %d task(s) held, rebalancing in %d ms",
+            self.leader.group_id,
+            sorted(self.departures),
+            len(deferral.held),
+            deferral.rebalance_in_ms,
+        )
+        # A plan that fits the members left is not what they run meanwhile: say so instead of naming it.
+        reason = choice.fallback_reason
+        if choice.plan_id is not None:
+            reason = f"deferred: {len(self.departures)} member(s) away, plan {choice.plan_id} resumes after"
+        return replace(
+            choice,
+            assignment=deferral.assignment,
+            retry_in_ms=deferral.rebalance_in_ms,
+            plan_id=None,
+            fallback_reason=reason,
+        )
 
     def _encode(
         self,

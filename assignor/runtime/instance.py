@@ -24,6 +24,7 @@ from kafka.structs import TopicPartition
 
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.plans import Verifier
+from assignor.runtime.deferral import DeferralSettings
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology, consumer_mode
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, kafka_python_security
@@ -62,6 +63,7 @@ class InstanceConfig:
     heartbeat_interval_ms: int = 300
     corrupt_user_data: bool = False  # fault injection: send unreadable subscription user data
     processor: TaskProcessor = field(default_factory=CountPerKey)  # the application's logic for its active tasks
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)  # the leader's, when this one leads
 
 
 class InstanceAssignor(PlanHonoringAssignor):
@@ -136,6 +138,8 @@ class InstanceAssignor(PlanHonoringAssignor):
             plan_id=decision.plan_id if decision else None,
             fallback_reason=decision.fallback_reason if decision else None,
             probing=decision.assignment.probing_rebalance_needed if decision else None,
+            away=sorted(self.departures),
+            held=sorted(str(t) for t in self.held),
         )
         for conflict in self.conflicts:
             self.events.emit(
@@ -178,6 +182,7 @@ class Instance:
             changelog_end_offsets=self._end_offsets,
             latest_plan=PlanSource(config.bootstrap, config.plans_topic, config.kafka_config),
             now_ms=lambda: int(time.time() * 1000),
+            deferral=config.deferral,
         )
         self.assigned = threading.Event()
         mode = consumer_mode(config.rebalance_protocols)
