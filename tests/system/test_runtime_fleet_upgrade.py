@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from assignor.runtime.group_assignor import COOPERATIVE_PROTOCOL_NAME, EAGER_PROTOCOL_NAME
 from jobs.local.broker import EmbeddedBroker
-from jobs.local.fleet import Fleet, InputLoad
+from jobs.local.fleet import Fleet, InputLoad, InstanceProcess
 from jobs.local.fleet_events import double_processing, last_event, processing_unclaimed_at_join, settled
 from tests.support.fleet_harness import TASKS, fleet_config, start_settled
 from tests.support.runtime_harness import wait_for
@@ -68,3 +68,15 @@ def test_an_eager_group_upgrades_to_cooperative_by_two_rolling_bounces(broker: E
         assert [v for i in instances for v in processing_unclaimed_at_join(i)] == []
         joins = [e for i in instances for e in i.events() if e["event"] == "joining"]
         assert any(e["mode"] == "eager" for e in joins) and any(e["owned"] for e in joins if e["mode"] == "cooperative")
+        assert sum(cooperative_revocations(i) for i in instances) > 0  # the listener's cooperative path ran
+
+
+def cooperative_revocations(instance: InstanceProcess) -> int:
+    """Tasks an instance running COOPERATIVE stopped because the group took them (not at shutdown)."""
+    mode, count = "", 0
+    for e in instance.events():
+        if e["event"] == "joining":
+            mode = e["mode"]
+        elif e["event"] == "stop" and e["why"] == "revoked" and mode == "cooperative":
+            count += 1
+    return count
