@@ -104,12 +104,12 @@ def test_duplicate_claims_resolve_the_same_whatever_the_member_order(found: list
 
 
 @dataclass
-class _Member:
+class JoiningMember:
     member_id: str
     metadata: ConsumerProtocolSubscription
 
 
-class _Cluster:
+class Cluster:
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         return {0, 1, 2, 3} if topic in ("in", "chg") else None
 
@@ -122,14 +122,14 @@ def _leader() -> PlanHonoringAssignor:
     return PlanHonoringAssignor(TOPOLOGY, MemberView("leader"), inputs)
 
 
-def _joining(member_id: str, process: str, generation: int, owned: list[int]) -> _Member:
+def joining(member_id: str, process: str, generation: int, owned: list[int]) -> JoiningMember:
     sums = dict.fromkeys((TaskId(0, p) for p in owned), -2)
     user_data = Subscription(process, previous_active=frozenset(sums), task_offset_sums=sums).encode()
     claimed = [ConsumerProtocolSubscription.TopicPartition(topic="in", partitions=owned)] if owned else []
     metadata = ConsumerProtocolSubscription(
         version=2, topics=["in"], user_data=user_data, owned_partitions=claimed, generation_id=generation
     )
-    return _Member(member_id, metadata)
+    return JoiningMember(member_id, metadata)
 
 
 def _given_partitions(result: Mapping[str, ConsumerProtocolAssignment]) -> dict[str, list[int]]:
@@ -138,16 +138,16 @@ def _given_partitions(result: Mapping[str, ConsumerProtocolAssignment]) -> dict[
 
 def test_the_leader_keeps_the_newest_claim_whatever_the_member_order_and_schedules_a_follow_up() -> None:
     # m-b missed that the group took partition 1 from it (generation 4); m-a got it in generation 6.
-    members = [_joining("m-a", "pa", 6, [0, 1]), _joining("m-b", "pb", 4, [1, 2, 3]), _joining("m-c", "pc", 6, [])]
+    members = [joining("m-a", "pa", 6, [0, 1]), joining("m-b", "pb", 4, [1, 2, 3]), joining("m-c", "pc", 6, [])]
     results = []
     for order in itertools.permutations(members):
         leader = _leader()
-        result = leader.assign(_Cluster(), list(order))
+        result = leader.assign(Cluster(), list(order))
         results.append({m: (a.assigned_partitions, a.user_data) for m, a in result.items()})
         assert [(c.partition, c.kept, c.dropped) for c in leader.conflicts] == [(("in", 1), ("m-a", 6), (("m-b", 4),))]
     assert all(r == results[0] for r in results)
     owners = {0: "m-a", 1: "m-a", 2: "m-b", 3: "m-b"}  # m-b's stale claim on 1 is dropped
-    final = _leader().assign(_Cluster(), members)
+    final = _leader().assign(Cluster(), members)
     given = _given_partitions(final)
     for member_id, assignment in final.items():
         info = AssignmentInfo.decode(assignment.user_data)

@@ -3,7 +3,10 @@ over to caught-up copies (or wait for it, when set so), and the leader rebalance
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
 from assignor import (
     LATEST_OFFSET,
@@ -15,6 +18,10 @@ from assignor import (
     TaskId,
 )
 from assignor.runtime.deferral import DeferralSettings, Departure, defer, pending_departures
+from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor
+from assignor.runtime.protocol import AssignmentInfo, Partition
+from tests.support.signing import VERIFIER
+from tests.unit.test_runtime_claims import NOW, TOPOLOGY, Cluster, joining
 
 T = [TaskId(0, p) for p in range(4)]
 CONFIGS = AssignmentConfigs(acceptable_recovery_lag=10, num_standby_replicas=1)
@@ -71,3 +78,38 @@ def test_the_others_keep_their_tasks_and_only_the_departed_members_move_or_wait(
 def test_a_negative_delay_is_refused_naming_the_setting() -> None:
     with pytest.raises(ValueError, match="scheduled_rebalance_max_delay_ms"):
         DeferralSettings(-1)
+
+
+def _leader(delay_ms: int) -> PlanHonoringAssignor:
+    def ends(parts: Sequence[Partition]) -> Mapping[Partition, int]:
+        return dict.fromkeys(parts, 0)
+
+    inputs = LeaderInputs(
+        "g", AssignmentConfigs(), VERIFIER, ends, lambda _: None, lambda: NOW, DeferralSettings(delay_ms)
+    )
+    return PlanHonoringAssignor(TOPOLOGY, MemberView("leader"), inputs)
+
+
+def _tasks(result: Mapping[str, ConsumerProtocolAssignment]) -> dict[str, tuple[frozenset[TaskId], int | None]]:
+    infos = {m: AssignmentInfo.decode(a.user_data) for m, a in result.items()}
+    return {m: (frozenset(i.active_tasks), i.next_probing_rebalance_ms) for m, i in infos.items()}
+
+
+def test_the_leader_keeps_a_departed_members_place_and_gives_its_tasks_back_on_return() -> None:
+    leader = _leader(30_000)
+    both = [joining("m-a", "pa", 3, [0, 1]), joining("m-b", "pb", 3, [2, 3])]
+    before = _tasks(leader.assign(Cluster(), both))
+    away = _tasks(leader.assign(Cluster(), [joining("m-b", "pb", 4, [2, 3])]))
+    assert away["m-b"][0] == frozenset(T)  # it keeps 0_2 and 0_3, and 0_0 and 0_1 fail over to it
+    assert away["m-b"][1] == NOW + 30_000  # the rebalance at the deadline
+    assert sorted(leader.departures) == ["pa"]
+    back = _tasks(leader.assign(Cluster(), [joining("m-a2", "pa", -1, []), joining("m-b", "pb", 5, [0, 1, 2, 3])]))
+    assert back["m-a2"][0] == before["m-a"][0] and back["m-b"][0] == before["m-b"][0]
+    assert leader.departures == {}
+
+
+def test_without_a_delay_the_leader_defers_nothing() -> None:
+    leader = _leader(0)
+    leader.assign(Cluster(), [joining("m-a", "pa", 3, [0, 1]), joining("m-b", "pb", 3, [2, 3])])
+    alone = _tasks(leader.assign(Cluster(), [joining("m-b", "pb", 4, [2, 3])]))
+    assert alone["m-b"] == (frozenset(T), None) and leader.departures == {}
