@@ -68,6 +68,8 @@ class StreamsFleetConfig:
     reports_topic: str = "_rebalance_reports"
     plans_topic: str = "_rebalance_plans"
     commit_interval_ms: int = 1_000
+    plan_check_interval_ms: int | None = None  # how often a settled group rebalances; None: the plugin default (5 min)
+    session_timeout_ms: int = 10_000  # how soon a stopped instance leaves the group (Kafka: 45 s)
     heap_mb: int = 384
     java: str = "java"
 
@@ -171,7 +173,10 @@ class StreamsFleet:
             *("--plugin", "true" if c.plugin else "false"),
             *("--verify-keys", c.verify_keys, "--plans-topic", c.plans_topic, "--reports-topic", c.reports_topic),
             *("--commit-interval-ms", str(c.commit_interval_ms), "--exit-on-stdin-eof"),
+            *("--session-timeout-ms", str(c.session_timeout_ms)),
         ]
+        if c.plan_check_interval_ms is not None:
+            args += ["--plan-check-interval-ms", str(c.plan_check_interval_ms)]
         with (state_dir / "app.log").open("ab") as out:
             popen = spawn(args, stdin=subprocess.PIPE, stdout=out)
         instance = StreamsInstance(name, process_id, state_dir, popen)
@@ -337,6 +342,18 @@ def restored_records(instances: Iterable[EventSource], since_ms: int = 0) -> dic
     out: dict[str, int] = {}
     for r in restores(instances, since_ms):
         out[r.task] = out.get(r.task, 0) + (r.restored or 0)
+    return out
+
+
+def standby_restored_records(instances: Iterable[EventSource], since_ms: int = 0) -> dict[str, int]:
+    """Per task: records loaded into standby stores since ``since_ms`` (warmups and hot standbys: Kafka Streams'
+    StandbyUpdateListener sees one role)."""
+    out: dict[str, int] = {}
+    for instance in instances:
+        for e in instance.events():
+            if e["event"] == "standby_restored" and e["t"] >= since_ms:
+                for task, records in e["tasks"].items():
+                    out[task] = out.get(task, 0) + int(records)
     return out
 
 

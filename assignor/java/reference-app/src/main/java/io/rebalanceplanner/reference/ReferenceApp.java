@@ -128,7 +128,7 @@ public final class ReferenceApp {
         if (flags.has("session-timeout-ms")) {
             // Kafka Streams does not leave the group on close: the coordinator waits out the session timeout
             // before the next rebalance, so tests that stop instances want it short.
-            long session = flags.getLong("session-timeout-ms", 45000);
+            int session = flags.getInt("session-timeout-ms", 45000);
             props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
             props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG),
                     Math.max(100, session / 3));
