@@ -337,8 +337,8 @@ def restores(instances: Iterable[EventSource], since_ms: int = 0) -> list[Restor
 
 
 def restored_records(instances: Iterable[EventSource], since_ms: int = 0) -> dict[str, int]:
-    """Per task: records restored into active stores since ``since_ms`` (standby and warmup catch-up excluded:
-    the app reports only Kafka Streams' active restoration)."""
+    """Per task: records restored into active stores since ``since_ms`` (standby and warmup catch-up are
+    ``standby_restored_records``)."""
     out: dict[str, int] = {}
     for r in restores(instances, since_ms):
         out[r.task] = out.get(r.task, 0) + (r.restored or 0)
