@@ -3,6 +3,7 @@ own state directory, event log and Kafka Streams log, read back for the system t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -20,6 +21,7 @@ from confluent_kafka import KafkaException, Producer
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.state_report import StateReport
 from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
@@ -244,25 +246,14 @@ class StreamsFleet:
         """Publish a report for an instance about to join: no tasks, no state. The plugin reports only members
         (from the leader), so without this no plan could name an instance before it joins; returns its id."""
         process_id = self.process_id(name)
-        report = {
-            **template,
-            "process_id": process_id,
-            "member_id": "",
-            "client_id": "",
-            "host": "",
-            "generation": -1,
-            "reported_at": int(time.time() * 1000),
-            "active_tasks": [],
-            "standby_tasks": [],
-            "warmup_tasks": [],
-            "task_offset_sums": {},
-            "task_lags": {},
-            "plan_id": None,
-            "fallback_reason": None,
-        }
+        report = dataclasses.replace(
+            StateReport.from_json(template),
+            process_id=process_id, member_id="", client_id="", host="", generation=-1,
+            reported_at=int(time.time() * 1000), active_tasks=(), standby_tasks=(), warmup_tasks=(),
+            task_offset_sums={}, task_lags={}, plan_id=None, fallback_reason=None, extra={},
+        )  # fmt: skip
         producer = Producer({"bootstrap.servers": self.config.bootstrap})
-        key = f"{self.config.application_id}/{process_id}".encode()
-        producer.produce(self.config.reports_topic, key=key, value=json.dumps(report).encode("utf-8"))
+        producer.produce(self.config.reports_topic, key=report.key.encode(), value=report.encode())
         if producer.flush(15) != 0:
             raise RuntimeError(f"the joining report of {name} was not delivered")
         return process_id
