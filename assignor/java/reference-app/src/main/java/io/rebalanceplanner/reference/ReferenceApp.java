@@ -323,16 +323,16 @@ public final class ReferenceApp {
     /** Per-task record counts, emitted as {@code processed} at most once a second. */
     static final class Counters {
         private final Events events;
-        private final Map<String, AtomicLong> sinceLast = new ConcurrentHashMap<>();
+        private final TaskTally processed;
         private final Map<String, AtomicLong> totals = new ConcurrentHashMap<>();
-        private long lastEmit = System.currentTimeMillis();
 
         Counters(Events events) {
             this.events = events;
+            this.processed = new TaskTally(events, "processed");
         }
 
         void count(String task) {
-            sinceLast.computeIfAbsent(task, k -> new AtomicLong()).incrementAndGet();
+            processed.add(task, 1);
             totals.computeIfAbsent(task, k -> new AtomicLong()).incrementAndGet();
         }
 
@@ -348,23 +348,11 @@ public final class ReferenceApp {
         }
 
         void maybeEmit() {
-            if (System.currentTimeMillis() - lastEmit >= 1000) {
-                flush();
-            }
+            processed.maybeEmit();
         }
 
         void flush() {
-            lastEmit = System.currentTimeMillis();
-            Map<String, Long> out = new TreeMap<>();
-            for (Map.Entry<String, AtomicLong> e : sinceLast.entrySet()) {
-                long n = e.getValue().getAndSet(0);
-                if (n > 0) {
-                    out.put(e.getKey(), n);
-                }
-            }
-            if (!out.isEmpty()) {
-                events.emit("processed", "tasks", out);
-            }
+            processed.flush();
         }
 
         void started(String task) {
@@ -445,11 +433,11 @@ public final class ReferenceApp {
      */
     static final class StandbyEvents implements StandbyUpdateListener {
         private final Events events;
-        private final Map<String, AtomicLong> sinceLast = new ConcurrentHashMap<>();
-        private long lastEmit = System.currentTimeMillis();
+        private final TaskTally loaded;
 
         StandbyEvents(Events events) {
             this.events = events;
+            this.loaded = new TaskTally(events, "standby_restored");
         }
 
         @Override
@@ -460,35 +448,23 @@ public final class ReferenceApp {
         @Override
         public void onBatchLoaded(TopicPartition tp, String store, TaskId task, long batchEndOffset, long batchSize,
                 long currentEndOffset) {
-            sinceLast.computeIfAbsent(task.toString(), k -> new AtomicLong()).addAndGet(batchSize);
+            loaded.add(task.toString(), batchSize);
         }
 
         @Override
         public void onUpdateSuspended(TopicPartition tp, String store, long storeOffset, long currentEndOffset,
                 SuspendReason reason) {
-            flush();
+            loaded.flush();
             events.emit("standby_suspended", "partition", tp.partition(), "store", store, "store_offset",
                     storeOffset, "end_offset", currentEndOffset, "reason", reason.name());
         }
 
         void maybeEmit() {
-            if (System.currentTimeMillis() - lastEmit >= 1000) {
-                flush();
-            }
+            loaded.maybeEmit();
         }
 
-        synchronized void flush() {
-            lastEmit = System.currentTimeMillis();
-            Map<String, Long> out = new TreeMap<>();
-            for (Map.Entry<String, AtomicLong> e : sinceLast.entrySet()) {
-                long n = e.getValue().getAndSet(0);
-                if (n > 0) {
-                    out.put(e.getKey(), n);
-                }
-            }
-            if (!out.isEmpty()) {
-                events.emit("standby_restored", "tasks", out);
-            }
+        void flush() {
+            loaded.flush();
         }
     }
 }
