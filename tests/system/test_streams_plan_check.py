@@ -101,3 +101,21 @@ def test_a_plan_published_to_a_settled_group_is_honored_by_a_plan_check(fleet: S
         30,
         "every report to name the plan",
     )
+
+
+def test_reports_give_offset_sums_for_state_an_instance_no_longer_holds(fleet: StreamsFleet) -> None:
+    """A task that moved away (by the swap, or from the first instance to join, which ran everything for a
+    moment) leaves state behind: the reports give it an offset sum (from Kafka's lag and the changelog end
+    offsets the plugin lists), though the instance no longer holds the task."""
+
+    def left_behind() -> dict[str, int]:
+        found = {}
+        for report in fleet.reports().values():
+            held = {*report["active_tasks"], *report["standby_tasks"], *report["warmup_tasks"]}
+            for task, offset_sum in report["task_offset_sums"].items():
+                if task not in held and offset_sum > 0 and "task_offset_sums_error" not in report:
+                    found[task] = offset_sum
+        return found
+
+    wait_until(lambda: len(left_behind()) >= 2, 60, "reports of state left behind", poll_s=1)
+    assert all(offset_sum <= fleet.changelog_records() for offset_sum in left_behind().values())
