@@ -129,15 +129,15 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
             plugin=mode == "plan", configs=configs, heap_mb=512,
         )  # fmt: skip
         with StreamsFleet(config) as fleet:
-            console.log(f"[{mode}] producing {records:,} input records")
+            console.log(f"\\[{mode}] producing {records:,} input records")
             produced = fleet.produce(records, keys=records)
-            console.log(f"[{mode}] produced in {produced['ms'] / 1000:.1f} s; three instances count them")
+            console.log(f"\\[{mode}] produced in {produced['ms'] / 1000:.1f} s; three instances count them")
             for name in ("i1", "i2", "i3"):
                 fleet.start(name)
             wait_until(
                 watching(
                     lambda: fleet.changelog_records() >= records,
-                    lambda: f"[{mode}] changelog records: {fleet.changelog_records():,} of {records:,}",
+                    lambda: f"\\[{mode}] changelog records: {fleet.changelog_records():,} of {records:,}",
                     console,
                 ),
                 1800,
@@ -155,11 +155,11 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
             started = int(time.time() * 1000)
             fleet.start("i4")
             console.log(
-                f"[{mode}] fourth instance started; waiting for convergence (probing every {probing // 1000} s)"
+                f"\\[{mode}] fourth instance started; waiting for convergence (probing every {probing // 1000} s)"
             )
             target = plan.target if plan is not None else None
             done = (lambda: at_target(fleet, target)) if target is not None else (lambda: balanced(fleet))
-            wait_until(watching(done, lambda: f"[{mode}] {holdings(fleet)}", console), 1800, f"{mode} convergence")
+            wait_until(watching(done, lambda: f"\\[{mode}] {holdings(fleet)}", console), 1800, f"{mode} convergence")
             members = fleet.members()
             # When the final assignment took effect: the newest assignment or task start among the instances.
             converged = max(e["t"] for i in members for e in i.events() if e["event"] in ("assigned", "processing"))
@@ -179,7 +179,7 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
                 "handovers": handovers(members, started),
                 "max_pause_s": round(longest_pause(members, started, converged, config.tasks), 1),
             }
-            console.log(f"[{mode}] converged: {json.dumps(result)}")
+            console.log(f"\\[{mode}] converged: {json.dumps(result)}")
             return result
 
 
