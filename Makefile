@@ -78,7 +78,7 @@ bench-streams: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_bench.py
 
 # The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~5 min).
-demo: $(STAMP) $(KAFKA_JARS)
+demo: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/rebalance-planner demo
 
 # The convergence simulation of KIP-441's scale-out, with Kafka's assignor and with the planner.

@@ -3,8 +3,9 @@
 24 counting tasks with ~100,000 changelog records each (2.4M input records, every one a new key). Run twice:
 `plan` (the plugin honoring a plan made by the real pipeline stages, probing every 10 s) and `kafka` (Kafka's
 own KIP-441 assignor, probing at Kafka's 60 s floor). Measured from the fourth instance's start: time to
-convergence, records restored into active stores, rebalances, task hand-overs, and the longest time any task
-was processed nowhere.
+convergence, records restored into active stores (restore listener) and into standby/warmup stores (standby
+update listener, KIP-988), their sum, rebalances, task hand-overs, and the longest time any task was processed
+nowhere.
 
     .venv/bin/python bench/streams_bench.py [--partitions 24] [--records 2400000] [--modes plan,kafka]
 """
@@ -43,6 +44,7 @@ from jobs.local.streams_fleet import (
     rebalances,
     restored_records,
     settled,
+    standby_restored_records,
 )
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.extract import run_extract
@@ -127,15 +129,15 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
             plugin=mode == "plan", configs=configs, heap_mb=512,
         )  # fmt: skip
         with StreamsFleet(config) as fleet:
-            console.log(f"[{mode}] producing {records:,} input records")
+            console.log(f"\\[{mode}] producing {records:,} input records")
             produced = fleet.produce(records, keys=records)
-            console.log(f"[{mode}] produced in {produced['ms'] / 1000:.1f} s; three instances count them")
+            console.log(f"\\[{mode}] produced in {produced['ms'] / 1000:.1f} s; three instances count them")
             for name in ("i1", "i2", "i3"):
                 fleet.start(name)
             wait_until(
                 watching(
                     lambda: fleet.changelog_records() >= records,
-                    lambda: f"[{mode}] changelog records: {fleet.changelog_records():,} of {records:,}",
+                    lambda: f"\\[{mode}] changelog records: {fleet.changelog_records():,} of {records:,}",
                     console,
                 ),
                 1800,
@@ -153,14 +155,16 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
             started = int(time.time() * 1000)
             fleet.start("i4")
             console.log(
-                f"[{mode}] fourth instance started; waiting for convergence (probing every {probing // 1000} s)"
+                f"\\[{mode}] fourth instance started; waiting for convergence (probing every {probing // 1000} s)"
             )
             target = plan.target if plan is not None else None
             done = (lambda: at_target(fleet, target)) if target is not None else (lambda: balanced(fleet))
-            wait_until(watching(done, lambda: f"[{mode}] {holdings(fleet)}", console), 1800, f"{mode} convergence")
+            wait_until(watching(done, lambda: f"\\[{mode}] {holdings(fleet)}", console), 1800, f"{mode} convergence")
             members = fleet.members()
             # When the final assignment took effect: the newest assignment or task start among the instances.
             converged = max(e["t"] for i in members for e in i.events() if e["event"] in ("assigned", "processing"))
+            active = sum(restored_records(members, started).values())
+            standby = sum(standby_restored_records(members, started).values())
             result = {
                 "bench": "streams",
                 "mode": mode,
@@ -168,12 +172,14 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
                 "changelog_records": fleet.changelog_records(),
                 "probing_interval_s": probing // 1000,
                 "converged_s": round((converged - started) / 1000, 1),
-                "restored_records": sum(restored_records(members, started).values()),
+                "restored_active_records": active,
+                "restored_standby_records": standby,
+                "restored_records": active + standby,
                 "rebalances": rebalances(members, before),
                 "handovers": handovers(members, started),
                 "max_pause_s": round(longest_pause(members, started, converged, config.tasks), 1),
             }
-            console.log(f"[{mode}] converged: {json.dumps(result)}")
+            console.log(f"\\[{mode}] converged: {json.dumps(result)}")
             return result
 
 
@@ -190,15 +196,18 @@ def main() -> None:
     table = Table(
         title=f"Kafka Streams scale-out 3 -> 4: {args.partitions} stateful tasks, {args.records:,} changelog records",
         caption="plan: plugin + pipeline plan, probing 10 s; kafka: Kafka's assignor, probing at its 60 s floor. "
-        "restored = records restored into active stores (warmup catch-up is not visible to the app)",
+        "restored = into active stores + into standby/warmup stores",
     )
-    for column in ("mode", "probing s", "converged s", "restored", "rebalances", "hand-overs", "max pause s"):
+    columns = ("mode", "probing s", "converged s", "restored active", "restored standby", "restored", "rebalances")
+    for column in (*columns, "hand-overs", "max pause s"):
         table.add_column(column, justify="right")
     for row in rows:
         table.add_row(
             row["mode"],
             str(row["probing_interval_s"]),
             str(row["converged_s"]),
+            f"{row['restored_active_records']:,}",
+            f"{row['restored_standby_records']:,}",
             f"{row['restored_records']:,}",
             str(row["rebalances"]),
             str(row["handovers"]),

@@ -1,4 +1,4 @@
-"""Nightly rebalance planning: extract → lags → plan → validate → approval by a person → publish.
+"""Nightly rebalance planning: extract → lags → plan → validate → review → approval by a person → publish.
 
 Wiring only: every task calls jobs.orchestration.tasks, imported inside the task so parsing this file stays light.
 """
@@ -71,12 +71,6 @@ def rebalance_planning() -> None:
         return o.review(o.runtime(params), snapshot_id, params["groups"], params["approval_timeout_s"])
 
     @task
-    def decide(reviewed: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
-        from jobs.orchestration import tasks as o
-
-        return o.decide(o.runtime(get_current_context()["params"]), reviewed, answer)
-
-    @task
     def publish(decided: dict[str, Any]) -> int:
         from jobs.orchestration import tasks as o
 
@@ -98,10 +92,10 @@ def rebalance_planning() -> None:
             ),
             "reason": Param(None, type=["null", "string"], description="note recorded on the plans (optional)"),
         },
-        retries=0,  # a retry would ask again and lose the answer
+        retries=0,  # a retry would ask again; a failure to record the answer is cleared by hand and asked again
     )
-    reviewed >> approval
-    publish(decide(reviewed, approval.output))  # type: ignore[arg-type]
+    reviewed >> approval  # the approval records its own decision (see PlanApprovalOperator)
+    publish(approval.output)  # type: ignore[arg-type]
 
 
 rebalance_planning()

@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at parse time and must stay light
     from assignor import AssignmentConfigs
@@ -119,6 +125,9 @@ class Settings(BaseSettings):
     restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
     stale_report_age_ms: int = Field(default=900_000, ge=0, description="older reports are kept but flagged stale")
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
+    lake_lock_timeout_s: float = Field(
+        default=1_800, gt=0, description="how long a stage waits for another to finish writing the lake"
+    )
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
     kafka_timeout_s: float = Field(default=30.0, gt=0)
     kafka_connect_attempts: int = Field(default=5, ge=1, description="tries to reach Kafka before a stage gives up")
@@ -129,6 +138,10 @@ class Settings(BaseSettings):
     planning_schedule: str = Field(default="0 2 * * *", description="cron of rebalance_planning; empty: none")
     observe_schedule: str = Field(default="*/15 * * * *", description="cron of rebalance_observe; empty: none")
     approval_timeout_s: float = Field(default=43_200, gt=0, description="unanswered approvals reject after this")
+    # NoDecode: "alice,bob" in the environment, not JSON.
+    approvers: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="Airflow user ids allowed to answer the approval (comma-separated); empty: any"
+    )
     planner_processes: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"
     )
@@ -145,6 +158,13 @@ class Settings(BaseSettings):
         assert isinstance(env_settings, EnvSettingsSource)
         flat = _FlatKip441Source(settings_cls, env_settings)
         return init_settings, env_settings, flat, dotenv_settings, file_secret_settings
+
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _split_approvers(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        return value
 
     @model_validator(mode="before")
     @classmethod

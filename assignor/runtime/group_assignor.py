@@ -3,8 +3,9 @@
 Members subscribe with versioned user data (protocol.Subscription); the leader decodes every member,
 negotiates the group's version (KIP-268), builds the GroupState, lets protocol.decision.decide choose between
 the approved plan and the KIP-441 assignor, and hands each member its source partitions plus user data
-naming its active, standby and warmup tasks. Under COOPERATIVE (KIP-429) a partition still owned by
-another member is withheld for one rebalance; kafka-python's coordinator then rejoins to finish the move.
+naming its active, standby and warmup tasks. A partition another member still claims (KIP-429) is withheld
+for one rebalance; the owner revokes it and rejoins, and the leader schedules a follow-up in case none comes.
+The eager and the cooperative assignor have distinct protocol names, so a group upgrades by two rolling bounces.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.decision import LeaderDecision, decide, keep_previous
 from assignor.protocol.plans import Verifier
+from assignor.runtime.deferral import DeferralSettings, Departure, defer, pending_departures
+from assignor.runtime.ownership import NO_GENERATION, Claim, ClaimConflict, resolve_claims
 from assignor.runtime.protocol import (
     LATEST_VERSION,
     AssignmentInfo,
@@ -40,7 +43,13 @@ from assignor.task import TaskId
 
 log = logging.getLogger(__name__)
 
-_OWNED_PARTITIONS_VERSION = 1  # consumer protocol subscription v1 carries owned partitions (KIP-429)
+# Consumer protocol subscription v1 carries owned partitions (KIP-429), v2 the generation they were given in.
+_SUBSCRIPTION_VERSION = 2
+COOPERATIVE_PROTOCOL_NAME = "rebalance-planner-cooperative"
+EAGER_PROTOCOL_NAME = "rebalance-planner-eager"
+# A member denied a partition another still claims gets a follow-up rebalance this soon, unless the owner's own
+# rejoin (it revokes, then rejoins at once) brings a newer assignment first, which cancels it.
+FOLLOW_UP_MS = 2_000
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,7 @@ class LeaderInputs:
     changelog_end_offsets: Callable[[Sequence[Partition]], Mapping[Partition, int]]
     latest_plan: Callable[[str], bytes | None]
     now_ms: Callable[[], int]
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)
 
 
 @dataclass
@@ -117,6 +127,8 @@ class MemberView:
     # The input partitions the group gave this member in its latest generation: what it really owns (KIP-429),
     # which can be fewer than its active tasks' partitions while another member still has to revoke them.
     owned: tuple[tuple[str, int], ...] = ()
+    owned_generation: int = NO_GENERATION  # the generation that gave ``owned``
+    owned_epoch: int = 0  # bumped on every change to ``owned``: tells the task runtime a snapshot is stale
     rejoin_requested: bool = False
     last_error_code: ErrorCode = ErrorCode.NONE  # of the latest assignment (its info is kept only without error)
     rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
@@ -125,6 +137,24 @@ class MemberView:
     # The consumer's I/O thread (subscription, assignment) and the member's own loop (rejoin_due) both change
     # info and the rejoin fields: one lock, or an assignment arriving mid-update is overwritten by the old one.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    def revoke(self, partitions: Iterable[tuple[str, int]]) -> int:
+        """Give partitions up (an eager member gives up all before it rejoins): no longer claimed; the new epoch."""
+        gone = set(partitions)
+        with self.lock:
+            self.owned = tuple(p for p in self.owned if p not in gone)
+            self.owned_epoch += 1
+            return self.owned_epoch
+
+    def lose(self) -> int:
+        """The group dropped this member (KIP-429 "lost"): it rejoins owning nothing and claiming no active task,
+        since another member may hold them already; its standbys and warmups are its own to report. The new epoch."""
+        with self.lock:
+            self.owned, self.owned_generation = (), NO_GENERATION
+            self.owned_epoch += 1
+            if self.info is not None:
+                self.info = replace(self.info, active_tasks={})
+            return self.owned_epoch
 
     def request_rejoin(self) -> None:
         """Ask for a rebalance (an upgrade, an operator): served by the next ``rejoin_due``."""
@@ -145,10 +175,17 @@ class MemberView:
             return due
 
 
-class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
-    """Partition assignor for Kafka Streams-style groups that follows approved plans."""
+def consumer_mode(protocols: Sequence[RebalanceProtocol]) -> RebalanceProtocol:
+    """The rebalance protocol of a consumer offering assignors for these protocols (kafka-python, like Kafka,
+    runs the newest one all of them support): EAGER while any of them is the eager assignor."""
+    return RebalanceProtocol.EAGER if RebalanceProtocol.EAGER in protocols else RebalanceProtocol.COOPERATIVE
 
-    name = "rebalance-planner"
+
+class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
+    """Partition assignor for Kafka Streams-style groups that follows approved plans.
+
+    ``protocol`` picks the assignor (its name, what it supports); ``mode`` is the rebalance protocol the
+    consumer runs, EAGER while it also offers the eager assignor (the first bounce of an upgrade, KIP-429)."""
 
     def __init__(
         self,
@@ -156,14 +193,26 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         member: MemberView,
         leader: LeaderInputs,
         protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE,
+        mode: RebalanceProtocol | None = None,
     ) -> None:
         self.topology = topology
         self.member = member
         self.leader = leader
         self.protocol = protocol
+        self.mode = protocol if mode is None else mode
+        self.conflicts: list[ClaimConflict] = []  # duplicate claims met in the latest assignment as leader
+        self.departures: dict[str, Departure] = {}  # members away whose place is kept (deferred resolution)
+        self.held: frozenset[TaskId] = frozenset()  # tasks the latest deferred assignment left for their member
+
+    @property
+    def name(self) -> str:
+        return COOPERATIVE_PROTOCOL_NAME if self.protocol == RebalanceProtocol.COOPERATIVE else EAGER_PROTOCOL_NAME
 
     def supported_protocols(self) -> list[RebalanceProtocol]:
-        return [self.protocol]
+        # Like Kafka's cooperative assignors, the cooperative one also serves a consumer still running EAGER.
+        if self.protocol == RebalanceProtocol.COOPERATIVE:
+            return [RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE]
+        return [RebalanceProtocol.EAGER]
 
     # -- member side ---------------------------------------------------------------------------------
 
@@ -171,7 +220,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         with self.member.lock:
             info, version, latest = self.member.info, self.member.version, self.member.latest_supported_version
             self.member.sent_epoch = epoch = self.member.rejoin_epoch
-            held = self.member.owned
+            held, generation = self.member.owned, self.member.owned_generation
         previous_active = frozenset(info.active_tasks) if info else frozenset()
         previous_standby = frozenset(info.standby_tasks) | frozenset(info.warmup_tasks) if info else frozenset()
         subscription = Subscription(
@@ -187,7 +236,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             rejoin_epoch=epoch,
         )
         owned = []
-        if self.protocol == RebalanceProtocol.COOPERATIVE:
+        if self.mode == RebalanceProtocol.COOPERATIVE:  # an eager member gave everything up before joining
             # What the member holds, not what its tasks were meant to hold: claiming a partition withheld from it
             # makes the leader wait for a revocation that never comes, and the partition stays unassigned.
             by_topic: dict[str, list[int]] = defaultdict(list)
@@ -198,15 +247,18 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
                 for t, ps in sorted(by_topic.items())
             ]
         return ConsumerProtocolSubscription(
-            version=_OWNED_PARTITIONS_VERSION,
+            version=_SUBSCRIPTION_VERSION,
             topics=sorted(topics),
             user_data=subscription.encode(),
             owned_partitions=owned,
+            generation_id=generation if owned else NO_GENERATION,
         )
 
     def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         with self.member.lock:  # held whatever the user data says: the group gave these partitions
             self.member.owned = tuple(sorted((tp.topic, tp.partition) for tp in assignment.partitions()))
+            self.member.owned_generation = generation
+            self.member.owned_epoch += 1
         try:
             info = AssignmentInfo.decode(bytes(assignment.user_data or b""))
         except ProtocolError as err:
@@ -234,14 +286,14 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         readable: dict[str, Subscription] = {}
         versions: dict[str, tuple[int, int]] = {}
         malformed: dict[str, str] = {}
-        owned: dict[str, set[TopicPartition]] = {}
+        claims: list[Claim] = []
         for member in members:
             metadata = member.metadata
-            owned[member.member_id] = {
-                TopicPartition(tp.topic, p)
-                for tp in (getattr(metadata, "owned_partitions", None) or ())
-                for p in tp.partitions
-            }
+            claimed = frozenset(
+                (tp.topic, p) for tp in (getattr(metadata, "owned_partitions", None) or ()) for p in tp.partitions
+            )
+            generation = getattr(metadata, "generation_id", NO_GENERATION)
+            claims.append(Claim(member.member_id, NO_GENERATION if generation is None else generation, claimed))
             try:
                 sub = Subscription.decode(bytes(metadata.user_data or b""))
             except NewerVersionError as newer:
@@ -264,16 +316,24 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             result[member_id] = _empty(probe)
         for member_id in malformed:
             result[member_id] = _empty(AssignmentInfo(error_code=ErrorCode.MALFORMED_SUBSCRIPTION))
+        owners, self.conflicts = resolve_claims(claims)
+        for conflict in self.conflicts:
+            log.warning(
+                "partition %s-%d claimed by several members: kept %s (generation %d), dropped %s",
+                *conflict.partition,
+                *conflict.kept,
+                ", ".join(f"{m} (generation {g})" for m, g in conflict.dropped),
+            )
         working = {m: s for m, s in readable.items() if m not in decision.probing_members}
         if working:
-            result.update(self._assign_working(cluster, working, owned, decision.group_version))
+            result.update(self._assign_working(cluster, working, owners, decision.group_version))
         return result
 
     def _assign_working(
         self,
         cluster: Any,
         subscriptions: Mapping[str, Subscription],
-        owned: Mapping[str, set[TopicPartition]],
+        owners: Mapping[Partition, str],
         version: int,
     ) -> dict[str, ConsumerProtocolAssignment]:
         tasks = self.topology.tasks(cluster.partitions_for_topic)
@@ -323,6 +383,7 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
                 now,
                 max(acted, default=None),
             )
+            choice = self._deferred(choice, group, now)
         self.member.decisions.append(choice)
         log.info(
             "leader decision for %s: plan=%s fallback=%s probing=%s",
@@ -331,18 +392,45 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             choice.fallback_reason,
             choice.assignment.probing_rebalance_needed,
         )
-        return self._encode(choice, member_of, owned, version, now)
+        return self._encode(choice, member_of, owners, version, now)
+
+    def _deferred(self, choice: LeaderDecision, group: GroupState, now: int) -> LeaderDecision:
+        """While members that left are within the delay, keep everyone's tasks and rebalance at the deadline."""
+        previous = self.member.decisions[-1].assignment if self.member.decisions else None
+        self.departures = pending_departures(previous, group, self.departures, now, self.leader.deferral)
+        self.held = frozenset()
+        if not self.departures or previous is None:
+            return choice
+        deferral = defer(previous, group, self.leader.configs, self.departures, now, self.leader.deferral)
+        self.held = deferral.held
+        log.info(
+            "leader of %s defers: %s away, %d task(s) held, rebalancing in %d ms",
+            self.leader.group_id,
+            sorted(self.departures),
+            len(deferral.held),
+            deferral.rebalance_in_ms,
+        )
+        # A plan that fits the members left is not what they run meanwhile: say so instead of naming it.
+        reason = choice.fallback_reason
+        if choice.plan_id is not None:
+            reason = f"deferred: {len(self.departures)} member(s) away, plan {choice.plan_id} resumes after"
+        return replace(
+            choice,
+            assignment=deferral.assignment,
+            retry_in_ms=deferral.rebalance_in_ms,
+            plan_id=None,
+            fallback_reason=reason,
+        )
 
     def _encode(
         self,
         choice: LeaderDecision,
         member_of: Mapping[str, str],
-        owned: Mapping[str, set[TopicPartition]],
+        owners: Mapping[Partition, str],
         version: int,
         now: int,
     ) -> dict[str, ConsumerProtocolAssignment]:
         assignment: GroupAssignment = choice.assignment
-        owner_now = {tp: m for m, tps in owned.items() for tp in tps}
         # While a plan is honored its own probing interval paces the moves, not the instance's configured one.
         interval = choice.retry_in_ms or choice.probing_interval_ms or self.leader.configs.probing_rebalance_interval_ms
         probing_at = now + interval
@@ -352,20 +440,26 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             ca = assignment.clients[pid]
             active = {t: self.topology.source_partitions(t) for t in sorted(ca.active)}
             partitions: list[TopicPartition] = []
+            withheld = False
             for parts in active.values():
                 for topic, p in parts:
-                    tp = TopicPartition(topic, p)
-                    holder = owner_now.get(tp)
-                    if self.protocol == RebalanceProtocol.COOPERATIVE and holder not in (None, member_id):
-                        continue  # still owned elsewhere: the owner revokes it first, a follow-up rebalance lands it
-                    partitions.append(tp)
+                    # Claimed by another member (only cooperative members claim): it revokes first, and the
+                    # follow-up rebalance lands the partition here.
+                    if owners.get((topic, p)) not in (None, member_id):
+                        withheld = True
+                        continue
+                    partitions.append(TopicPartition(topic, p))
+            probing = probing_at if pid == schedule_holder else None
+            if withheld:
+                follow_up = now + FOLLOW_UP_MS
+                probing = follow_up if probing is None else min(probing, follow_up)
             info = AssignmentInfo(
                 active_tasks=active,
                 standby_tasks={t: self.topology.changelog_partitions(t) for t in sorted(ca.standby)},
                 warmup_tasks={t: self.topology.changelog_partitions(t) for t in sorted(ca.warmup)},
                 plan_id=choice.plan_id,
                 fallback_reason=choice.fallback_reason,
-                next_probing_rebalance_ms=probing_at if pid == schedule_holder else None,
+                next_probing_rebalance_ms=probing,
                 version=version,
                 latest_supported_version=version,
             )

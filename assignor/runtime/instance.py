@@ -24,12 +24,13 @@ from kafka.structs import TopicPartition
 
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.plans import Verifier
+from assignor.runtime.deferral import DeferralSettings
 from assignor.runtime.events import EventLog
-from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology
+from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology, consumer_mode
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, kafka_python_security
 from assignor.runtime.membership import poll_membership, subscribe_once_known
 from assignor.runtime.processors import CountPerKey, TaskProcessor
-from assignor.runtime.protocol import LATEST_VERSION, Partition
+from assignor.runtime.protocol import LATEST_VERSION
 from assignor.runtime.reports import build_state_report
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.tasks import TaskManager
@@ -54,12 +55,15 @@ class InstanceConfig:
     capacity: int = 1
     client_tags: Mapping[str, str] = field(default_factory=dict)
     protocol_version: int = LATEST_VERSION  # the newest user data version this build speaks
-    rebalance_protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE
+    # The assignors offered, most preferred first: (EAGER,), (COOPERATIVE, EAGER) for the first bounce of an
+    # upgrade (KIP-429: the consumer still runs EAGER), then (COOPERATIVE,).
+    rebalance_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.COOPERATIVE,)
     report_interval_s: float = 10.0
     session_timeout_ms: int = 6_000
     heartbeat_interval_ms: int = 300
     corrupt_user_data: bool = False  # fault injection: send unreadable subscription user data
     processor: TaskProcessor = field(default_factory=CountPerKey)  # the application's logic for its active tasks
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)  # the leader's, when this one leads
 
 
 class InstanceAssignor(PlanHonoringAssignor):
@@ -69,20 +73,29 @@ class InstanceAssignor(PlanHonoringAssignor):
         self,
         *args: Any,
         events: EventLog,
+        assigned: threading.Event,
         processed: Callable[[], Mapping[str, int]] = dict,
         corrupt: bool = False,
+        primary: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.events, self.processed, self.corrupt = events, processed, corrupt
-        self.assigned = threading.Event()
+        self.events, self.processed, self.corrupt, self.primary = events, processed, corrupt, primary
+        self.assigned = assigned  # shared by the instance's assignors: whichever the group picked sets it
         self._processed_at_join: Mapping[str, int] = {}
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         subscription = super().metadata(topics)
         self._processed_at_join = self.processed()
-        sums = self.member.offset_sums()
-        self.events.emit("joining", version=self.member.version, offset_sums={str(t): s for t, s in sums.items()})
+        if self.primary:  # one event per JoinGroup, however many assignors it offers
+            sums = self.member.offset_sums()
+            self.events.emit(
+                "joining",
+                version=self.member.version,
+                offset_sums={str(t): s for t, s in sums.items()},
+                owned=sorted(f"{t}-{p}" for tp in subscription.owned_partitions for t, p in _pairs(tp)),
+                mode=self.mode.name.lower(),
+            )
         if not self.corrupt:
             return subscription
         return ConsumerProtocolSubscription(
@@ -100,6 +113,8 @@ class InstanceAssignor(PlanHonoringAssignor):
         during = {task: n - before.get(task, 0) for task, n in sorted(now.items()) if n > before.get(task, 0)}
         self.events.emit(
             "assigned",
+            protocol=self.name,
+            mode=self.mode.name.lower(),
             generation=generation,
             error_code=int(self.member.last_error_code),
             version=self.member.version,
@@ -123,7 +138,17 @@ class InstanceAssignor(PlanHonoringAssignor):
             plan_id=decision.plan_id if decision else None,
             fallback_reason=decision.fallback_reason if decision else None,
             probing=decision.assignment.probing_rebalance_needed if decision else None,
+            away=sorted(self.departures),
+            held=sorted(str(t) for t in self.held),
         )
+        for conflict in self.conflicts:
+            self.events.emit(
+                "claim_conflict",
+                partition=f"{conflict.partition[0]}-{conflict.partition[1]}",
+                kept=conflict.kept[0],
+                kept_generation=conflict.kept[1],
+                dropped=[{"member": m, "generation": g} for m, g in conflict.dropped],
+            )
         del self.member.decisions[:-1]  # keep only the newest: an instance runs for days
         return dict(result)
 
@@ -157,16 +182,25 @@ class Instance:
             changelog_end_offsets=self._end_offsets,
             latest_plan=PlanSource(config.bootstrap, config.plans_topic, config.kafka_config),
             now_ms=lambda: int(time.time() * 1000),
+            deferral=config.deferral,
         )
-        self.assignor = InstanceAssignor(
-            config.topology,
-            self.view,
-            leader,
-            config.rebalance_protocol,
-            events=self.events,
-            processed=self.tasks.processed,
-            corrupt=config.corrupt_user_data,
-        )
+        self.assigned = threading.Event()
+        mode = consumer_mode(config.rebalance_protocols)
+        self.assignors = [
+            InstanceAssignor(
+                config.topology,
+                self.view,
+                leader,
+                protocol,
+                mode,
+                events=self.events,
+                assigned=self.assigned,
+                processed=self.tasks.processed,
+                corrupt=config.corrupt_user_data,
+                primary=index == 0,
+            )
+            for index, protocol in enumerate(config.rebalance_protocols)
+        ]
         self._reports = ReportPublisher(config.bootstrap, config.reports_topic, config.kafka_config)
 
     def run(self) -> None:
@@ -175,19 +209,20 @@ class Instance:
         membership = _Membership(self)
         membership.start()
         self.events.emit("start", process_id=self.process_id, version=config.protocol_version)
-        owned: frozenset[Partition] = frozenset()
+        seen_epoch = -1
         next_report = time.monotonic() + config.report_interval_s
         try:
             while not self.stop.is_set() and membership.is_alive():
-                # KIP-429: the partitions owned stay owned (and processed) while a rebalance is in flight. A member
-                # the group dropped learns it from its next JoinGroup, SyncGroup or heartbeat, and kafka-python then
-                # revokes everything it owned (partitions lost), which reaches the tasks through `owned`.
-                now_owned = membership.owned
-                if self.assignor.assigned.is_set() or now_owned != owned:
-                    changed_assignment = self.assignor.assigned.is_set()
-                    self.assignor.assigned.clear()
-                    owned = now_owned
-                    self.tasks.reconcile(self.view.info, owned)
+                # KIP-429: the partitions owned stay owned (and processed) while a rebalance is in flight. What the
+                # member owns and its assignment are read together: the rebalance listener gives partitions up
+                # (revoked, or lost when the group dropped the member) before the member rejoins.
+                with self.view.lock:
+                    info, owned, epoch = self.view.info, frozenset(self.view.owned), self.view.owned_epoch
+                if self.assigned.is_set() or epoch != seen_epoch:
+                    changed_assignment = self.assigned.is_set()
+                    self.assigned.clear()
+                    seen_epoch = epoch
+                    self.tasks.reconcile(info, owned, epoch)
                     if changed_assignment:
                         next_report = 0.0
                 if self.tasks.step() == 0:
@@ -231,7 +266,6 @@ class _Membership(threading.Thread):
         super().__init__(name="membership", daemon=True)
         self.instance = instance
         self.client_id = f"{instance.config.group_id}-{instance.process_id[:8]}"
-        self.owned: frozenset[Partition] = frozenset()
         self.member_id = ""
         self.generation = 0
         self.error: BaseException | None = None
@@ -243,7 +277,7 @@ class _Membership(threading.Thread):
                 bootstrap_servers=config.bootstrap,
                 group_id=config.group_id,
                 client_id=self.client_id,
-                partition_assignment_strategy=[instance.assignor],
+                partition_assignment_strategy=instance.assignors,
                 session_timeout_ms=config.session_timeout_ms,
                 heartbeat_interval_ms=config.heartbeat_interval_ms,
                 enable_auto_commit=False,
@@ -253,7 +287,8 @@ class _Membership(threading.Thread):
             self.error = err
             return
         try:
-            subscribe_once_known(consumer, config.topology.source_topics, _HandOver(instance.tasks))
+            handover = _HandOver(instance.view, instance.tasks, instance.events)
+            subscribe_once_known(consumer, config.topology.source_topics, handover)
             while not instance.stop.is_set():
                 if not poll_membership(consumer, timeout_ms=200):
                     instance.stop.wait(0.5)  # back off while the broker is unreachable
@@ -264,7 +299,6 @@ class _Membership(threading.Thread):
                 generation = consumer._coordinator._generation
                 self.member_id = str(generation.member_id or "")
                 self.generation = max(int(generation.generation_id), 0)
-                self.owned = frozenset((tp.topic, tp.partition) for tp in assigned)
                 if instance.view.rejoin_due(int(time.time() * 1000)):
                     instance.events.emit("rejoin", epoch=instance.view.rejoin_epoch)
                     consumer._coordinator.request_rejoin()  # kafka-python has no public call for it
@@ -276,17 +310,30 @@ class _Membership(threading.Thread):
 
 
 class _HandOver(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
-    """KIP-429: kafka-python calls this on its I/O thread after an assignment takes partitions away and before
-    the member rejoins to let them move, so the tasks stop processing them before any other member can start."""
+    """KIP-429: kafka-python calls this on its I/O thread after an assignment takes partitions away (cooperative),
+    or before joining (eager, everything), and before the member rejoins to let them move: the tasks stop
+    processing them, their last writes acknowledged and applied, before any other member can start them."""
 
-    def __init__(self, tasks: TaskManager) -> None:
-        self.tasks = tasks
+    def __init__(self, view: MemberView, tasks: TaskManager, events: EventLog) -> None:
+        self.view, self.tasks, self.events = view, tasks, events
 
     def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        self.tasks.release(frozenset((tp.topic, tp.partition) for tp in revoked))
+        partitions = frozenset((tp.topic, tp.partition) for tp in revoked)
+        self.tasks.release(partitions, self.view.revoke(partitions))
+
+    def on_partitions_lost(self, lost: Iterable[TopicPartition]) -> None:
+        """The group dropped this member (session or poll timeout, fenced): another member may own these already,
+        so the tasks close at once with nothing more written, and the member rejoins claiming nothing."""
+        partitions = frozenset((tp.topic, tp.partition) for tp in lost)
+        self.events.emit("lost", partitions=sorted(f"{t}-{p}" for t, p in partitions))
+        self.tasks.lose(partitions, self.view.lose())
 
     def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         """Nothing now: the task loop activates what the assignment names (after restoring)."""
+
+
+def _pairs(tp: Any) -> list[tuple[str, int]]:
+    return [(tp.topic, p) for p in tp.partitions]
 
 
 def _owned(metadata: Any) -> list[str]:

@@ -89,15 +89,21 @@ class TaskManager:
         self._restore_assigned: set[Partition] = set()
         self._unactivated: set[TaskId] = set()  # owned actives whose changelog ends could not be read yet
         self._closed = False
+        self._owned_epoch = 0  # of the latest release or loss (MemberView.owned_epoch)
         self._input_assigned: set[Partition] = set()
         self._last_progress = time.monotonic()
         self._lock = threading.RLock()  # the membership thread reads offset sums while this one works
 
     # -- assignment --------------------------------------------------------------------------------
 
-    def reconcile(self, info: AssignmentInfo | None, owned_inputs: frozenset[Partition]) -> None:
-        """Bring the running tasks in line with the assignment and the input partitions owned now."""
+    def reconcile(
+        self, info: AssignmentInfo | None, owned_inputs: frozenset[Partition], owned_epoch: int | None = None
+    ) -> None:
+        """Bring the running tasks in line with the assignment and the input partitions owned now. A snapshot
+        older (``owned_epoch``) than the latest release or loss is ignored: it would restart what was given up."""
         with self._lock:
+            if owned_epoch is not None and owned_epoch < self._owned_epoch:
+                return
             self._reconcile(info, owned_inputs)
 
     def _reconcile(self, info: AssignmentInfo | None, owned_inputs: frozenset[Partition]) -> None:
@@ -124,10 +130,11 @@ class TaskManager:
             self._unactivated.discard(task_id)
         self._assign_consumers()
 
-    def release(self, inputs: frozenset[Partition]) -> None:
+    def release(self, inputs: frozenset[Partition], owned_epoch: int | None = None) -> None:
         """Stop processing, now, every task that reads one of these input partitions: a member gives them up
         before it rejoins (KIP-429), so their next owner never processes them at the same time."""
         with self._lock:
+            self._owned_epoch = max(self._owned_epoch, owned_epoch or 0)
             if self._closed:
                 return  # closing the group consumer revokes everything, after the tasks were closed
             for task in self.tasks.values():
@@ -137,6 +144,21 @@ class TaskManager:
                     self._stop_processing(task, "revoked")
                 task.restore_to = None  # an active about to start does not; reconcile decides again
                 self._unactivated.discard(task.id)
+            self._assign_consumers()
+
+    def lose(self, inputs: frozenset[Partition], owned_epoch: int | None = None) -> None:
+        """The group dropped this member (KIP-429 "lost"): every active task on these inputs closes at once, dirty,
+        since another member may be processing it already: nothing more is flushed or written for it. Its store
+        keeps only what its changelog acknowledged (each batch commits whole), so a later restore resumes there."""
+        with self._lock:
+            self._owned_epoch = max(self._owned_epoch, owned_epoch or 0)
+            if self._closed:
+                return
+            for task in [t for t in self.tasks.values() if t.role == "active" and inputs.intersection(t.inputs)]:
+                if task.processing:
+                    task.processing = False
+                    self.events.emit("stop", task=str(task.id), why="lost", processed=task.processed)
+                self._close(task.id)
             self._assign_consumers()
 
     def _open(self, task_id: TaskId, role: str) -> _Task:

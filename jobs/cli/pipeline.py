@@ -82,7 +82,7 @@ def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> Stag
     options = vars(args)
     if "by" in options and not options["by"]:
         options = {**options, "by": getpass.getuser()}
-    return stage.run(lake, request_from(options, settings, bootstrap))
+    return stage.execute(lake, request_from(options, settings, bootstrap))
 
 
 def _print_history(args: argparse.Namespace, lake: Lake, console: Console) -> None:

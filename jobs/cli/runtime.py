@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from assignor.configs import AssignmentConfigs
+from assignor.runtime.deferral import DeferralSettings
 from assignor.runtime.instance import Instance, InstanceConfig
 from assignor.runtime.protocol import SUPPORTED_VERSIONS
 from jobs.local.broker import EmbeddedBroker
@@ -38,7 +39,25 @@ def add_runtime_commands(commands: Any) -> None:
     inst.add_argument("--capacity", type=int, default=1)
     inst.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE", help="client tag (repeatable)")
     inst.add_argument("--protocol-version", type=int, choices=SUPPORTED_VERSIONS, default=max(SUPPORTED_VERSIONS))
-    inst.add_argument("--eager", action="store_true", help="EAGER rebalance protocol instead of COOPERATIVE")
+    inst.add_argument(
+        "--rebalance-protocols",
+        choices=sorted(PROTOCOL_CHOICES),
+        default="cooperative",
+        help="assignors offered, most preferred first: eager, cooperative, or cooperative,eager (the first bounce "
+        "of an eager -> cooperative upgrade, KIP-429: the consumer still runs EAGER)",
+    )
+    inst.add_argument("--eager", action="store_true", help="same as --rebalance-protocols eager")
+    inst.add_argument(
+        "--scheduled-rebalance-max-delay-ms",
+        type=int,
+        default=0,
+        help="keep a departed member's place this long (deferred resolution; 0: move its tasks at once)",
+    )
+    inst.add_argument(
+        "--hold-without-caught-up-copy",
+        action="store_true",
+        help="while a member is away, leave its tasks with no caught-up copy elsewhere unprocessed for its return",
+    )
     inst.add_argument("--report-interval", type=float, default=10.0, help="seconds between state reports")
     inst.add_argument("--session-timeout-ms", type=int, default=6_000)
     inst.add_argument("--corrupt-user-data", action="store_true", help="fault injection: unreadable user data")
@@ -67,6 +86,13 @@ def add_runtime_commands(commands: Any) -> None:
     )
     fleet.add_argument("--duration", type=float, help="stop after this many seconds")
     _kip441_arguments(fleet)
+
+
+PROTOCOL_CHOICES = {
+    "eager": (RebalanceProtocol.EAGER,),
+    "cooperative": (RebalanceProtocol.COOPERATIVE,),
+    "cooperative,eager": (RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER),
+}
 
 
 def _kip441_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,11 +145,12 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
         capacity=args.capacity,
         client_tags=tags,
         protocol_version=args.protocol_version,
-        rebalance_protocol=RebalanceProtocol.EAGER if args.eager else RebalanceProtocol.COOPERATIVE,
+        rebalance_protocols=PROTOCOL_CHOICES["eager" if args.eager else args.rebalance_protocols],
         report_interval_s=args.report_interval,
         session_timeout_ms=args.session_timeout_ms,
         heartbeat_interval_ms=max(100, args.session_timeout_ms // 20),
         corrupt_user_data=args.corrupt_user_data,
+        deferral=DeferralSettings(args.scheduled_rebalance_max_delay_ms, args.hold_without_caught_up_copy),
     )
     instance = Instance(config)
     for signum in (signal.SIGINT, signal.SIGTERM):

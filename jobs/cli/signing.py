@@ -1,4 +1,5 @@
-"""The ``keys`` and ``withdraw`` commands: Ed25519 plan-signing keys, and taking a group's plan back."""
+"""The ``keys``, ``withdraw`` and ``kafka-acls`` commands: Ed25519 plan-signing keys, taking a group's plan back,
+and the Kafka ACLs that let only the pipeline write plans."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from assignor.protocol.plan_keys import PlanSigner
-from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_OK
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.settings import Settings
 from jobs.signing import write_signing_key
 
@@ -41,6 +42,16 @@ def add_signing_commands(commands: Any) -> None:
     withdraw.add_argument("--group", required=True, help="consumer group (application) id")
     withdraw.add_argument("--plan-id", required=True, help="the plan being withdrawn (recorded in the record)")
     withdraw.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
+    acls = commands.add_parser(
+        "kafka-acls",
+        help="create the ACLs of a secured broker: only the pipeline writes plans, applications write reports",
+        description="Run as a Kafka admin (credentials in RBP_KAFKA_CONFIG). Creates the ACLs on the plans and "
+        "reports topics (RBP_PLANS_TOPIC, RBP_REPORTS_TOPIC) and what extract needs to describe groups and "
+        "offsets; anything else stays denied. Re-running is harmless.",
+    )
+    acls.add_argument("--pipeline-user", required=True, help="the SASL user Airflow's tasks connect as")
+    acls.add_argument("--app-user", action="append", default=[], help="an application's SASL user (repeat)")
+    acls.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
 
 
 def run_signing_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
@@ -66,6 +77,22 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
             return EXIT_BAD_INPUT
         record = publish_withdrawal(settings, bootstrap, args.group, args.plan_id)
         console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published (key {record['key_id']})")
+        return EXIT_OK
+    if args.command == "kafka-acls":
+        from jobs.kafka_acls import Principals, acl_bindings, apply_acls  # noqa: PLC0415
+
+        bootstrap = args.bootstrap or settings.kafka_bootstrap
+        if not bootstrap:
+            print("rebalance-planner kafka-acls: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        principals = Principals(args.pipeline_user, tuple(args.app_user))
+        bindings = acl_bindings(principals, settings.plans_topic, settings.reports_topic)
+        try:
+            count = apply_acls(settings.kafka_properties(bootstrap), bindings, settings.kafka_timeout_s)
+        except RuntimeError as err:
+            print(f"rebalance-planner kafka-acls: {err}", file=sys.stderr)
+            return EXIT_FAILURE
+        console.print(f"{count} ACLs in force for {args.pipeline_user} and {len(args.app_user)} application(s)")
         return EXIT_OK
     return None
 

@@ -1,11 +1,11 @@
 """`rebalance-planner demo`: the whole product on one machine — embedded broker, live groups of real instance
-processes (one scaled out during the demo), a few hundred report-only groups, Airflow standalone running the
-planning DAG, an approval, and the live groups converging to their approved plans."""
+processes (Kafka Streams applications with the plugin and a Python group; one scaled out during the demo), a few
+hundred report-only groups, Airflow standalone running the planning DAG, an approval, and the live groups
+converging to their approved plans."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import shutil
 import signal
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from confluent_kafka import Producer
 from deltalake import DeltaTable
 from rich.console import Console
 from rich.markdown import Markdown
@@ -28,11 +27,10 @@ from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
 from jobs.demo.groups import simulated_groups, write_simulated_groups
+from jobs.demo.live import LIVE_GROUPS, NEWCOMER, PARTITIONS, SCALED_OUT, AnnounceError, LiveGroups, binding
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.direct_plan import live_reports
-from jobs.local.fleet import Fleet, FleetConfig, InputLoad
-from jobs.local.fleet_events import all_tasks_processed_once, converged
 from jobs.pipeline.status import PlanStatus
 from jobs.polling import wait_until
 from jobs.processes import free_port
@@ -40,17 +38,12 @@ from jobs.settings import Kip441Settings, Settings
 from jobs.signing import write_signing_key
 
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
-LIVE_GROUPS = ("orders", "payments", "clicks")
-SCALED_OUT, NEWCOMER = "orders", "i4"
-INSTANCES = ("i1", "i2", "i3")
-PARTITIONS = 6
-TASKS = {f"0_{p}" for p in range(PARTITIONS)}
 # Small enough that the newcomer must warm up, probing often enough that the groups converge within the demo.
 KIP441 = Kip441Settings(
     acceptable_recovery_lag=100, max_warmup_replicas=2, num_standby_replicas=1, probing_rebalance_interval_ms=10_000
 )
 MIN_CHANGELOG = 300  # records per changelog partition before planning: well beyond the acceptable lag
-STAGES = ("extract", "lags", "plan", "validate", "review", "approval", "decide", "publish")
+STAGES = ("extract", "lags", "plan", "validate", "review", "approval", "publish")
 
 
 class DemoError(RuntimeError):
@@ -96,35 +89,10 @@ def _interrupt_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _changelogs_filled(ends: ChangelogEndOffsets, fleet: Fleet) -> bool:
+def _changelogs_filled(ends: ChangelogEndOffsets) -> bool:
+    """Both bindings name a group's changelog <group>-counts-changelog (the reference app's store is "counts")."""
     parts = [(f"{g}-counts-changelog", p) for g in LIVE_GROUPS for p in range(PARTITIONS)]
     return min(ends(parts).values()) >= MIN_CHANGELOG
-
-
-def _announce(bootstrap: str, topic: str, group_id: str, process_id: str) -> None:
-    """An empty report for an instance about to be added, so tonight's plan already gives it its share."""
-    reports = read_latest_by_key(bootstrap, topic)
-    template = next(
-        json.loads(v) for k, v in reports.items() if v is not None and k.decode().startswith(f"{group_id}/")
-    )
-    report = {
-        **template,
-        "process_id": process_id,
-        "member_id": "",
-        "client_id": f"{group_id}-{process_id[:8]}",
-        "generation": 0,
-        "reported_at": int(time.time() * 1000),
-        "active_tasks": [],
-        "standby_tasks": [],
-        "warmup_tasks": [],
-        "task_offset_sums": {},
-        "plan_id": None,
-        "fallback_reason": None,
-    }
-    producer = Producer({"bootstrap.servers": bootstrap})
-    producer.produce(topic, json.dumps(report).encode(), f"{group_id}/{process_id}".encode())
-    if producer.flush(30):
-        raise DemoError(f"the announcement of {group_id}/{process_id} was not delivered")
 
 
 def _published(bootstrap: str, settings: Settings) -> dict[str, ApprovedPlan]:
@@ -225,24 +193,16 @@ def _start_airflow(stack: ExitStack, root: Path, port: int, settings: Settings, 
     return airflow
 
 
-def _start_fleet(stack: ExitStack, root: Path, settings: Settings, say: Progress) -> Fleet:
-    """The live groups' instance processes, with input load on their source topics."""
-    bootstrap = str(settings.kafka_bootstrap)
-    fleet = stack.enter_context(
-        Fleet(FleetConfig(bootstrap, root / "fleet", settings.plan_verify_keys, configs=settings.kip441.configs(),
-                          partitions=PARTITIONS, report_interval_s=2.0))
-    )  # fmt: skip
-    sources = [t for g in LIVE_GROUPS for t in fleet.create_group(g).source_topics]
-    for group in LIVE_GROUPS:
-        for name in INSTANCES:
-            fleet.start(group, name)
-    stack.enter_context(InputLoad(bootstrap, sources, rate_per_s=100.0 * len(LIVE_GROUPS)))
-    say(f"live fleet: {len(LIVE_GROUPS)} groups x {len(INSTANCES)} instance processes, input load running")
-    return fleet
+def _start_fleet(stack: ExitStack, root: Path, settings: Settings, say: Progress) -> LiveGroups:
+    """The live groups' instance processes, with input on their source topics."""
+    live = LiveGroups(settings, root / "fleet")
+    live.start(stack)
+    say(f"live groups: {', '.join(f'{g} ({binding(g)})' for g in LIVE_GROUPS)}, 3 instances each, input flowing")
+    return live
 
 
 def _seed_groups(
-    stack: ExitStack, fleet: Fleet, settings: Settings, simulated: int, timeout_s: float, say: Progress
+    stack: ExitStack, live: LiveGroups, settings: Settings, simulated: int, timeout_s: float, say: Progress
 ) -> None:
     """Report-only groups beside the live ones, live state worth moving, and the scale-out announced for tonight."""
     bootstrap = str(settings.kafka_bootstrap)
@@ -252,14 +212,12 @@ def _seed_groups(
 
     ends = ChangelogEndOffsets(bootstrap)
     stack.callback(ends.close)
-    settled = lambda: all(all_tasks_processed_once(fleet, g, TASKS) for g in LIVE_GROUPS)  # noqa: E731
-    wait_until(settled, timeout_s, "the live groups to settle")
+    wait_until(live.processed_once, timeout_s, "the live groups to settle")
     say("live groups settled: every task processed by exactly one instance")
-    wait_until(lambda: _changelogs_filled(ends, fleet), timeout_s, "the live changelogs to fill")
+    wait_until(lambda: _changelogs_filled(ends), timeout_s, "the live changelogs to fill")
     say(f"live state built: every changelog partition holds >= {MIN_CHANGELOG} records")
 
-    newcomer = fleet.process_id(SCALED_OUT, NEWCOMER)
-    _announce(bootstrap, settings.reports_topic, SCALED_OUT, newcomer)
+    newcomer = live.announce(SCALED_OUT, NEWCOMER)
     say(f"scale-out announced: {SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joins after the approval")
 
 
@@ -304,7 +262,7 @@ def _approve(airflow: LocalAirflow, run: PlanningRun, args: argparse.Namespace, 
 
 
 def _wait_for_convergence(
-    fleet: Fleet, settings: Settings, snapshot_id: str, timeout_s: float, say: Progress
+    live: LiveGroups, settings: Settings, snapshot_id: str, timeout_s: float, say: Progress
 ) -> dict[str, float]:
     """Start the newcomer and wait until every live group with a plan runs it; seconds per group."""
     bootstrap = str(settings.kafka_bootstrap)
@@ -312,14 +270,14 @@ def _wait_for_convergence(
     live_plans = {g: p for g, p in published.items() if g in LIVE_GROUPS and p.snapshot_id == snapshot_id}
     say(f"{len(published)} signed plan(s) on {settings.plans_topic}; live groups with a plan: "
         f"{', '.join(sorted(live_plans)) or 'none'}")  # fmt: skip
-    fleet.start(SCALED_OUT, NEWCOMER)
+    live.start_instance(SCALED_OUT, NEWCOMER)
     scaled_at = time.monotonic()
     say(f"scale-out: started {SCALED_OUT}/{NEWCOMER} with an empty state directory")
     times: dict[str, float] = {}
 
     def all_converged() -> bool:
         for g, plan in live_plans.items():
-            if g not in times and converged(fleet, g, plan.target, plan.plan_id):
+            if g not in times and live.converged(g, plan):
                 times[g] = time.monotonic() - scaled_at
                 say(f"  {g} converged to plan {plan.plan_id} after {times[g]:.1f}s")
         return set(times) == set(live_plans)
@@ -357,11 +315,11 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
     with ExitStack() as stack, _interrupt_on_sigterm():
         settings = _demo_settings(root, _start_broker(stack, root, say))
         airflow = _start_airflow(stack, root, args.port, settings, say)
-        fleet = _start_fleet(stack, root, settings, say)
-        _seed_groups(stack, fleet, settings, args.simulated, args.timeout, say)
+        live = _start_fleet(stack, root, settings, say)
+        _seed_groups(stack, live, settings, args.simulated, args.timeout, say)
         run = _run_planning(airflow, args, console, say)
         snapshot_id = _approve(airflow, run, args, console, say)
-        times = _wait_for_convergence(fleet, settings, snapshot_id, args.timeout, say)
+        times = _wait_for_convergence(live, settings, snapshot_id, args.timeout, say)
         _observe(airflow, args.timeout, say)
         _print_outcome(console, settings, airflow, snapshot_id, times)
         say("done; stopping everything the demo started")
@@ -370,13 +328,14 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
 
 def _final_table(console: Console, snapshot: str, plans: dict[str, dict[str, Any]], times: dict[str, float]) -> None:
     table = Table(title=f"live groups: plans of snapshot {snapshot}")
-    for column in ("group", "plan", "moves", "rounds", "converged", "time"):
+    for column in ("group", "binding", "plan", "moves", "rounds", "converged", "time"):
         table.add_column(column, justify="right" if column in ("moves", "rounds", "time") else "left")
     for g in LIVE_GROUPS:
         p = plans.get(g, {})
         done = g in times
         table.add_row(
             g,
+            binding(g),
             str(p.get("status", "-")),
             str(p.get("moves", "-")),
             str(p.get("rounds", "-")),
@@ -427,6 +386,6 @@ def run_demo_command(args: argparse.Namespace, console: Console) -> int | None:
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: every process the demo started was stopped[/yellow]")
         return 130
-    except (DemoError, AirflowError, TimeoutError) as err:
+    except (DemoError, AnnounceError, AirflowError, TimeoutError) as err:
         console.print(f"[red]demo failed:[/red] {err}")
         return EXIT_FAILURE

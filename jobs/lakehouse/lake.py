@@ -56,8 +56,18 @@ def _keys_match(keys: Sequence[str], left: str, right: str) -> Column:
     return reduce(lambda a, b: a & b, [sf.col(f"{left}.{k}").eqNullSafe(sf.col(f"{right}.{k}")) for k in keys])
 
 
+class DuplicateKeys(ValueError):
+    """One write holds two different rows for the same key: a bug upstream of the lake, never merged."""
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
 class Lake:
     """Tables under one root directory, read and written through one Spark session."""
+
+    STAGING = "_staging"  # intermediate files of a stage; a stage cut short leaves them, the next one clears them
 
     def __init__(self, spark: SparkSession, root: Path) -> None:
         self.spark = spark
@@ -65,6 +75,28 @@ class Lake:
 
     def path(self, name: str) -> Path:
         return self.root / name
+
+    def staging(self, kind: str) -> Path:
+        """A fresh directory for a stage's intermediate files (the caller removes it)."""
+        return self.root / self.STAGING / f"{kind}-{uuid.uuid4().hex}"
+
+    def clear_staging(self) -> None:
+        """Remove what stages cut short left behind; only safe while holding the writer lock."""
+        shutil.rmtree(self.root / self.STAGING, ignore_errors=True)
+
+    def delete(self, name: str, column: str, values: Sequence[str]) -> int:
+        """Delete the rows whose ``column`` is one of ``values`` (one Delta commit, none when nothing matches);
+        the number of rows deleted."""
+        if not values or not self.exists(name):
+            return 0
+        present = self.read(name).where(sf.col(column).isin(list(values))).limit(1).count()
+        if not present:
+            return 0
+        predicate = f"{column} IN ({', '.join(_sql_string(v) for v in sorted(set(values)))})"
+        metrics = DeltaTable(str(self.path(name))).delete(predicate)
+        deleted = int(metrics.get("num_deleted_rows", 0))
+        log.info("%s: %d row(s) deleted where %s", name, deleted, predicate[:200])
+        return deleted
 
     def exists(self, name: str) -> bool:
         return (self.path(name) / "_delta_log").is_dir()
@@ -146,11 +178,14 @@ class Lake:
             )
             new = new.unionByName(changed)
         # Materialize the source once: a MERGE whose source is recomputed against its own target misbehaves.
-        staging = self.root / "merge-staging" / f"{name}-{uuid.uuid4().hex}"
+        work = self.staging(f"merge-{name}")
+        staging = work / "rows"
         try:
             new.write.mode("overwrite").parquet(str(staging))
             # An empty result writes no file, so the schema comes from the table, not from the files.
             staged = self.spark.read.schema(f"{schema.ddl}, is_new boolean").parquet(str(staging))
+            if self._repeated_keys(staged, keys):
+                staged = self._without_copies(staged, staging, name, keys, f"{schema.ddl}, is_new boolean")
             counts = {bool(r["is_new"]): int(r["count"]) for r in staged.groupBy("is_new").count().collect()}
             inserted, updated = counts.get(True, 0), counts.get(False, 0)
             if inserted + updated:
@@ -165,7 +200,28 @@ class Lake:
                 ).collect()
                 self.spark.catalog.dropTempView(view)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
         outcome = MergeOutcome(name, inserted, updated, self.version(name))
         log.info("%s: %d inserted, %d updated, version %d", name, inserted, updated, outcome.version)
         return outcome
+
+    @staticmethod
+    def _repeated_keys(rows: DataFrame, keys: Sequence[str], sample: int = 3) -> list[dict[str, Any]]:
+        """Up to ``sample`` keys that occur more than once in ``rows``."""
+        repeated = rows.groupBy(*keys).count().where(sf.col("count") > 1).limit(sample).collect()
+        return [{k: r[k] for k in keys} for r in repeated]
+
+    def _without_copies(self, staged: DataFrame, staging: Path, name: str, keys: Sequence[str], ddl: str) -> DataFrame:
+        """``staged`` with exact copies dropped (harmless: the same row twice); DuplicateKeys if a key still
+        repeats, because two different rows for one key cannot both be right."""
+        distinct = staging.with_name("distinct")
+        staged.dropDuplicates().write.mode("overwrite").parquet(str(distinct))
+        staged = self.spark.read.schema(ddl).parquet(str(distinct))
+        clashing = self._repeated_keys(staged, keys)
+        if clashing:
+            raise DuplicateKeys(
+                f"{name}: one write holds different rows for the same key ({', '.join(keys)}), e.g. {clashing}; "
+                "nothing was merged"
+            )
+        log.warning("%s: exact duplicate rows in one write were merged once", name)
+        return staged

@@ -44,7 +44,7 @@ class LocalAirflow:
     log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
     extra_env: Mapping[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
-    _token: str | None = None
+    _tokens: dict[str, str] = field(default_factory=dict)
     _what: str = "standalone"
 
     @property
@@ -152,22 +152,24 @@ class LocalAirflow:
         return str(json.loads(path.read_text())[user])
 
     def token(self, user: str = "admin") -> str:
-        if self._token is None:
+        if user not in self._tokens:
             response = httpx.post(
                 f"{self.url}/auth/token", json={"username": user, "password": self.password(user)}, timeout=10
             )
             if response.status_code >= 300:
                 raise AirflowError(f"token for {user}: HTTP {response.status_code} {response.text[:200]}")
-            self._token = str(response.json()["access_token"])
-        return self._token
+            self._tokens[user] = str(response.json()["access_token"])
+        return self._tokens[user]
 
-    def api(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201)) -> Any:
-        """One REST call to /api/v2; AirflowError on an unexpected status."""
+    def api(
+        self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201), user: str = "admin"
+    ) -> Any:
+        """One REST call to /api/v2 as ``user``; AirflowError on an unexpected status."""
         response = httpx.request(
             method,
             f"{self.url}/api/v2{path}",
             json=body,
-            headers={"Authorization": f"Bearer {self.token()}"},
+            headers={"Authorization": f"Bearer {self.token(user)}"},
             timeout=30,
         )
         if response.status_code not in ok:
@@ -221,11 +223,18 @@ class LocalAirflow:
         return found
 
     def answer(
-        self, dag_id: str, run_id: str, task_id: str, options: list[str], params_input: Mapping[str, Any]
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        options: list[str],
+        params_input: Mapping[str, Any],
+        user: str = "admin",
     ) -> dict[str, Any]:
-        """Answer a waiting approval as the logged-in user."""
+        """Answer a waiting approval as ``user``."""
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails"
-        return dict(self.api("PATCH", path, {"chosen_options": options, "params_input": dict(params_input)}))
+        body = {"chosen_options": options, "params_input": dict(params_input)}
+        return dict(self.api("PATCH", path, body, user=user))
 
 
 def _until(condition: Any, timeout_s: float, what: str) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -84,6 +85,32 @@ def server_properties(identity: BrokerIdentity, host: str, log_dirs: Path) -> di
     }
 
 
+SCRAM = "SCRAM-SHA-512"
+ADMIN_USER = "admin"  # the broker's own principal in SCRAM mode (inter-broker traffic), a super user
+
+
+def _jaas(user: str, password: str) -> str:
+    # JAAS quoting: the password must not carry a double quote (checked by EmbeddedBroker).
+    return f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
+
+
+def scram_properties(users: Mapping[str, str]) -> dict[str, str]:
+    """What turns the client listener into SASL_PLAINTEXT with SCRAM and ACLs (KRaft's StandardAuthorizer).
+
+    The controller listener stays PLAINTEXT on loopback; its principal (ANONYMOUS) is a super user because the
+    broker half of this node talks to the controller half through it, before any ACL could exist."""
+    return {
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": SCRAM,
+        "sasl.mechanism.inter.broker.protocol": SCRAM,
+        f"listener.name.sasl_plaintext.{SCRAM.lower()}.sasl.jaas.config": _jaas(ADMIN_USER, users[ADMIN_USER]),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
 def _log4j_config(log_file: Path) -> str:
     return "\n".join(
         [
@@ -102,6 +129,10 @@ def _log4j_config(log_file: Path) -> str:
     )
 
 
+def _scram_arg(user: str, password: str) -> str:
+    return f"{SCRAM}=[name={user},password={password}]"
+
+
 class EmbeddedBroker:
     """Apache Kafka on 127.0.0.1: data in `data_dir` (kept) or in a temporary folder removed by `close()`."""
 
@@ -114,7 +145,16 @@ class EmbeddedBroker:
         heap_mb: int = 512,
         host: str = "127.0.0.1",
         java: str = "java",
+        scram_users: Mapping[str, str] | None = None,
     ) -> None:
+        """``scram_users`` (user -> password, including ``admin``): SASL/SCRAM with ACLs instead of PLAINTEXT."""
+        if scram_users is not None:
+            if ADMIN_USER not in scram_users:
+                raise ValueError(f"scram_users must include {ADMIN_USER!r}, the broker's own principal")
+            bad = sorted(u for u, pw in scram_users.items() if not pw or '"' in pw or "," in pw or "]" in pw)
+            if bad:
+                raise ValueError(f"SCRAM passwords of {', '.join(bad)} are empty or hold '\"', ',' or ']'")
+        self.scram_users = dict(scram_users) if scram_users is not None else None
         self.host = host
         self._requested_port = port
         self._keep_data = data_dir is not None
@@ -152,10 +192,14 @@ class EmbeddedBroker:
         identity, formatted = self._load_identity()
         self._identity = identity
         properties = self.data_dir / "server.properties"
-        properties.write_text(
-            "".join(f"{k}={v}\n" for k, v in server_properties(identity, self.host, self.data_dir / "logs").items()),
-            encoding="utf-8",
-        )
+        config = server_properties(identity, self.host, self.data_dir / "logs")
+        if self.scram_users is not None:
+            client = f"SASL_PLAINTEXT://{self.host}:{identity.port}"
+            config |= scram_properties(self.scram_users) | {
+                "listeners": f"{client},CONTROLLER://{self.host}:{identity.controller_port}",
+                "advertised.listeners": client,
+            }
+        properties.write_text("".join(f"{k}={v}\n" for k, v in config.items()), encoding="utf-8")
         log4j = self.data_dir / "log4j2.properties"
         log4j.write_text(_log4j_config(self.log_file), encoding="utf-8")
         java = [
@@ -172,7 +216,11 @@ class EmbeddedBroker:
         ]
         if not formatted:
             done = subprocess.run(
-                [*java, "kafka.tools.StorageTool", "format", "-t", identity.cluster_id, "-c", str(properties)],
+                [
+                    *java,
+                    *("kafka.tools.StorageTool", "format", "-t", identity.cluster_id, "-c", str(properties)),
+                    *(arg for u, pw in (self.scram_users or {}).items() for arg in ("--add-scram", _scram_arg(u, pw))),
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -202,8 +250,20 @@ class EmbeddedBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return BrokerIdentity.new(self._requested_port, self.host), False
 
+    def client_config(self, user: str = ADMIN_USER) -> dict[str, str]:
+        """confluent-kafka properties reaching this broker (as ``user`` in SCRAM mode)."""
+        config = {"bootstrap.servers": self.bootstrap}
+        if self.scram_users is not None:
+            config |= {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": SCRAM,
+                "sasl.username": user,
+                "sasl.password": self.scram_users[user],
+            }
+        return config
+
     def _await_ready(self, deadline: float) -> None:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient({**self.client_config(), "log_level": 0})
         assert self._process is not None
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from assignor.configs import AssignmentConfigs
+from assignor.runtime.deferral import DeferralSettings
 from assignor.runtime.events import read_events
 from assignor.runtime.group_assignor import Subtopology, Topology
 from assignor.runtime.instance import EVENTS_FILE
@@ -47,6 +48,7 @@ class FleetConfig:
     partitions: int = 6
     report_interval_s: float = 10.0
     session_timeout_ms: int = 6_000
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)
 
 
 @dataclass
@@ -102,6 +104,7 @@ class Fleet:
         *,
         protocol_version: int | None = None,
         eager: bool = False,
+        rebalance_protocols: str | None = None,
         corrupt_user_data: bool = False,
         capacity: int = 1,
     ) -> InstanceProcess:
@@ -138,10 +141,16 @@ class Fleet:
             "--session-timeout-ms",
             str(c.session_timeout_ms),
         ]
+        if c.deferral.scheduled_rebalance_max_delay_ms:
+            args += ["--scheduled-rebalance-max-delay-ms", str(c.deferral.scheduled_rebalance_max_delay_ms)]
+        if c.deferral.hold_without_caught_up_copy:
+            args.append("--hold-without-caught-up-copy")
         if protocol_version is not None:
             args += ["--protocol-version", str(protocol_version)]
         if eager:
             args.append("--eager")
+        if rebalance_protocols is not None:  # e.g. "cooperative,eager" (see `instance --help`)
+            args += ["--rebalance-protocols", rebalance_protocols]
         if corrupt_user_data:
             args.append("--corrupt-user-data")
         env = {

@@ -148,3 +148,25 @@ def activation_lags(instances: Iterable[InstanceProcess], since_ms: int = 0) -> 
         for e in i.events()
         if e["event"] == "activate" and e["t"] >= since_ms
     ]
+
+
+def processing_unclaimed_at_join(instance: EventSource) -> list[str]:
+    """Tasks still processing when the instance sent a JoinGroup that does not claim their input partition: a
+    rebalance listener must stop what it gives up (revoked, lost, or everything under eager) before rejoining."""
+    found: list[str] = []
+    running: set[str] = set()
+    for e in instance.events():
+        if e["event"] == "start":
+            running = set()
+        elif e["event"] == "processing":
+            running.add(e["task"])
+        elif e["event"] == "stop":
+            running.discard(e["task"])
+        elif e["event"] == "joining":
+            claimed = {int(p.rsplit("-", 1)[1]) for p in e.get("owned", [])}
+            found.extend(f"{instance.name}: {t} at {e['t']}" for t in sorted(running) if _partition(t) not in claimed)
+    return found
+
+
+def _partition(task: str) -> int:
+    return int(task.split("_")[1])

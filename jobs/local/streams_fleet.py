@@ -3,6 +3,7 @@ own state directory, event log and Kafka Streams log, read back for the system t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -20,6 +21,7 @@ from confluent_kafka import KafkaException, Producer
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.state_report import StateReport
 from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
@@ -68,6 +70,8 @@ class StreamsFleetConfig:
     reports_topic: str = "_rebalance_reports"
     plans_topic: str = "_rebalance_plans"
     commit_interval_ms: int = 1_000
+    plan_check_interval_ms: int | None = None  # how often a settled group rebalances; None: the plugin default (5 min)
+    session_timeout_ms: int = 10_000  # how soon a stopped instance leaves the group (Kafka: 45 s)
     heap_mb: int = 384
     java: str = "java"
 
@@ -171,7 +175,10 @@ class StreamsFleet:
             *("--plugin", "true" if c.plugin else "false"),
             *("--verify-keys", c.verify_keys, "--plans-topic", c.plans_topic, "--reports-topic", c.reports_topic),
             *("--commit-interval-ms", str(c.commit_interval_ms), "--exit-on-stdin-eof"),
+            *("--session-timeout-ms", str(c.session_timeout_ms)),
         ]
+        if c.plan_check_interval_ms is not None:
+            args += ["--plan-check-interval-ms", str(c.plan_check_interval_ms)]
         with (state_dir / "app.log").open("ab") as out:
             popen = spawn(args, stdin=subprocess.PIPE, stdout=out)
         instance = StreamsInstance(name, process_id, state_dir, popen)
@@ -239,25 +246,14 @@ class StreamsFleet:
         """Publish a report for an instance about to join: no tasks, no state. The plugin reports only members
         (from the leader), so without this no plan could name an instance before it joins; returns its id."""
         process_id = self.process_id(name)
-        report = {
-            **template,
-            "process_id": process_id,
-            "member_id": "",
-            "client_id": "",
-            "host": "",
-            "generation": -1,
-            "reported_at": int(time.time() * 1000),
-            "active_tasks": [],
-            "standby_tasks": [],
-            "warmup_tasks": [],
-            "task_offset_sums": {},
-            "task_lags": {},
-            "plan_id": None,
-            "fallback_reason": None,
-        }
+        report = dataclasses.replace(
+            StateReport.from_json(template),
+            process_id=process_id, member_id="", client_id="", host="", generation=-1,
+            reported_at=int(time.time() * 1000), active_tasks=(), standby_tasks=(), warmup_tasks=(),
+            task_offset_sums={}, task_lags={}, plan_id=None, fallback_reason=None, extra={},
+        )  # fmt: skip
         producer = Producer({"bootstrap.servers": self.config.bootstrap})
-        key = f"{self.config.application_id}/{process_id}".encode()
-        producer.produce(self.config.reports_topic, key=key, value=json.dumps(report).encode("utf-8"))
+        producer.produce(self.config.reports_topic, key=report.key.encode(), value=report.encode())
         if producer.flush(15) != 0:
             raise RuntimeError(f"the joining report of {name} was not delivered")
         return process_id
@@ -332,11 +328,23 @@ def restores(instances: Iterable[EventSource], since_ms: int = 0) -> list[Restor
 
 
 def restored_records(instances: Iterable[EventSource], since_ms: int = 0) -> dict[str, int]:
-    """Per task: records restored into active stores since ``since_ms`` (standby and warmup catch-up excluded:
-    the app reports only Kafka Streams' active restoration)."""
+    """Per task: records restored into active stores since ``since_ms`` (standby and warmup catch-up are
+    ``standby_restored_records``)."""
     out: dict[str, int] = {}
     for r in restores(instances, since_ms):
         out[r.task] = out.get(r.task, 0) + (r.restored or 0)
+    return out
+
+
+def standby_restored_records(instances: Iterable[EventSource], since_ms: int = 0) -> dict[str, int]:
+    """Per task: records loaded into standby stores since ``since_ms`` (warmups and hot standbys: Kafka Streams'
+    StandbyUpdateListener sees one role)."""
+    out: dict[str, int] = {}
+    for instance in instances:
+        for e in instance.events():
+            if e["event"] == "standby_restored" and e["t"] >= since_ms:
+                for task, records in e["tasks"].items():
+                    out[task] = out.get(task, 0) + int(records)
     return out
 
 

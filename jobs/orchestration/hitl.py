@@ -1,6 +1,7 @@
 """The plan approval step of the planning DAG: Airflow's human-in-the-loop operator and what its answer means.
 
-Imported when the DAG file is parsed, so it imports nothing of the pipeline (no Spark, no assignor).
+Imported when the DAG file is parsed, so it imports nothing of the pipeline (no Spark, no assignor) until the answer
+is recorded.
 """
 
 from __future__ import annotations
@@ -31,7 +32,18 @@ class PlanApprovalOperator(HITLOperator):
         review = context["ti"].xcom_pull(task_ids=self.review_task_id) or {}
         # Set per run, not at parse time: a person may shorten or lengthen the wait when triggering.
         self.response_timeout = timedelta(seconds=float(review.get("approval_timeout_s", 43_200)))
+        # Airflow itself then refuses answers from anyone else (its auth manager's is_authorized_hitl_task).
+        self.assigned_users = [{"id": u, "name": u} for u in review.get("approvers") or ()] or None
         return super().execute(context)
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        """Record the decision here, from the trigger's event (Airflow's HITL record of who answered what): the
+        answer never crosses XCom, which any task of the deployment can write."""
+        answer = super().execute_complete(context, event)
+        from jobs.orchestration import tasks  # noqa: PLC0415 (Spark and the stages load only when a task runs)
+
+        reviewed = context["ti"].xcom_pull(task_ids=self.review_task_id)
+        return tasks.decide(tasks.runtime(context["params"]), reviewed, dict(answer))
 
 
 class DecisionError(ValueError):
@@ -63,8 +75,14 @@ def in_filter(group_id: str, patterns: Sequence[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(group_id, p) for p in patterns)
 
 
-def decision(answer: Mapping[str, Any] | None, candidates: Mapping[str, str], timeout_s: float) -> Decision:
-    """Turn the approval step's answer into plan decisions; ``candidates`` maps group_id -> VALIDATED plan_id."""
+def decision(
+    answer: Mapping[str, Any] | None,
+    candidates: Mapping[str, str],
+    timeout_s: float,
+    approvers: Sequence[str] = (),
+) -> Decision:
+    """Turn the approval step's answer into plan decisions; ``candidates`` maps group_id -> VALIDATED plan_id,
+    ``approvers`` the user ids allowed to answer (empty: anyone Airflow lets answer)."""
     answer = answer or {}
     user = answer.get("responded_by_user") or {}
     chosen = list(answer.get("chosen_options") or [])
@@ -74,6 +92,10 @@ def decision(answer: Mapping[str, Any] | None, candidates: Mapping[str, str], ti
     if not user:  # the scheduler applied the default (Reject all) when nobody answered in time
         return Decision(TIMEOUT_USER, (), everything, None, f"no decision within {duration(timeout_s)}", True)
     by = str(user.get("name") or user.get("id"))
+    if approvers and str(user.get("id")) not in approvers:
+        # Airflow enforces the same list; this holds if its auth manager lets others through (e.g. all admins).
+        refused = f"answered by {by}, who is not among the allowed approvers"
+        return Decision(by, (), everything, None, refused, False)
     if APPROVE_ALL in chosen:
         return Decision(by, everything, (), reason, None, False)
     if APPROVE_SELECTED in chosen:

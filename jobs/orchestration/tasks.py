@@ -147,7 +147,7 @@ def dispatch(name: str, rt: Runtime, lake: Lake, **options: Any) -> StageResult:
     stage = registry.stage(name)
     if stage.needs_kafka and not rt.bootstrap:
         raise StageInputError(f"no Kafka bootstrap: define the {KAFKA_CONN_ID} Connection or set RBP_KAFKA_BOOTSTRAP")
-    result = stage.run(lake, registry.StageRequest(rt.settings, rt.bootstrap, **options))
+    result = stage.execute(lake, registry.StageRequest(rt.settings, rt.bootstrap, **options))
     log.info("%s %s: %s", result.stage, result.snapshot_id or "-", dict(result.counts) or "nothing new")
     return result
 
@@ -265,6 +265,7 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
             "report": str(path),
             "data_docs": str(rt.settings.data_docs / "index.html"),
             "approval_timeout_s": timeout,
+            "approvers": list(rt.settings.approvers),
             "body": approval_body(report, report_link, docs_link, len(outside), timeout),
         }
 
@@ -272,10 +273,11 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
 
 
 def decide(rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Record the person's answer on the plans (approved_by is who answered); a timeout rejects everything."""
+    """Record the person's answer (Airflow's HITL record, handed over by the approval step itself) on the plans:
+    approved_by is who answered, who must be among the settings' approvers if any; a timeout rejects everything."""
     snapshot_id = str(reviewed["snapshot_id"])
     try:
-        d = decision(answer, dict(reviewed["candidates"]), float(reviewed["approval_timeout_s"]))
+        d = decision(answer, dict(reviewed["candidates"]), float(reviewed["approval_timeout_s"]), rt.settings.approvers)
     except DecisionError as err:
         raise TaskFailed(f"decide: {err}") from err
 

@@ -44,6 +44,17 @@ from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Written in this order; ``snapshots`` last, so its row marks a complete snapshot.
+BRONZE_TABLES = (
+    "member_reports",
+    "changelog_offsets",
+    "group_tasks",
+    "group_offsets",
+    "quarantine",
+    "group_members",
+    "membership_checks",
+    "snapshots",
+)
 _BROKER_PREFIX = re.compile(r"^\S+/\S+: ")
 _CHUNK = 2_000
 _DESCRIBE_CHUNK = 200
@@ -407,8 +418,9 @@ def bronze_rows(
 def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intake, state: BrokerState) -> StageResult:
     """MERGE one snapshot's bronze rows (insert-only: a snapshot never changes once written)."""
     outcomes = []
-    for name, rows in bronze_rows(snapshot_id, captured_at, intake, state).items():
-        outcomes.append(lake.merge(name, _frame(lake, name, rows)))
+    bronze = bronze_rows(snapshot_id, captured_at, intake, state)
+    for name in BRONZE_TABLES:
+        outcomes.append(lake.merge(name, _frame(lake, name, bronze[name])))
     reasons = Counter(q.reason.split(":", 1)[0] for q in intake.quarantine if q.source == "reports")
     counts = {"reports_read": intake.read, "tombstones": intake.tombstones}
     counts["skipped_groups"] = len(intake.skipped_groups)
@@ -455,6 +467,14 @@ def read_metadata_reports(
     return reports
 
 
+def discard_partial_snapshot(lake: Lake, snapshot_id: str) -> None:
+    """Delete the rows a run cut short left for a snapshot it never completed (its ``snapshots`` row, written last,
+    is missing): a re-run reads Kafka afresh, and two reads must never mix in one snapshot."""
+    for name in BRONZE_TABLES:
+        if lake.delete(name, "snapshot_id", [snapshot_id]):
+            log.warning("snapshot %s: discarded the %s rows of an interrupted extract", snapshot_id, name)
+
+
 def snapshot_exists(lake: Lake, snapshot_id: str) -> bool:
     return lake.read("snapshots", snapshot_id).limit(1).count() > 0
 
@@ -466,6 +486,8 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     if snapshot_id is not None and snapshot_exists(lake, snapshot_id):
         log.info("snapshot %s already extracted; nothing to do", snapshot_id)
         return StageResult("extract", snapshot_id, counts={"already_extracted": 1})
+    if snapshot_id is not None:
+        discard_partial_snapshot(lake, snapshot_id)
     await_broker(settings, bootstrap)
     captured_at = int(time.time() * 1000)
     snapshot_id = snapshot_id or new_snapshot_id(captured_at)

@@ -26,8 +26,8 @@ def lag_column(offset_sum: Column, end_offset_sum: Column) -> Column:
 
 
 def offset_sum_from_lag(reported_lag: Column) -> Column:
-    """The offset sum a Kafka Streams plugin report implies for a task it holds (it sends lags, not sums):
-    sentinels pass through, a lag becomes end - lag against the end offsets read now."""
+    """The offset sum a Kafka Streams plugin's lag implies for a task the instance holds: sentinels pass
+    through, a lag becomes end - lag against the end offsets read now."""
     end = sf.col("end_offset_sum")
     return (
         sf.when(reported_lag.isin(LATEST_OFFSET, UNKNOWN_OFFSET_SUM), reported_lag)
@@ -50,9 +50,11 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
         .withColumnRenamed("key", "task_id")
         .withColumnRenamed("value", "offset_sum")
     )
-    # A plugin report's lags date from the last rebalance. Only a task the instance holds (active, standby or
-    # warmup) keeps its state moving with the changelog since; for any other task an old lag would make it look
-    # caught up on records written later, so it counts as holding no state.
+    # A plugin report dates from the last rebalance. A task the instance holds (active, standby or warmup) has
+    # kept its state moving with the changelog since, so its lag, not its old offset sum, still holds. Any other
+    # task's state has stood still: its offset sum (the plugin derives sums for every task it has state for)
+    # lags by what was written since, and a bare lag would make it look caught up on those records, so a report
+    # that has only lags (older plugins, end offsets not listed) gives such a task no state at all.
     held = sf.concat("active_tasks", "standby_tasks", "warmup_tasks")
     reported_lags = (
         fresh.where(sf.col("task_lags").isNotNull())
@@ -68,7 +70,7 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
         .join(sums, [*group, "process_id", "task_id"], "left")
         .join(reported_lags, [*group, "process_id", "task_id"], "left")
         .withColumn("end_offset_sum", sf.coalesce(sf.col("end_offset_sum"), sf.lit(0)).cast("bigint"))
-        .withColumn("offset_sum", sf.coalesce(sf.col("offset_sum"), offset_sum_from_lag(sf.col("reported_lag"))))
+        .withColumn("offset_sum", sf.coalesce(offset_sum_from_lag(sf.col("reported_lag")), sf.col("offset_sum")))
     )
     lag = lag_column(sf.col("offset_sum").cast("bigint"), sf.col("end_offset_sum"))
     return grid.select(

@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -288,7 +287,7 @@ def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
     ).join(done, "group_id", "left_anti")
     created_at = int(time.time() * 1000)
     # The planner's output feeds two tables: write it once, read it twice (persist() is a no-op on Sail).
-    staging = lake.root / "plan-staging" / uuid.uuid4().hex
+    staging = lake.staging("plan")
     try:
         plan_groups(inputs, configs, settings.restore_rate, created_at, settings.planner_processes).write.mode(
             "overwrite"

@@ -63,6 +63,19 @@ class Stage:
     needs_kafka: bool = False
     retried: bool = True
 
+    def execute(self, lake: Lake, request: StageRequest) -> StageResult:
+        """Run the stage holding the lake's writer lock: one stage writes a lake at a time (StageUnavailable, so
+        retried later, when another holds it for longer than the settings' wait)."""
+        from jobs.lakehouse.writer_lock import LakeBusy, writer_lock
+        from jobs.pipeline.stage import StageUnavailable
+
+        try:
+            with writer_lock(lake.root, self.name, request.settings.lake_lock_timeout_s):
+                lake.clear_staging()  # what a stage killed mid-write left: nobody else is writing now
+                return self.run(lake, request)
+        except LakeBusy as err:
+            raise StageUnavailable(str(err)) from err
+
 
 def _snapshot(default: str) -> Argument:
     return Argument("--snapshot-id", f"snapshot (default: {default})")

@@ -6,7 +6,6 @@ import json
 import logging
 import shutil
 import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -160,7 +159,7 @@ def run_validate(
     pending = lake.read("plans", snapshot_id).where(sf.col("status") == PlanStatus.PENDING)
     if plan_ids:
         pending = pending.where(sf.col("plan_id").isin(list(plan_ids)))
-    staging = lake.root / "validate-staging" / uuid.uuid4().hex
+    staging = lake.staging("validate")
     try:
         # Each suite computes several metrics over its dataset: materialize the datasets once.
         frames = {}

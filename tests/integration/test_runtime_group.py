@@ -81,14 +81,21 @@ def settled(members: Mapping[str, Member], count: int) -> bool:
     )
 
 
-def overlapping_owners(members: Mapping[str, Member]) -> list[str]:
-    """Partitions two members held during overlapping intervals (cooperative must never allow it)."""
+def overlapping_owners(
+    members: Mapping[str, Member], idle: Mapping[str, tuple[float, float]] | None = None
+) -> list[str]:
+    """Partitions two members held during overlapping intervals (cooperative must never allow it). ``idle``: a
+    member's window without polls (monotonic start, end), in which it holds partitions but processes nothing."""
     end = time.monotonic()
     spans: list[tuple[object, str, float, float]] = []
     for pid, m in members.items():
         for i, (start, parts) in enumerate(m.held):
             stop = m.held[i + 1][0] if i + 1 < len(m.held) else end
-            spans.extend((tp, pid, start, stop) for tp in parts)
+            pieces = [(start, stop)]
+            if idle and pid in idle:
+                quiet_from, quiet_to = idle[pid]
+                pieces = [(a, b) for a, b in ((start, min(stop, quiet_from)), (max(start, quiet_to), stop)) if a < b]
+            spans.extend((tp, pid, a, b) for tp in parts for a, b in pieces)
     return [
         f"{a[0]} held by {a[1]} and {b[1]}"
         for i, a in enumerate(spans)

@@ -156,3 +156,37 @@ def test_an_application_processor_runs_in_the_loop_and_a_restored_store_resumes_
     finally:
         second.close()
         second_events.close()
+
+
+OWNED = frozenset({(INPUT, 0)})
+ACTIVE = AssignmentInfo(active_tasks={TASK: ((INPUT, 0),)})
+
+
+def test_a_released_task_is_not_restarted_by_a_snapshot_taken_before_the_release(
+    broker: EmbeddedBroker, manager: TaskManager
+) -> None:
+    produce(broker.bootstrap, ["a"])
+    stepping_until(manager, lambda: position(manager) == 1, "the task to process")
+    # The listener gives the partition up (epoch 5) while the task loop still holds the snapshot of epoch 4.
+    manager.release(OWNED, owned_epoch=5)
+    assert not manager.tasks[TASK].processing
+    manager.reconcile(ACTIVE, OWNED, owned_epoch=4)
+    manager.step()
+    assert not manager.tasks[TASK].processing
+    manager.reconcile(ACTIVE, OWNED, owned_epoch=6)  # the group gave it back
+    stepping_until(manager, lambda: manager.tasks[TASK].processing, "the task to process again")
+
+
+def test_a_lost_active_task_closes_at_once_keeping_what_its_changelog_acknowledged(
+    broker: EmbeddedBroker, manager: TaskManager, tmp_path: Path
+) -> None:
+    produce(broker.bootstrap, ["a", "b"])
+    stepping_until(manager, lambda: position(manager) == 2, "two records committed")
+    manager.lose(OWNED, owned_epoch=3)
+    assert TASK not in manager.tasks
+    stops = [e for e in read_events(tmp_path / "events.jsonl") if e["event"] == "stop"]
+    assert [(e["task"], e["why"]) for e in stops] == [("0_0", "lost")]
+    assert manager.offset_sums()[TASK] == 2  # the checkpoint of the two acknowledged writes, not -2
+    manager.reconcile(ACTIVE, frozenset(), owned_epoch=3)  # the member rejoins owning nothing
+    manager.step()
+    assert not manager.tasks[TASK].processing

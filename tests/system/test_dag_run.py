@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from assignor.protocol.plans import read_record
-from jobs.local.airflow import LocalAirflow
+from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
 from jobs.orchestration.tasks import KAFKA_CONN_ID
@@ -31,6 +31,7 @@ from tests.support.pipeline_kafka import create_topics
 from tests.support.signing import VERIFY_KEYS
 
 REPORTS = "_rebalance_reports"
+USERS = "admin:admin,alice:user"  # alice: an ordinary user, named as the only approver in one test
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,8 @@ def module_broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
 @pytest.fixture(scope="module")
 def api_server(tmp_path_factory: pytest.TempPathFactory, module_broker: EmbeddedBroker) -> Iterator[LocalAirflow]:
     home = tmp_path_factory.mktemp("airflow")
-    with LocalAirflow(home, extra_env=rbp_env(module_broker.bootstrap, home / "lake")).start("api-server") as airflow:
+    env = {**rbp_env(module_broker.bootstrap, home / "lake"), "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": USERS}
+    with LocalAirflow(home, extra_env=env).start("api-server") as airflow:
         yield airflow
 
 
@@ -56,6 +58,8 @@ def run_and_answer(
     answer: list[str],
     form: dict[str, Any],
     extra_env: dict[str, str] | None = None,
+    answered_by: str = "admin",
+    refused: tuple[str, ...] = (),
 ) -> tuple[Path, str]:
     """One `airflow dags test` run with its own lake and plans topic, answered over REST; (lake, plans topic)."""
     lake, plans_topic = tmp_path / "lake", f"_plans_{tmp_path.name}"
@@ -69,7 +73,10 @@ def run_and_answer(
         assert "| group | status | moves | warmups | rebalances | offsets to restore |" in detail["body"]
         assert "| this plan | KIP-441 (Kafka Streams alone) |" in detail["body"]
         assert "**HTML report**" in detail["body"] and "/rebalance/reports/" in detail["body"]
-        airflow.answer(DAG_ID, run_id, "approval", answer, form)
+        for user in refused:
+            with pytest.raises(AirflowError, match="HTTP 403"):
+                airflow.answer(DAG_ID, run_id, "approval", answer, form, user=user)
+        airflow.answer(DAG_ID, run_id, "approval", answer, form, user=answered_by)
         assert finish(process) == 0, (tmp_path / "dags-test.log").read_text()[-3000:]
     finally:
         if process.poll() is None:
@@ -136,3 +143,16 @@ def test_rejected_plans_are_recorded_and_nothing_is_published_with_kafka_from_th
         assert plans[group]["reason"] == "rejected by admin: change freeze"
         assert plans[group]["published_at"] is None
     assert published_plans(module_broker.bootstrap, topic) == {}
+
+
+def test_only_the_configured_approvers_can_answer_and_the_approver_is_airflows_record_of_who_did(
+    api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    form = {"selected_groups": None, "reason": None}
+    env = {"RBP_APPROVERS": "alice"}
+    lake, topic = run_and_answer(
+        api_server, module_broker, tmp_path, {"groups": ["orders"]}, [APPROVE_ALL], form, env, "alice", ("admin",)
+    )
+    plans = plan_rows(lake)
+    assert (plans["orders"]["status"], plans["orders"]["approved_by"]) == ("PUBLISHED", "alice")
+    assert published_plans(module_broker.bootstrap, topic)["orders"]["approved_by"] == "alice"

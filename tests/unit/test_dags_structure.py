@@ -25,7 +25,7 @@ from jobs.orchestration.hitl import (
 from jobs.orchestration.tasks import kafka_from_connection, snapshot_id_for, spark_url
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
-STAGES = ["extract", "lags", "plan", "validate", "review", "approval", "decide", "publish"]
+STAGES = ["extract", "lags", "plan", "validate", "review", "approval", "publish"]
 
 
 def cron(dag: Any) -> str:
@@ -53,7 +53,7 @@ def test_planning_dag_runs_the_stages_in_order_with_one_run_at_a_time() -> None:
     assert sorted(dag.task_ids) == sorted(STAGES)
     for upstream, downstream in itertools.pairwise(STAGES):
         assert downstream in dag.get_task(upstream).downstream_task_ids, f"{upstream} -> {downstream}"
-    assert dag.get_task("review").downstream_task_ids == {"approval", "decide"}
+    assert dag.get_task("review").downstream_task_ids == {"approval"}
     assert dag.max_active_runs == 1
     assert dag.catchup is False
     assert cron(dag) == "0 2 * * *"
@@ -61,7 +61,7 @@ def test_planning_dag_runs_the_stages_in_order_with_one_run_at_a_time() -> None:
 
 def test_stage_tasks_retry_with_backoff_and_the_approval_never_retries() -> None:
     dag = load_dags().dags["rebalance_planning"]
-    for task_id in ("extract", "lags", "plan", "validate", "review", "decide", "publish"):
+    for task_id in ("extract", "lags", "plan", "validate", "review", "publish"):
         task = dag.get_task(task_id)
         assert (task.retries or 0) >= 2 and task.retry_exponential_backoff > 1, task_id
     assert dag.get_task("approval").retries == 0
@@ -156,3 +156,18 @@ def test_one_run_has_one_snapshot_id_on_every_retry() -> None:
     assert first == snapshot_id_for("rebalance_planning", "scheduled__2026-11-21T02:00:00+00:00", when)
     assert first.startswith("20261121T020000Z-")
     assert first != snapshot_id_for("rebalance_planning", "manual__2026-11-21T02:00:00+00:00", when)
+
+
+def test_an_answer_from_someone_outside_the_approvers_rejects_every_plan_naming_them() -> None:
+    answer = {"chosen_options": [APPROVE_ALL], "params_input": {}, "responded_by_user": {"id": "bob", "name": "bob"}}
+    d = decision(answer, CANDIDATES, 60, approvers=("alice",))
+    assert (d.by, d.approve, d.reject) == ("bob", (), ("s1/orders", "s1/payments"))
+    assert d.reject_reason == "answered by bob, who is not among the allowed approvers"
+    assert decision(answer, CANDIDATES, 60, approvers=("alice", "bob")).approve == ("s1/orders", "s1/payments")
+
+
+def test_the_approval_records_its_own_decision_so_the_answer_never_crosses_xcom() -> None:
+    dag = load_dags().dags["rebalance_planning"]
+    approval = dag.get_task("approval")
+    assert isinstance(approval, PlanApprovalOperator)
+    assert dag.get_task("publish").upstream_task_ids == {"approval"}

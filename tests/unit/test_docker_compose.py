@@ -24,6 +24,7 @@ SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_KEY_ID": "k1",
     "RBP_PLAN_SIGNING_KEY_PEM": "/etc/rbp/k1.pem",
     "AIRFLOW_JWT_SECRET": "j",
+    "POSTGRES_PASSWORD": "p",
 }
 SIGNING_ONLY = {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_KEY_ID"}  # the pipeline's: a live group must not hold them
 
@@ -147,3 +148,10 @@ def embedded_kafka_version() -> str:
     version = pom.find("{http://maven.apache.org/POM/4.0.0}properties/{http://maven.apache.org/POM/4.0.0}kafka.version")
     assert version is not None and version.text
     return version.text
+
+
+def test_no_password_has_a_default(compose: dict[str, Any]) -> None:
+    text = (DOCKER / "docker-compose.yml").read_text()
+    defaulted = re.findall(r"\$\{([A-Z_]*(?:PASSWORD|SECRET)[A-Z_]*):-", text)
+    assert defaulted == [], f"passwords with a default: {defaulted}"
+    assert "POSTGRES_PASSWORD" in SECRETS

@@ -4,7 +4,8 @@
 
 Independent of the planner's model: enumerate every per-(client, subtopology) count matrix the
 contract's B1 and B2 allow, solve each exactly with the Hungarian method over count slots, keep the
-lexicographic minimum of (restore offsets, moves). (Balance violations are zero for both: balanced
+lexicographic minimum of (restore offsets, each priced at least 1 off a caught-up client, moves). (Balance
+violations are zero for both: balanced
 targets always exist.) Standbys are off, so B1 also windows the stateful actives alone.
 """
 
@@ -29,10 +30,12 @@ from tests.support.strategies import build_group
 
 
 def restore(lags: LagIndex, group: GroupState, task: TaskId, pid: str) -> int:
+    """Offsets to restore, priced at least 1 on a client that is not caught up, as the planner's objective says: such
+    a placement costs a warmup round even with nothing to replay (an unknown position, -3, on an empty log)."""
     if task not in group.stateful_tasks or lags.caught_up(pid, task):
         return 0
     lag = lags.lag(pid, task)
-    return lags.ends.get(task, 0) if lag < 0 else lag
+    return max(1, lags.ends.get(task, 0) if lag < 0 else lag)
 
 
 def moved(group: GroupState, task: TaskId, pid: str) -> int:

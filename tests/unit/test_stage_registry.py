@@ -4,9 +4,11 @@ planning and observe DAGs runs its stages through the registry, so adding a stag
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +21,8 @@ from jobs.pipeline import registry
 from jobs.pipeline.stage import StageResult
 from jobs.settings import Settings
 
-LAKE: Any = object()  # no stage really runs here: the recorders below only note the request
+# No stage really runs here: the recorders below only note the request (the root holds the writer lock only).
+LAKE: Any = SimpleNamespace(root=Path(tempfile.gettempdir()) / "rbp-stage-registry-lake", clear_staging=lambda: None)
 
 
 def test_every_registered_stage_is_a_subcommand_taking_its_options() -> None:

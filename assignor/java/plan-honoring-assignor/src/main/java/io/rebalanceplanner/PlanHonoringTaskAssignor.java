@@ -13,6 +13,8 @@ import io.rebalanceplanner.core.PlanConfigs;
 import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.core.Task;
 import io.rebalanceplanner.core.Verdict;
+import io.rebalanceplanner.kafka.EndOffsetSource;
+import io.rebalanceplanner.kafka.EndOffsetsUnavailableException;
 import io.rebalanceplanner.kafka.PlanSource;
 import io.rebalanceplanner.kafka.PlannerSettings;
 import io.rebalanceplanner.kafka.PlansUnreadableException;
@@ -52,7 +54,8 @@ import org.slf4j.LoggerFactory;
  * <p>Enable with {@code task.assignor.class=io.rebalanceplanner.PlanHonoringTaskAssignor} and
  * {@code rebalance.planner.verify.keys=<key_id>=<64 hex>}. {@link #assign} never throws: whatever goes wrong,
  * the group gets the fallback assignment and the state reports say why. The fallback itself falls back to
- * StickyTaskAssignor, and that to keeping previous actives.
+ * StickyTaskAssignor, and that to keeping previous actives. Plans are read only during rebalances, so the
+ * leader also asks for a follow-up rebalance every {@code rebalance.planner.plan.check.interval.ms}.
  */
 public class PlanHonoringTaskAssignor implements TaskAssignor {
     private static final Logger LOG = LoggerFactory.getLogger(PlanHonoringTaskAssignor.class);
@@ -62,23 +65,25 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
     private final TaskAssignor lastFallback;
     private PlanSource planSource;
     private ReportSink reportSink;
+    private EndOffsetSource endOffsets;
     private PlannerSettings settings;
     private PlanVerifier verifier;
     private String configError;
     private StateReports.Pending pending;
 
     public PlanHonoringTaskAssignor() {
-        this(null, null, System::currentTimeMillis, new StickyTaskAssignor());
+        this(null, null, null, System::currentTimeMillis, new StickyTaskAssignor());
     }
 
     /**
-     * For tests: fixed plan source, report sink and clock instead of the shared Kafka clients, and the assignor
-     * used when the KIP-441 fallback fails.
+     * For tests: fixed plan source, report sink, end offsets and clock instead of the shared Kafka clients, and
+     * the assignor used when the KIP-441 fallback fails.
      */
-    PlanHonoringTaskAssignor(PlanSource planSource, ReportSink reportSink, LongSupplier clock,
-            TaskAssignor lastFallback) {
+    PlanHonoringTaskAssignor(PlanSource planSource, ReportSink reportSink, EndOffsetSource endOffsets,
+            LongSupplier clock, TaskAssignor lastFallback) {
         this.planSource = planSource;
         this.reportSink = reportSink;
+        this.endOffsets = endOffsets;
         this.clock = clock;
         this.lastFallback = lastFallback;
     }
@@ -109,6 +114,9 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             }
             if (reportSink == null && settings.reportsEnabled()) {
                 reportSink = SharedClients.reportSink(settings);
+            }
+            if (endOffsets == null && settings.reportsEnabled() && settings.offsetsTimeoutMs() > 0) {
+                endOffsets = SharedClients.endOffsets(settings);
             }
             if (settings.verifyKeys().isEmpty()) {
                 LOG.warn("{} has no keys: no plan can verify, the group uses the KIP-441 fallback",
@@ -167,8 +175,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             pids.sort(CodePoints.ORDER);
             LagIndex index = new LagIndex(pids, lags, Map.of(), plan.configs().acceptableRecoveryLag());
             LiveAssignment honored = Honor.honorTarget(plan.target(), group, plan.configs(), plan.moveOrder(), index);
-            TaskAssignment assignment = toKafka(states, honored.assignment(), honored.followupRebalance(),
-                    now + plan.configs().probingRebalanceIntervalMs());
+            TaskAssignment assignment = toKafka(states, honored.assignment(),
+                    followupAt(now, honored.followupRebalance(), plan.configs().probingRebalanceIntervalMs()));
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
                     assignment);
             if (error != TaskAssignor.AssignmentError.NONE) {
@@ -200,8 +208,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                     kafka.numStandbyReplicas(), kafka.probingRebalanceIntervalMs(), kafka.rackAwareAssignmentTags());
             LiveAssignment ha = HighAvailability.assign(liveGroup(states, applicationState.allTasks()),
                     configs, lagsOf(states));
-            TaskAssignment assignment = toKafka(states, ha.assignment(), ha.followupRebalance(),
-                    now + configs.probingRebalanceIntervalMs());
+            TaskAssignment assignment = toKafka(states, ha.assignment(),
+                    followupAt(now, ha.followupRebalance(), configs.probingRebalanceIntervalMs()));
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
                     assignment);
             if (error != TaskAssignor.AssignmentError.NONE) {
@@ -218,6 +226,18 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             LOG.error("the sticky fallback failed too; keeping previous active tasks", t);
             return new Fallback(lastResort(applicationState), null);
         }
+    }
+
+    /**
+     * When the group should rebalance next, or null: the probing deadline while copies still move, and at the
+     * latest the next plan check, which in a settled group changes nothing and so revokes nothing.
+     */
+    private Instant followupAt(long now, boolean moving, long probingIntervalMs) {
+        long at = moving ? now + probingIntervalMs : Long.MAX_VALUE;
+        if (settings != null && settings.planCheckIntervalMs() > 0) {
+            at = Math.min(at, now + settings.planCheckIntervalMs());
+        }
+        return at == Long.MAX_VALUE ? null : Instant.ofEpochMilli(at);
     }
 
     static TaskAssignment lastResort(ApplicationState applicationState) {
@@ -256,8 +276,22 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 LOG.info("not honoring a plan: {}", fallbackReason);
             }
             if (reportSink != null && settings != null) {
+                Map<Task, Long> endOffsetSums = null;
+                String offsetSumsError = null;
+                if (endOffsets == null) {
+                    offsetSumsError = PlannerSettings.OFFSETS_TIMEOUT_MS + " is 0: lags only";
+                } else if (lags != null) {
+                    try {
+                        Map<TaskId, TaskInfo> tasks = applicationState.allTasks();
+                        endOffsetSums = StateReports.endOffsetSums(tasks, endOffsets.endOffsets(
+                                StateReports.changelogPartitions(tasks), settings.offsetsTimeoutMs()));
+                    } catch (EndOffsetsUnavailableException e) {
+                        offsetSumsError = e.getMessage();
+                        LOG.warn("reporting lags without offset sums: {}", offsetSumsError);
+                    }
+                }
                 pending = StateReports.pending(settings.applicationId(), applicationState, result.assignment,
-                        result.tasks, lags, planId, fallbackReason, now);
+                        result.tasks, lags, endOffsetSums, offsetSumsError, planId, fallbackReason, now);
             }
         } catch (Throwable t) {
             LOG.warn("could not prepare state reports: {}", t.toString());
@@ -327,7 +361,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
 
     /** Warmups become standby tasks: KIP-924 has no separate role, a standby that catches up is a warmup. */
     static TaskAssignment toKafka(Map<ProcessId, KafkaStreamsState> states, Map<String, ClientTasks> tasks,
-            boolean followupRebalance, long followupAtMs) {
+            Instant followupAt) {
         Map<String, ProcessId> byName = new HashMap<>();
         for (ProcessId pid : states.keySet()) {
             byName.put(pid.id().toString(), pid);
@@ -348,9 +382,9 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 assigned.add(new AssignedTask(kafkaId(kafkaIds, t), AssignedTask.Type.STANDBY));
             }
             KafkaStreamsAssignment a = KafkaStreamsAssignment.of(pid, assigned);
-            if (followupRebalance && !followupSet) {
+            if (followupAt != null && !followupSet) {
                 // One member asking for the probing rebalance is enough; Kafka's own assignor does the same.
-                a = a.withFollowupRebalance(Instant.ofEpochMilli(followupAtMs));
+                a = a.withFollowupRebalance(followupAt);
                 followupSet = true;
             }
             out.add(a);

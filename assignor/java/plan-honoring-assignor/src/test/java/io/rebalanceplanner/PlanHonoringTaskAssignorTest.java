@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.rebalanceplanner.core.CanonicalJson;
 import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.core.StrictJson;
+import io.rebalanceplanner.kafka.EndOffsetSource;
+import io.rebalanceplanner.kafka.EndOffsetsUnavailableException;
 import io.rebalanceplanner.kafka.PlanSource;
 import io.rebalanceplanner.kafka.PlansUnreadableException;
 import io.rebalanceplanner.kafka.SharedClients;
@@ -28,6 +30,7 @@ import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupAssignment;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
@@ -48,6 +51,12 @@ class PlanHonoringTaskAssignorTest {
     private KeyPair keys;
     private FakeApplicationState app;
     private final Map<String, byte[]> published = new LinkedHashMap<>();
+    /** Every changelog partition ends at the fake's end offset sum (one changelog partition per task). */
+    private EndOffsetSource endOffsets = (partitions, timeout) -> {
+        Map<TopicPartition, Long> out = new HashMap<>();
+        partitions.forEach(tp -> out.put(tp, app.endOffsetSum));
+        return out;
+    };
 
     @BeforeEach
     void setUp() throws Exception {
@@ -96,13 +105,20 @@ class PlanHonoringTaskAssignorTest {
         return CanonicalJson.bytes(fields);
     }
 
+    /** Plan checks off, so that follow-ups are the probing rebalances alone (the plan-check tests turn them on). */
     private PlanHonoringTaskAssignor assignor(PlanSource source) {
-        PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor(source, published::putAll, () -> NOW,
+        return assignor(source, Map.of("rebalance.planner.plan.check.interval.ms", "0"));
+    }
+
+    private PlanHonoringTaskAssignor assignor(PlanSource source, Map<String, String> settings) {
+        PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor(source, published::putAll,
+                (partitions, timeout) -> endOffsets.endOffsets(partitions, timeout), () -> NOW,
                 new StickyTaskAssignor());
         Map<String, Object> config = new HashMap<>();
         config.put("application.id", "app");
         config.put("bootstrap.servers", "localhost:1");
         config.put("rebalance.planner.verify.keys", "k1=" + rawPublicHex());
+        config.putAll(settings);
         assignor.configure(config);
         return assignor;
     }
@@ -163,9 +179,13 @@ class PlanHonoringTaskAssignorTest {
         assertEquals(List.of(), rb.get("standby_tasks"));
         assertEquals("member-b", rb.get("member_id"));
         assertEquals(11L, rb.get("protocol_version"));
-        assertEquals(7L, rb.get("generation"));
+        assertEquals(8L, rb.get("generation")); // the members subscribed with 7: this assignment starts 8
         assertEquals("kafka-streams", rb.get("origin"));
         assertEquals(Map.of("1_0", 5000L, "1_1", 0L), rb.get("task_lags"));
+        // B holds neither stateful task, yet has state for both: the sums say so, against end offsets of 10,000.
+        assertEquals(Map.of("1_0", 5000L, "1_1", 10_000L), rb.get("task_offset_sums"));
+        assertNull(rb.get("task_offset_sums_error"));
+        assertEquals(Map.of("1_0", -2L, "1_1", -2L), report(A).get("task_offset_sums"));
         Map<String, Object> topology = (Map<String, Object>) rb.get("topology");
         assertEquals(Map.of("source_topics", List.of("app-repartition"), "changelog_topics",
                 List.of("app-store-changelog"), "stateful", true), topology.get("1"));
@@ -221,6 +241,40 @@ class PlanHonoringTaskAssignorTest {
         assertEquals(List.of("1_1"), rb.get("warmup_tasks"));
         assertEquals(List.of(), rb.get("standby_tasks"));
         assertEquals(Map.of("1_0", 10_000L, "1_1", 10_000L), rb.get("task_lags"));
+        assertEquals(Map.of(), rb.get("task_offset_sums"), "lagging the whole changelog is having no state");
+    }
+
+    /** A settled group still rebalances at the plan-check interval (5 min by default), so new plans are read. */
+    @Test
+    void settledGroupSchedulesAPlanCheck() throws Exception {
+        TaskAssignment result = run(assignor((group, timeout) -> null, Map.of()));
+        assertEquals(Map.of(A, "0_0=ACTIVE,1_0=ACTIVE", B, "0_1=ACTIVE,1_1=ACTIVE"), roles(result));
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 300_000)), followups(result));
+    }
+
+    /** The follow-up is whichever comes first: the plan's probing rebalance (10 s) or the plan check. */
+    @Test
+    void planCheckAndProbingShareOneFollowup() throws Exception {
+        byte[] plan = signedPlan("app", Map.of());
+        String interval = "rebalance.planner.plan.check.interval.ms";
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 4_000)),
+                followups(run(assignor((group, timeout) -> plan, Map.of(interval, "4000")))));
+        SharedClients.forgetHonored();
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 10_000)),
+                followups(run(assignor((group, timeout) -> plan, Map.of(interval, "60000")))));
+    }
+
+    /** End offsets that cannot be listed leave the reports with lags only, and the reason. */
+    @Test
+    void unlistedEndOffsetsReportLagsAndTheReason() throws Exception {
+        endOffsets = (partitions, timeout) -> {
+            throw new EndOffsetsUnavailableException("changelog end offsets not listed within 2000 ms", null);
+        };
+        run(assignor((group, timeout) -> null));
+        Map<String, Object> rb = report(B);
+        assertEquals(Map.of(), rb.get("task_offset_sums"));
+        assertEquals("changelog end offsets not listed within 2000 ms", rb.get("task_offset_sums_error"));
+        assertEquals(Map.of("1_0", 5000L, "1_1", 0L), rb.get("task_lags"));
     }
 
     /** Rejections and unfit targets get the same KIP-441 assignment as having no plan at all. */
@@ -291,7 +345,7 @@ class PlanHonoringTaskAssignorTest {
             }
         };
         PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor((group, timeout) -> null, published::putAll,
-                () -> NOW, sticky);
+                endOffsets, () -> NOW, sticky);
         assignor.configure(Map.of("application.id", "app"));
         TaskAssignment result = assignor.assign(app);
         assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
@@ -377,7 +431,7 @@ class PlanHonoringTaskAssignorTest {
     @Test
     void badConfigurationFallsBackInsteadOfThrowing() throws Exception {
         PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor((group, timeout) -> null, published::putAll,
-                () -> NOW, new StickyTaskAssignor());
+                endOffsets, () -> NOW, new StickyTaskAssignor());
         assignor.configure(Map.of("application.id", "app", "rebalance.planner.verify.keys", "k1=nothex"));
         TaskAssignment result = assignor.assign(app);
         assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
@@ -393,7 +447,7 @@ class PlanHonoringTaskAssignorTest {
             }
         };
         PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor((group, timeout) -> null, published::putAll,
-                () -> NOW, broken);
+                endOffsets, () -> NOW, broken);
         assignor.configure(Map.of("application.id", "app"));
         TaskAssignment result = assignor.assign(app);
         assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));

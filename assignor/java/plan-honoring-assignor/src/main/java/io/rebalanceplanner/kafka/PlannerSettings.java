@@ -15,6 +15,8 @@ public final class PlannerSettings {
     public static final String CLOCK_SKEW_MS = PREFIX + "clock.skew.ms";
     public static final String REPORTS_ENABLED = PREFIX + "reports.enabled";
     public static final String REPORTS_TIMEOUT_MS = PREFIX + "reports.timeout.ms";
+    public static final String PLAN_CHECK_INTERVAL_MS = PREFIX + "plan.check.interval.ms";
+    public static final String OFFSETS_TIMEOUT_MS = PREFIX + "offsets.timeout.ms";
     public static final String CLIENT_PREFIX = PREFIX + "client.";
 
     private final String applicationId;
@@ -25,6 +27,8 @@ public final class PlannerSettings {
     private final long clockSkewMs;
     private final boolean reportsEnabled;
     private final long reportsTimeoutMs;
+    private final long planCheckIntervalMs;
+    private final long offsetsTimeoutMs;
     private final Map<String, Object> clientProperties;
 
     private PlannerSettings(Map<String, ?> configs) {
@@ -40,6 +44,8 @@ public final class PlannerSettings {
         clockSkewMs = nonNegative(configs, CLOCK_SKEW_MS, 60000);
         reportsEnabled = Boolean.parseBoolean(string(configs, REPORTS_ENABLED, "true").strip());
         reportsTimeoutMs = nonNegative(configs, REPORTS_TIMEOUT_MS, 2000);
+        planCheckIntervalMs = nonNegative(configs, PLAN_CHECK_INTERVAL_MS, 300_000);
+        offsetsTimeoutMs = nonNegative(configs, OFFSETS_TIMEOUT_MS, 2000);
         clientProperties = clientProperties(configs);
     }
 
@@ -138,6 +144,19 @@ public final class PlannerSettings {
 
     public long reportsTimeoutMs() {
         return reportsTimeoutMs;
+    }
+
+    /**
+     * How long a settled group goes without a rebalance, so that a plan published meanwhile is read (plans are
+     * read only while the group rebalances); 0 means only rebalances Kafka starts anyway.
+     */
+    public long planCheckIntervalMs() {
+        return planCheckIntervalMs;
+    }
+
+    /** Deadline for listing changelog end offsets (the reports' offset sums); 0 reports lags only. */
+    public long offsetsTimeoutMs() {
+        return offsetsTimeoutMs;
     }
 
     /** Kafka client properties for the plugin's own consumer and producer. */

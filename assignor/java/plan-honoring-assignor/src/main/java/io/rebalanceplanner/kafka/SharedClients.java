@@ -16,6 +16,7 @@ public final class SharedClients {
     private static final Logger LOG = LoggerFactory.getLogger(SharedClients.class);
     private static final Map<String, TopicPlanSource> PLAN_SOURCES = new ConcurrentHashMap<>();
     private static final Map<String, TopicReportSink> REPORT_SINKS = new ConcurrentHashMap<>();
+    private static final Map<String, AdminEndOffsets> END_OFFSETS = new ConcurrentHashMap<>();
     private static final Map<String, Long> NEWEST_HONORED = new ConcurrentHashMap<>();
 
     static {
@@ -34,6 +35,12 @@ public final class SharedClients {
         String key = s.reportsTopic() + "\u0000" + s.reportsTimeoutMs() + "\u0000" + s.clientProperties();
         return REPORT_SINKS.computeIfAbsent(key, k -> new TopicReportSink(s.clientProperties(), s.reportsTopic(),
                 s.applicationId() + "-rebalance-planner-reports", s.reportsTimeoutMs()));
+    }
+
+    public static EndOffsetSource endOffsets(PlannerSettings s) {
+        String key = s.applicationId() + "\u0000" + s.clientProperties();
+        return END_OFFSETS.computeIfAbsent(key, k -> new AdminEndOffsets(s.clientProperties(),
+                s.applicationId() + "-rebalance-planner-offsets"));
     }
 
     /** The newest {@code created_at} this JVM has honored for the group (replay protection), or null. */
@@ -55,8 +62,10 @@ public final class SharedClients {
         List<AutoCloseable> all = new ArrayList<>();
         all.addAll(PLAN_SOURCES.values());
         all.addAll(REPORT_SINKS.values());
+        all.addAll(END_OFFSETS.values());
         PLAN_SOURCES.clear();
         REPORT_SINKS.clear();
+        END_OFFSETS.clear();
         for (AutoCloseable c : all) {
             try {
                 c.close();

@@ -8,13 +8,16 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
@@ -44,13 +47,14 @@ public final class StateReports {
         /** Key {@code <group>/<process id>} to the report's JSON bytes. */
         public Map<String, byte[]> records(GroupSubscription subscription, long nowMs) {
             Map<String, MemberInfo> members = members(subscription);
+            long generation = currentGeneration(members.values());
             Map<String, byte[]> out = new LinkedHashMap<>();
             for (Map<String, Object> template : reports) {
                 Map<String, Object> report = new TreeMap<>(template);
                 String pid = (String) report.get("process_id");
                 MemberInfo member = members.get(pid);
                 report.put("member_id", member == null ? "" : member.memberId);
-                report.put("generation", member == null ? -1L : member.generation);
+                report.put("generation", member == null ? -1L : generation);
                 report.put("protocol_version", member == null || member.version < 1 ? 1L : member.version);
                 Collection<String> ids = clientIds.getOrDefault(pid, List.of());
                 report.put("client_id", ids.isEmpty() ? "" : ids.iterator().next());
@@ -59,6 +63,18 @@ public final class StateReports {
             }
             return out;
         }
+    }
+
+    /**
+     * The generation this assignment starts: members subscribe with the generation they joined last, and the
+     * classic protocol bumps it once per join round, so it is one past the newest; -1 when no member has one.
+     */
+    static long currentGeneration(Collection<MemberInfo> members) {
+        long newest = -1;
+        for (MemberInfo m : members) {
+            newest = Math.max(newest, m.generation);
+        }
+        return newest < 0 ? -1 : newest + 1;
     }
 
     private static final class MemberInfo {
@@ -111,9 +127,14 @@ public final class StateReports {
         return out;
     }
 
+    /**
+     * The reports of one rebalance. With {@code endOffsetSums} (per stateful task, listed just now) each client's
+     * offset sums are derived from its lags, for every task it has state for; without them the reports carry
+     * lags only and {@code offsetSumsError} says why.
+     */
     public static Pending pending(String groupId, ApplicationState app, TaskAssignment assignment,
-            Map<String, ClientTasks> withWarmups, Map<String, Map<Task, Long>> lags, String planId,
-            String fallbackReason, long nowMs) {
+            Map<String, ClientTasks> withWarmups, Map<String, Map<Task, Long>> lags, Map<Task, Long> endOffsetSums,
+            String offsetSumsError, String planId, String fallbackReason, long nowMs) {
         Map<ProcessId, KafkaStreamsState> states = app.kafkaStreamsStates(false);
         Map<String, Object> topology = topology(app.allTasks());
         Map<String, KafkaStreamsAssignment> byPid = new HashMap<>();
@@ -152,7 +173,6 @@ public final class StateReports {
             r.put("active_tasks", names(active));
             r.put("standby_tasks", names(standby));
             r.put("warmup_tasks", names(warmup));
-            r.put("task_offset_sums", Map.of());
             Map<String, Object> taskLags = new TreeMap<>();
             Map<Task, Long> clientLags = lags == null ? null : lags.get(pid);
             if (clientLags != null) {
@@ -161,6 +181,13 @@ public final class StateReports {
                 }
             }
             r.put("task_lags", taskLags);
+            Map<String, Object> sums = new TreeMap<>();
+            if (endOffsetSums != null && clientLags != null) {
+                offsetSums(clientLags, endOffsetSums).forEach((t, sum) -> sums.put(t.toString(), sum));
+            } else if (offsetSumsError != null) {
+                r.put("task_offset_sums_error", offsetSumsError);
+            }
+            r.put("task_offset_sums", sums);
             r.put("topology", topology);
             r.put("plan_id", planId);
             r.put("fallback_reason", fallbackReason);
@@ -168,6 +195,60 @@ public final class StateReports {
             clientIds.put(pid, s.consumerClientIds());
         }
         return new Pending(groupId, reports, clientIds);
+    }
+
+    /**
+     * Offset sums from Kafka's lags ({@code end - offset sum}, sentinels as they are) and end offsets listed a
+     * moment later: a task lagging its whole changelog has no state and no sum. Records appended between the two
+     * listings make a sum slightly too high; the pipeline's acceptable lag dwarfs that.
+     */
+    static Map<Task, Long> offsetSums(Map<Task, Long> lags, Map<Task, Long> endOffsetSums) {
+        Map<Task, Long> out = new TreeMap<>();
+        for (Map.Entry<Task, Long> e : lags.entrySet()) {
+            long lag = e.getValue();
+            Long end = endOffsetSums.get(e.getKey());
+            if (lag == -2 || lag == -3) {
+                out.put(e.getKey(), lag);
+            } else if (end != null && lag >= 0 && lag < end) {
+                out.put(e.getKey(), end - lag);
+            }
+        }
+        return out;
+    }
+
+    /** Every changelog partition of the application's stateful tasks. */
+    public static Set<TopicPartition> changelogPartitions(Map<TaskId, TaskInfo> tasks) {
+        Set<TopicPartition> out = new HashSet<>();
+        for (TaskInfo info : tasks.values()) {
+            for (TaskTopicPartition tp : info.topicPartitions()) {
+                if (tp.isChangelog()) {
+                    out.add(tp.topicPartition());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Per stateful task, the sum of its changelog partitions' end offsets; a task with one unlisted is left out. */
+    public static Map<Task, Long> endOffsetSums(Map<TaskId, TaskInfo> tasks, Map<TopicPartition, Long> ends) {
+        Map<Task, Long> out = new HashMap<>();
+        for (TaskInfo info : tasks.values()) {
+            long sum = 0;
+            boolean changelog = false;
+            boolean complete = true;
+            for (TaskTopicPartition tp : info.topicPartitions()) {
+                if (tp.isChangelog()) {
+                    changelog = true;
+                    Long end = ends.get(tp.topicPartition());
+                    complete &= end != null;
+                    sum += end == null ? 0 : end;
+                }
+            }
+            if (changelog && complete) {
+                out.put(new Task(info.id().subtopology(), info.id().partition()), sum);
+            }
+        }
+        return out;
     }
 
     private static List<String> names(Collection<Task> tasks) {

@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.serialization.Serdes;
@@ -34,7 +35,9 @@ import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.StandbyUpdateListener;
 import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
@@ -73,6 +76,7 @@ public final class ReferenceApp {
                 "  --state-dir DIR  --threads N (1)  --standbys N (0)  --acceptable-recovery-lag N (10000)",
                 "  --max-warmup-replicas N (2)  --probing-interval-ms N (600000; Kafka's floor is 60000)",
                 "  --plugin true|false (true)  --verify-keys id=hex,...  --plans-topic T  --reports-topic T",
+                "  --plan-check-interval-ms N (the plugin's default, 300000)  --session-timeout-ms N (45000)",
                 "  --events FILE  --exit-on-stdin-eof  --commit-interval-ms N (1000)  --cache-bytes N (0)",
                 "  --application-server HOST:PORT  --create-topics true|false (true)",
                 "produce mode: --produce N --keys K [--input-topic T --partitions N --bootstrap B]");
@@ -121,6 +125,14 @@ public final class ReferenceApp {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, flags.getLong("commit-interval-ms", 1000));
         // No record cache: every count update reaches the changelog, so tests can build big changelogs fast.
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, flags.getLong("cache-bytes", 0));
+        if (flags.has("session-timeout-ms")) {
+            // Kafka Streams does not leave the group on close: the coordinator waits out the session timeout
+            // before the next rebalance, so tests that stop instances want it short.
+            int session = flags.getInt("session-timeout-ms", 45000);
+            props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
+            props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG),
+                    Math.max(100, session / 3));
+        }
         if (flags.has("application-server")) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, flags.get("application-server", ""));
         }
@@ -129,6 +141,9 @@ public final class ReferenceApp {
             props.put("rebalance.planner.verify.keys", flags.get("verify-keys", ""));
             props.put("rebalance.planner.plans.topic", flags.get("plans-topic", "_rebalance_plans"));
             props.put("rebalance.planner.reports.topic", flags.get("reports-topic", "_rebalance_reports"));
+            if (flags.has("plan-check-interval-ms")) {
+                props.put("rebalance.planner.plan.check.interval.ms", flags.get("plan-check-interval-ms", ""));
+            }
         }
         Topology topology = topology(input, counters);
         Map<String, Integer> storeSubtopology = storeSubtopologies(topology.describe());
@@ -136,6 +151,8 @@ public final class ReferenceApp {
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean closing = new AtomicBoolean();
         streams.setGlobalStateRestoreListener(new RestoreEvents(events, storeSubtopology));
+        StandbyEvents standbyEvents = new StandbyEvents(events);
+        streams.setStandbyUpdateListener(standbyEvents);
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
                 stopped.countDown();
@@ -159,6 +176,7 @@ public final class ReferenceApp {
             try {
                 streams.close(Duration.ofSeconds(30));
                 counters.flush();
+                standbyEvents.flush();
                 events.emit("shutdown", "processed", counters.totals());
                 events.close();
                 closedCleanly.set(true);
@@ -194,7 +212,8 @@ public final class ReferenceApp {
             watcher.start();
         }
         try {
-            return runUntilStopped(streams, events, appId, plugin, counters, stopped, shutdown, exitStatus);
+            return runUntilStopped(streams, events, appId, plugin, counters, standbyEvents, stopped, shutdown,
+                    exitStatus);
         } catch (Exception | Error e) {
             exitStatus.compareAndSet(-1, 1);
             throw e;
@@ -202,7 +221,8 @@ public final class ReferenceApp {
     }
 
     private static int runUntilStopped(KafkaStreams streams, Events events, String appId, boolean plugin,
-            Counters counters, CountDownLatch stopped, Runnable shutdown, AtomicInteger exitStatus)
+            Counters counters, StandbyEvents standbyEvents, CountDownLatch stopped, Runnable shutdown,
+            AtomicInteger exitStatus)
             throws InterruptedException {
         streams.start();
         events.emit("start", "process_id", processId(streams), "application_id", appId, "plugin", plugin);
@@ -214,6 +234,7 @@ public final class ReferenceApp {
                 events.emit("assigned", "active", assigned.get("active"), "standby", assigned.get("standby"));
             }
             counters.maybeEmit();
+            standbyEvents.maybeEmit();
         }
         int status = streams.state() == KafkaStreams.State.ERROR ? 1 : 0;
         shutdown.run();
@@ -302,16 +323,16 @@ public final class ReferenceApp {
     /** Per-task record counts, emitted as {@code processed} at most once a second. */
     static final class Counters {
         private final Events events;
-        private final Map<String, AtomicLong> sinceLast = new ConcurrentHashMap<>();
+        private final TaskTally processed;
         private final Map<String, AtomicLong> totals = new ConcurrentHashMap<>();
-        private long lastEmit = System.currentTimeMillis();
 
         Counters(Events events) {
             this.events = events;
+            this.processed = new TaskTally(events, "processed");
         }
 
         void count(String task) {
-            sinceLast.computeIfAbsent(task, k -> new AtomicLong()).incrementAndGet();
+            processed.add(task, 1);
             totals.computeIfAbsent(task, k -> new AtomicLong()).incrementAndGet();
         }
 
@@ -327,23 +348,11 @@ public final class ReferenceApp {
         }
 
         void maybeEmit() {
-            if (System.currentTimeMillis() - lastEmit >= 1000) {
-                flush();
-            }
+            processed.maybeEmit();
         }
 
         void flush() {
-            lastEmit = System.currentTimeMillis();
-            Map<String, Long> out = new TreeMap<>();
-            for (Map.Entry<String, AtomicLong> e : sinceLast.entrySet()) {
-                long n = e.getValue().getAndSet(0);
-                if (n > 0) {
-                    out.put(e.getKey(), n);
-                }
-            }
-            if (!out.isEmpty()) {
-                events.emit("processed", "tasks", out);
-            }
+            processed.flush();
         }
 
         void started(String task) {
@@ -417,4 +426,45 @@ public final class ReferenceApp {
         }
     }
 
+    /**
+     * Records loaded into standby stores (hot standbys and warmups alike: KIP-924 has one role for both), per
+     * task as {@code standby_restored} at most once a second, and {@code standby_suspended} when a standby is
+     * promoted or moves away.
+     */
+    static final class StandbyEvents implements StandbyUpdateListener {
+        private final Events events;
+        private final TaskTally loaded;
+
+        StandbyEvents(Events events) {
+            this.events = events;
+            this.loaded = new TaskTally(events, "standby_restored");
+        }
+
+        @Override
+        public void onUpdateStart(TopicPartition tp, String store, long startingOffset) {
+            // Loading is what the benchmark counts; where it starts is in the suspension event's offsets.
+        }
+
+        @Override
+        public void onBatchLoaded(TopicPartition tp, String store, TaskId task, long batchEndOffset, long batchSize,
+                long currentEndOffset) {
+            loaded.add(task.toString(), batchSize);
+        }
+
+        @Override
+        public void onUpdateSuspended(TopicPartition tp, String store, long storeOffset, long currentEndOffset,
+                SuspendReason reason) {
+            loaded.flush();
+            events.emit("standby_suspended", "partition", tp.partition(), "store", store, "store_offset",
+                    storeOffset, "end_offset", currentEndOffset, "reason", reason.name());
+        }
+
+        void maybeEmit() {
+            loaded.maybeEmit();
+        }
+
+        void flush() {
+            loaded.flush();
+        }
+    }
 }

@@ -1,0 +1,94 @@
+"""The Kafka ACLs of a secured deployment: only the pipeline writes the plans topic; applications read plans and
+write their state reports; nobody else touches either (the broker denies whatever no ACL allows)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # public, not in __all__
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from jobs.polling import wait_until
+
+READER_GROUP_PREFIX = "rbp-reader-"  # the consumer group read_latest_by_key reads compacted topics with
+
+
+@dataclass(frozen=True)
+class Principals:
+    """Who is who on the broker: the pipeline (Airflow's tasks) and each application's user."""
+
+    pipeline: str
+    applications: tuple[str, ...]
+
+
+def _allow(
+    principal: str,
+    resource: ResourceType,
+    name: str,
+    operations: Sequence[AclOperation],
+    pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+) -> list[AclBinding]:
+    return [
+        AclBinding(resource, name, pattern, f"User:{principal}", "*", op, AclPermissionType.ALLOW) for op in operations
+    ]
+
+
+def acl_bindings(principals: Principals, plans_topic: str, reports_topic: str) -> list[AclBinding]:
+    """Every ACL the product needs; an application's own topics and groups are its own ACLs' business."""
+    read, write, describe = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
+    pipeline = principals.pipeline
+    bindings = [
+        *_allow(pipeline, ResourceType.TOPIC, plans_topic, [write, read, describe]),
+        *_allow(pipeline, ResourceType.TOPIC, reports_topic, [read, describe]),
+        # extract: every group's members and committed offsets, every changelog's end offsets
+        *_allow(pipeline, ResourceType.TOPIC, "*", [describe]),
+        *_allow(pipeline, ResourceType.GROUP, "*", [describe]),
+        *_allow(pipeline, ResourceType.BROKER, "kafka-cluster", [describe]),
+        *_allow(pipeline, ResourceType.GROUP, READER_GROUP_PREFIX, [read], ResourcePatternType.PREFIXED),
+    ]
+    for app in principals.applications:
+        bindings += [
+            *_allow(app, ResourceType.TOPIC, plans_topic, [read, describe]),
+            *_allow(app, ResourceType.TOPIC, reports_topic, [write, describe]),
+            *_allow(app, ResourceType.GROUP, READER_GROUP_PREFIX, [read], ResourcePatternType.PREFIXED),
+        ]
+    return bindings
+
+
+def apply_acls(admin_config: Mapping[str, str], bindings: Sequence[AclBinding], timeout_s: float = 30) -> int:
+    """Create the ACLs (creating an existing one is a no-op) and wait until the broker enforces them; how many
+    were asked for. RuntimeError naming the first that failed."""
+    admin = AdminClient(dict(admin_config))
+    for binding, future in admin.create_acls(list(bindings), request_timeout=timeout_s).items():
+        try:
+            future.result()
+        except KafkaException as err:
+            error = err.args[0]  # the broker's message can carry a whole request dump: its code says enough
+            raise RuntimeError(f"creating ACL {binding} failed: {error.name()} {error.str()[:160]}") from None
+    # None matches any name, principal and host (confluent-kafka's stubs say str).
+    everything = AclBindingFilter(
+        ResourceType.ANY,
+        None,  # type: ignore[arg-type]
+        ResourcePatternType.ANY,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+
+    def enforced() -> bool:
+        # The controller commits ACLs first; the broker enforces them once it has replayed that commit.
+        present = set(admin.describe_acls(everything, request_timeout=timeout_s).result())
+        return set(bindings) <= present
+
+    wait_until(enforced, timeout_s, f"{len(bindings)} ACLs to be enforced", error=RuntimeError)
+    return len(bindings)

@@ -1,0 +1,95 @@
+"""A secured broker (SASL/SCRAM, ACLs from jobs.kafka_acls): only the pipeline writes plans, applications write
+reports, strangers get nothing, and extract runs as the pipeline's principal with exactly those rights."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.cli.main import main
+from jobs.kafka_acls import Principals, acl_bindings, apply_acls
+from jobs.lakehouse.lake import Lake
+from jobs.local.broker import EmbeddedBroker
+from jobs.pipeline.extract import run_extract
+from jobs.settings import Settings
+from tests.support.pipeline_kafka import report, stateful_topology
+
+PLANS, REPORTS = "_rebalance_plans", "_rebalance_reports"
+USERS = {"admin": "admin-secret", "pipeline": "pipeline-secret", "orders-app": "app-secret"}
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker(scram_users=USERS) as broker:
+        admin = broker.client_config("admin")
+        ensure_topics(admin, [TopicSpec(PLANS, 1, compacted=True), TopicSpec(REPORTS, 1, compacted=True)])
+        ensure_topics(admin, [TopicSpec("orders-in0", 2), TopicSpec("orders-store0-changelog", 2)])
+        apply_acls(admin, acl_bindings(Principals("pipeline", ("orders-app",)), PLANS, REPORTS))
+        yield broker
+
+
+def delivery_error(config: dict[str, str], topic: str, value: bytes) -> KafkaError | None:
+    """Produce one record; the delivery error, None when the broker took it."""
+    errors: list[KafkaError | None] = []
+    producer = Producer({**config, "message.timeout.ms": 10_000})
+    producer.produce(topic, key=b"orders", value=value, on_delivery=lambda err, _msg: errors.append(err))
+    producer.flush(20)
+    assert len(errors) == 1, "no delivery report within the timeout"
+    return errors[0]
+
+
+def test_only_the_pipeline_writes_the_plans_topic(secured: EmbeddedBroker) -> None:
+    refused = delivery_error(secured.client_config("orders-app"), PLANS, b"{}")
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert delivery_error(secured.client_config("pipeline"), PLANS, b"{}") is None
+
+
+def test_applications_write_reports_and_the_pipeline_does_not(secured: EmbeddedBroker) -> None:
+    assert delivery_error(secured.client_config("orders-app"), REPORTS, b"{}") is None
+    refused = delivery_error(secured.client_config("pipeline"), REPORTS, b"{}")
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_client_without_credentials_or_with_a_wrong_password_gets_nothing(secured: EmbeddedBroker) -> None:
+    anonymous = AdminClient({"bootstrap.servers": secured.bootstrap, "log_level": 0})
+    with pytest.raises(Exception, match=r"(?i)timed out|transport|disconnect|broker"):
+        anonymous.list_topics(timeout=3)
+    wrong = AdminClient({**secured.client_config("pipeline"), "sasl.password": "guess", "log_level": 0})
+    with pytest.raises(Exception, match=r"(?i)authenticat|transport"):
+        wrong.list_topics(timeout=5)
+
+
+def test_extract_runs_as_the_pipeline_principal(secured: EmbeddedBroker, spark: SparkSession, tmp_path: Path) -> None:
+    body = report("orders", "p1", active=["0_0", "0_1"], topology=stateful_topology("orders", 1))
+    app = Producer(secured.client_config("orders-app"))
+    app.produce(REPORTS, key=b"orders/p1", value=json.dumps(body).encode())
+    assert app.flush(20) == 0
+    pipeline = {k: v for k, v in secured.client_config("pipeline").items() if k != "bootstrap.servers"}
+    settings = Settings(lake_root=tmp_path / "lake", kafka_config=pipeline, planner_processes=1, kafka_timeout_s=10)
+    snapshot = run_extract(Lake(spark, settings.lake_root), settings, secured.bootstrap).snapshot_id
+    reports = Lake(spark, settings.lake_root).read("member_reports", snapshot).collect()
+    assert [(r["group_id"], r["process_id"]) for r in reports] == [("orders", "p1")]
+    offsets = Lake(spark, settings.lake_root).read("changelog_offsets", snapshot).count()
+    assert offsets == 2  # the changelog's end offsets, read with the pipeline's DESCRIBE rights
+
+
+def test_the_kafka_acls_command_applies_them_as_an_admin(
+    secured: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin = {k: v for k, v in secured.client_config("admin").items() if k != "bootstrap.servers"}
+    monkeypatch.setenv("RBP_KAFKA_CONFIG", json.dumps(admin))
+    argv = ["kafka-acls", "--bootstrap", secured.bootstrap, "--pipeline-user", "pipeline", "--app-user", "clicks-app"]
+    assert main(argv) == 0
+    assert "ACLs in force for pipeline and 1 application(s)" in capsys.readouterr().out
+    monkeypatch.setenv(
+        "RBP_KAFKA_CONFIG", json.dumps({**admin, "sasl.username": "pipeline", "sasl.password": "pipeline-secret"})
+    )
+    assert main(argv) == 1  # only an admin may grant
+    assert "AUTHORIZATION_FAILED" in capsys.readouterr().err

@@ -1,0 +1,144 @@
+"""Stages killed between their writes, retried, or run at the same time converge on the result of one clean run.
+
+A kill is real: the stage runs in a child process that SIGKILLs itself right after one table's Delta commit, so
+the lake holds exactly what a crash at that point leaves (each commit is atomic; the next is never started).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.cli.main import main
+from jobs.lakehouse.lake import Lake
+from jobs.local.broker import EmbeddedBroker
+from jobs.pipeline.stage import StageInputError, resolve_snapshot
+from jobs.settings import Settings
+from tests.support.pipeline_kafka import publish_reports, report, stateful_topology
+from tests.system.test_pipeline_cli import env  # noqa: F401  (fixture: the CLI's RBP_ settings)
+from tests.system.test_pipeline_e2e import seed_fleet
+
+REPO = Path(__file__).resolve().parents[2]
+# Runs the CLI with Lake.merge wrapped: after the named table's commit the process kills itself.
+KILLED_AFTER = """
+import os, signal, sys
+from jobs.lakehouse.lake import Lake
+table, argv = sys.argv[1], sys.argv[2:]
+merge = Lake.merge
+def merge_then_die(self, name, rows, update=()):
+    outcome = merge(self, name, rows, update)
+    if name == table:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return outcome
+Lake.merge = merge_then_die
+from jobs.cli.main import main
+sys.exit(main(argv))
+"""
+
+
+def killed_after(table: str, *argv: str) -> None:
+    done = subprocess.run([sys.executable, "-c", KILLED_AFTER, table, *argv], cwd=REPO, timeout=600, check=False)
+    assert done.returncode == -signal.SIGKILL, f"the stage was not killed after {table} (exit {done.returncode})"
+
+
+def cli(*argv: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli.main", *argv], cwd=REPO)
+
+
+def rows(lake: Lake, table: str, snapshot_id: str) -> list[tuple[object, ...]]:
+    return sorted(tuple(r) for r in lake.read(table, snapshot_id).collect())
+
+
+def test_an_extract_killed_between_its_writes_is_redone_from_one_fresh_read(
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+) -> None:
+    seed_fleet(broker, env)
+    killed_after("member_reports", "extract", "--snapshot-id", "s1")
+    lake = Lake(spark, env.lake_root)
+    leftover = lake.staging("merge-member_reports")  # what a kill inside a MERGE leaves
+    leftover.mkdir(parents=True)
+    assert rows(lake, "member_reports", "s1"), "the kill came after member_reports was committed"
+    with pytest.raises(StageInputError, match="unknown snapshot_id 's1'"):
+        resolve_snapshot(lake, "s1")  # incomplete: no snapshots row, so no later stage reads it
+    # Between the two runs instance c reports again, now holding a standby: the retry must see only the new read.
+    publish_reports(
+        broker.bootstrap,
+        env.reports_topic,
+        [report("orders", "c", standby=["0_0"], topology=stateful_topology("orders", 2))],
+    )
+    assert main(["extract", "--snapshot-id", "s1"]) == 0
+    reports = lake.read("member_reports", "s1").collect()
+    assert Counter((r["group_id"], r["process_id"]) for r in reports) == Counter(
+        {("orders", "a"): 1, ("orders", "b"): 1, ("orders", "c"): 1, ("clicks", "x"): 1, ("clicks", "y"): 1}
+    )
+    assert next(r for r in reports if r["process_id"] == "c")["standby_tasks"] == ["0_0"]
+    assert resolve_snapshot(lake, "s1") == "s1"
+    assert not any((env.lake_root / Lake.STAGING).iterdir()), "no intermediate files are left behind"
+
+
+def test_a_plan_killed_between_its_writes_converges_on_a_clean_runs_plans(
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed_fleet(broker, env)
+    assert main(["extract", "--snapshot-id", "s1"]) == 0 and main(["lags"]) == 0
+    clean_root = env.lake_root.with_name("clean-lake")
+    shutil.copytree(env.lake_root, clean_root)
+    killed_after("plan_assignments", "plan")
+    lake = Lake(spark, env.lake_root)
+    assert rows(lake, "plan_assignments", "s1") and not rows(lake, "plans", "s1")
+    assert main(["plan"]) == 0
+    monkeypatch.setenv("RBP_LAKE_ROOT", str(clean_root))
+    assert main(["plan"]) == 0
+    clean = Lake(spark, clean_root)
+    assert rows(lake, "plan_assignments", "s1") == rows(clean, "plan_assignments", "s1")
+    retried = {r["group_id"]: (r["status"], r["moves"], r["rounds"]) for r in lake.read("plans", "s1").collect()}
+    assert retried == {
+        r["group_id"]: (r["status"], r["moves"], r["rounds"]) for r in clean.read("plans", "s1").collect()
+    }
+    assert sorted(retried) == ["clicks", "orders"]
+
+
+def test_two_planning_runs_at_once_plan_every_group_once(
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+) -> None:
+    seed_fleet(broker, env)
+    assert main(["extract", "--snapshot-id", "s1"]) == 0 and main(["lags"]) == 0
+    runs = [cli("plan"), cli("plan")]
+    assert [r.wait(timeout=600) for r in runs] == [0, 0]
+    lake = Lake(spark, env.lake_root)
+    plans = Counter(r["group_id"] for r in lake.read("plans", "s1").collect())
+    assert plans == Counter({"orders": 1, "clicks": 1})
+    assignments = rows(lake, "plan_assignments", "s1")
+    assert len(assignments) == len(set(assignments))
+
+
+def test_publish_and_observe_at_once_lose_no_status(
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+) -> None:
+    seed_fleet(broker, env)
+    for command in (["extract"], ["lags"], ["plan"], ["validate"], ["approve", "--by", "bob"]):
+        assert main(command) == 0, command
+    runs = [cli("publish"), cli("observe")]
+    assert [r.wait(timeout=600) for r in runs] == [0, 0]
+    assert main(["observe"]) == 0
+    lake = Lake(spark, env.lake_root)
+    plans = lake.read("plans").collect()
+    assert Counter(r["plan_id"] for r in plans).most_common(1)[0][1] == 1
+    orders = next(r for r in plans if r["group_id"] == "orders")
+    assert orders["status"] == "PUBLISHED" and orders["published_at"] is not None and orders["approved_by"] == "bob"
