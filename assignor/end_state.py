@@ -25,6 +25,16 @@ def previous_owners(group: GroupState) -> dict[TaskId, frozenset[str]]:
     return {t: frozenset(p) for t, p in owners.items()}
 
 
+def without_clients(group: GroupState, leaving: frozenset[str]) -> GroupState:
+    """The group as if ``leaving`` had gone: their tasks unowned, their state forgotten."""
+    return GroupState(
+        [c for c in group.clients if c.process_id not in leaving],
+        group.stateful_tasks,
+        group.stateless_tasks,
+        group.changelog_end_offset_sums,
+    )
+
+
 def active_costs(group: GroupState, lags: LagIndex) -> ActiveCosts:
     """What placing each active task on each client costs: the target solvers' input."""
     return ActiveCosts(

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
-from assignor.assignment import GroupAssignment
+from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
-from assignor.end_state import plan_target, previous_owners
+from assignor.end_state import plan_target, previous_owners, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import honor_target, move_order
@@ -69,18 +69,31 @@ def _baseline_target(group: GroupState, configs: AssignmentConfigs) -> GroupAssi
     return end_state
 
 
-def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None) -> GroupPlan:
-    """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1).
+def plan_group(
+    group: GroupState,
+    configs: AssignmentConfigs,
+    *,
+    restore_rate: float | None = None,
+    draining: frozenset[str] = frozenset(),
+) -> GroupPlan:
+    """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1, K1).
 
     The target is plan_target's (least restore, then fewest moves) unless following it would take more
     moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
-    tasks): then that end state is the target, so a plan is never worse than the baseline.
+    tasks): then that end state is the target, so a plan is never worse than the baseline. With ``draining``
+    process ids, see drain_target: those processes end with nothing, reached by the same safe steps.
     """
     if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the metrics)
         restore_rate = DEFAULT_RESTORE_RATE
     if restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     lags = LagIndex.of(group, configs)
+    if draining:
+        target = drain_target(group, configs, frozenset(draining))
+        order = move_order(target, group, configs, lags)
+        walk = _walk(target, group, configs, lags, order)
+        # KIP-441 cannot drain (it balances over every live member), so there is no baseline to compare with.
+        return _schedule(target, group, configs, restore_rate, lags, order, walk, draining=frozenset(draining))
     target = plan_target(group, configs, lags)
     order = move_order(target, group, configs, lags)
     plan = _schedule(target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order))
@@ -98,6 +111,30 @@ def plan_group(group: GroupState, configs: AssignmentConfigs, *, restore_rate: f
 
 
 _NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
+
+
+def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozenset[str]) -> GroupAssignment:
+    """The balanced target of the group without ``draining``, those processes added back holding nothing.
+
+    ValueError, naming why, when the drain is impossible: an unknown process, every process drained, or more
+    standbys configured than the remaining processes can hold (the live group, drained ones included, still
+    expects that many).
+    """
+    pids = [c.process_id for c in group.clients]
+    unknown = sorted(draining - set(pids))
+    if unknown:
+        raise ValueError(f"cannot drain {unknown}: not processes of the group (its processes: {sorted(pids)})")
+    remaining = [p for p in pids if p not in draining]
+    if not remaining:
+        raise ValueError(f"cannot drain {sorted(draining)}: that is every process of the group, none would be left")
+    standbys = min(len(pids) - 1, configs.num_standby_replicas)
+    if group.stateful_tasks and standbys > len(remaining) - 1:
+        raise ValueError(
+            f"cannot drain {sorted(draining)}: each stateful task needs {standbys} standbys beside its active, "
+            f"but only {len(remaining)} processes would remain"
+        )
+    rest = plan_target(without_clients(group, draining), configs)
+    return GroupAssignment({pid: rest.clients[pid] if pid in rest.clients else ClientAssignment() for pid in pids})
 
 
 def _walk_while_it_may_beat(
@@ -151,12 +188,16 @@ def _schedule(
     lags: LagIndex,
     order: Sequence[TaskId],
     walk: Iterable[_Step],
+    *,
+    draining: frozenset[str] = frozenset(),
 ) -> GroupPlan:
-    """The plan following ``walk`` to ``target`` in ``order``, and its metrics (``lags``: the group's)."""
+    """The plan following ``walk`` to ``target`` in ``order``, and its metrics (``lags``: the group's); skew
+    after is over the processes that stay."""
     walked = list(walk)
     steps = [step for step, _, _ in walked]
     states = [(state, state_lags) for _, state, state_lags in walked]
     capacity = {c.process_id: c.capacity for c in group.clients}
+    staying = {pid: cap for pid, cap in capacity.items() if pid not in draining}
     before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
     after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
     restore, moves = _cost(target, group, lags)
@@ -166,8 +207,9 @@ def _schedule(
         "rounds": len(steps),
         "restore_offsets": restore,
         "max_load_skew_before": _skew(before_loads, capacity),
-        "max_load_skew_after": _skew(after_loads, capacity),
+        "max_load_skew_after": _skew(after_loads, staying),
         "estimated_seconds": estimated_seconds(steps, states, configs, restore_rate),
         "restore_rate": restore_rate,
+        "drained_processes": len(draining),
     }
     return GroupPlan(target=target, steps=steps, metrics=metrics, move_order=order)

@@ -1,0 +1,102 @@
+"""Planned scale-in: a drain plan empties the drained processes by safe steps, so they stop with nothing to restore."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId, honor_plan, plan_group
+from assignor.end_state import target_fits, without_clients
+from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
+from assignor.simulation import catch_up_fully
+from tests.support.strategies import Case, cases, replica_balance_feasible
+
+
+def _drainable(case: Case, index: int) -> str:
+    """The process to drain, skipping cases where the drain is impossible by construction."""
+    pids = sorted(c.process_id for c in case.group.clients)
+    assume(len(pids) >= 2)
+    remaining = len(pids) - 1
+    assume(not case.group.stateful_tasks or min(len(pids) - 1, case.configs.num_standby_replicas) <= remaining - 1)
+    return pids[index % len(pids)]
+
+
+@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7))
+def test_every_drain_step_is_safe_and_the_drained_process_ends_with_nothing(case: Case, index: int) -> None:
+    drained = _drainable(case, index)
+    plan = plan_group(case.group, case.configs, draining=frozenset({drained}))
+    assert plan.target.clients[drained].active == frozenset()
+    assert plan.target.clients[drained].standby == frozenset()
+    assert plan.steps[-1] == plan.target
+    assert not plan.steps[-1].probing_rebalance_needed
+    state = case.group
+    for step in plan.steps:
+        assert validity_violations(step, state, case.configs) == []
+        # H1 on the step's own input: an active moves only to a process that is caught up by then.
+        assert h1_violations(step, state, case.configs) == []
+        assert k1_violations(step, state, case.configs) == []
+        state = catch_up_fully(state, step)
+    assert plan.metrics["drained_processes"] == 1
+
+
+@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7))
+def test_the_drained_group_is_balanced_over_the_remaining_processes(case: Case, index: int) -> None:
+    drained = _drainable(case, index)
+    plan = plan_group(case.group, case.configs, draining=frozenset({drained}))
+    rest = without_clients(case.group, frozenset({drained}))
+    staying = type(plan.target)({p: ca for p, ca in plan.target.clients.items() if p != drained})
+    replicas = replica_balance_feasible(rest, case.configs)
+    assert balance_violations(staying, rest, replicas=replicas) == []
+    assert plan.metrics["max_load_skew_after"] <= 1
+
+
+@given(cases(max_clients=6, max_tasks=40), st.integers(0, 5))
+def test_a_live_group_honors_a_drain_target_as_it_stands(case: Case, index: int) -> None:
+    drained = _drainable(case, index)
+    plan = plan_group(case.group, case.configs, draining=frozenset({drained}))
+    # The leader adapts a target that does not fit its group; a drain target with an empty process must fit.
+    assert target_fits(plan.target, case.group, case.configs)
+    assert honor_plan(plan.target, case.group, case.configs, order=plan.move_order) == plan.steps[0]
+
+
+def _group(clients: int, standbys_of: dict[str, set[TaskId]] | None = None) -> GroupState:
+    tasks = [TaskId(0, p) for p in range(clients)]
+    pids = [f"p{i}" for i in range(clients)]
+    return GroupState(
+        [
+            ClientState(
+                pid,
+                previous_active=frozenset({task}),
+                previous_standby=frozenset((standbys_of or {}).get(pid, set())),
+                task_offset_sums={task: LATEST_OFFSET},
+            )
+            for pid, task in zip(pids, tasks, strict=True)
+        ],
+        frozenset(tasks),
+        frozenset(),
+        dict.fromkeys(tasks, 1_000_000),
+    )
+
+
+def test_the_drained_task_warms_up_elsewhere_before_it_moves() -> None:
+    group = _group(3)
+    plan = plan_group(group, AssignmentConfigs(), draining=frozenset({"p2"}))
+    first = plan.steps[0]
+    assert TaskId(0, 2) in first.clients["p2"].active
+    assert any(TaskId(0, 2) in ca.warmup for ca in first.clients.values())
+    assert plan.target.clients["p2"].active == frozenset()
+    assert len(plan.steps) == 2
+
+
+@pytest.mark.parametrize(
+    ("draining", "standbys", "reason"),
+    [
+        (frozenset({"p0", "p1", "p2"}), 0, "every process"),
+        (frozenset({"nobody"}), 0, "not processes of the group"),
+        (frozenset({"p2"}), 2, "needs 2 standbys"),
+    ],
+)
+def test_an_impossible_drain_is_refused_naming_why(draining: frozenset[str], standbys: int, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        plan_group(_group(3), AssignmentConfigs(num_standby_replicas=standbys), draining=draining)
