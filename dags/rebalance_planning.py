@@ -55,7 +55,8 @@ def rebalance_planning() -> None:
     def plan(snapshot_id: str) -> str:
         from jobs.orchestration import tasks as o
 
-        return o.plan(o.runtime(get_current_context()["params"]), snapshot_id)
+        params = get_current_context()["params"]
+        return o.plan(o.runtime(params), snapshot_id, params["drain"])
 
     @task
     def validate(snapshot_id: str) -> str:

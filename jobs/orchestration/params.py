@@ -1,4 +1,4 @@
-"""The planning DAG's run parameters: the group filter, the KIP-441 settings and the approval timeout.
+"""The planning DAG's run parameters: the group filter, the drains, the KIP-441 settings and the approval timeout.
 
 Read when the DAG file is parsed, so it imports only Airflow's Param and the settings (no Spark, no assignor).
 """
@@ -24,6 +24,13 @@ PLANNING_PARAMS = {
         type="array",
         items={"type": "string"},
         description="groups to plan for approval: ids or shell patterns (orders-*); empty: every group",
+    ),
+    "drain": Param(
+        [],
+        type="array",
+        items={"type": "string", "pattern": "^.+/[^/]+$"},
+        description="instances to drain before they are stopped, as group/process: their tasks warm up elsewhere "
+        "and move; the report says when each is safe to stop",
     ),
     # One param per KIP-441 setting, named as the setting: tasks.runtime hands them to Settings unchanged.
     **{name: _kip441_param(name, field) for name, field in Kip441Settings.model_fields.items()},

@@ -176,9 +176,10 @@ def _spawnable_main() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
-def plan(rt: Runtime, snapshot_id: str) -> str:
+def plan(rt: Runtime, snapshot_id: str, drains: Sequence[str] = ()) -> str:
+    """Plan the snapshot, draining the given "group/process" instances, then replay Kafka's assignors beside it."""
     with _spawnable_main():
-        run_stage("plan", rt, lambda lake: dispatch("plan", rt, lake, snapshot_id=snapshot_id))
+        run_stage("plan", rt, lambda lake: dispatch("plan", rt, lake, snapshot_id=snapshot_id, drains=tuple(drains)))
         # The plans' comparison with Kafka's own assignors, for the review; part of planning, not a gate.
         run_stage("baselines", rt, lambda lake: dispatch("baselines", rt, lake, snapshot_id=snapshot_id))
     return snapshot_id

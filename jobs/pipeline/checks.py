@@ -144,12 +144,19 @@ def balance_checks(assignments: DataFrame, plans: DataFrame, reports: DataFrame,
     B1: actives per capacity within one over the instances, and stateful actives plus standbys (stateful tasks
     only) where the capacities let replicas spread that evenly. B2: per subtopology and capacity, active counts
     within one; a subtopology mixing stateful and stateless tasks passes when its stateful actives alone are.
+    Instances the plan drains hold nothing at the end and are left out: the rest must balance among themselves.
     """
     key = ["snapshot_id", "group_id"]
-    last = plans.select("plan_id", *key, sf.col("rounds").alias("step"), "num_standby_replicas")
+    # Plans rows written before the drain column existed, or built by hand, drain nothing.
+    draining = sf.col("draining") if "draining" in plans.columns else sf.lit(None).cast("array<string>")
+    last = plans.select(
+        "plan_id", *key, sf.col("rounds").alias("step"), "num_standby_replicas", draining.alias("draining")
+    )
     instances = reports.where(~sf.col("stale")).select(*key, "process_id", "capacity")
     kinds = tasks.select(*key, "task_id", "subtopology", "stateful")
-    members = last.join(instances, key)
+    drained = sf.array_contains(sf.coalesce(sf.col("draining"), sf.array().cast("array<string>")), sf.col("process_id"))
+    members = last.join(instances, key).where(~drained).drop("draining")
+    last = last.drop("draining")
     held = (
         assignments.join(last.select("plan_id", "step"), ["plan_id", "step"], "left_semi")
         .join(kinds, [*key, "task_id"])

@@ -8,7 +8,7 @@ import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -19,7 +19,7 @@ from pyspark.sql import functions as sf
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
-from jobs.pipeline.stage import StageResult, resolve_snapshot
+from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import die_with_parent
 from jobs.settings import Kip441Settings, Settings
@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 # explode_assignments turns into plan_assignments rows. Types come from the two tables' schema files.
 PLANNED_COLUMNS = (
     "plan_id", "snapshot_id", "group_id", "status", "moves", "warmups", "rounds", "restore_offsets",
-    "max_load_skew_before", "max_load_skew_after", "estimated_seconds", "move_order", "created_at", "reason",
+    "max_load_skew_before", "max_load_skew_after", "estimated_seconds", "move_order", "draining", "created_at",
+    "reason",
 )  # fmt: skip
 STEP_COLUMNS = ("step", "process_id", "task_id", "role")
 PLANNED_SCHEMA = (
@@ -168,19 +169,26 @@ def step_assignments(plan: GroupPlan) -> list[dict[str, Any]]:
 
 
 def plan_record(
-    rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float | None, created_at: int
+    rows: pd.DataFrame,
+    configs: AssignmentConfigs,
+    restore_rate: float | None,
+    created_at: int,
+    drains: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
-    """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses gets a REJECTED row saying why."""
+    """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses (or an impossible drain, see
+    ``drains``: group_id -> processes to drain) gets a REJECTED row saying why."""
     snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
+    draining = (drains or {}).get(group_id, frozenset())
     out: dict[str, Any] = {
         "plan_id": plan_id_of(snapshot_id, group_id),
         "snapshot_id": snapshot_id,
         "group_id": group_id,
         "created_at": created_at,
+        "draining": sorted(draining) or None,
     }
     try:
         group = group_state(rows)
-        plan = plan_group(group, configs, restore_rate=restore_rate)
+        plan = plan_group(group, configs, restore_rate=restore_rate, draining=draining)
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
         out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments=[], move_order=None)
         return out
@@ -220,7 +228,11 @@ def worker_pool(processes: int) -> ProcessPoolExecutor:
 
 
 def planner_udf(
-    configs: AssignmentConfigs, restore_rate: float | None, created_at: int, processes: int
+    configs: AssignmentConfigs,
+    restore_rate: float | None,
+    created_at: int,
+    processes: int,
+    drains: Mapping[str, frozenset[str]] | None = None,
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The applyInPandas function: one group's rows in, one PLANNED_SCHEMA row out."""
     driver = os.getpid()
@@ -229,9 +241,9 @@ def planner_udf(
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its group to a worker process and waits without the GIL.
-            out = worker_pool(processes).submit(plan_record, rows, configs, restore_rate, created_at).result()
+            out = worker_pool(processes).submit(plan_record, rows, configs, restore_rate, created_at, drains).result()
         else:  # a Python worker process of a JVM engine: already one process per core
-            out = plan_record(rows, configs, restore_rate, created_at)
+            out = plan_record(rows, configs, restore_rate, created_at, drains)
         done = next(_planned)
         if done % _PROGRESS_EVERY == 0:
             log.info("planned %d groups", done)
@@ -261,6 +273,7 @@ def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
         "max_load_skew_after",
         "estimated_seconds",
         "move_order",
+        "draining",
         *[sf.lit(value).alias(name) for name, value in kip441.columns().items()],
         "created_at",
         "reason",
@@ -268,17 +281,50 @@ def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
 
 
 def plan_groups(
-    inputs: DataFrame, configs: AssignmentConfigs, restore_rate: float | None, created_at: int, processes: int = 1
+    inputs: DataFrame,
+    configs: AssignmentConfigs,
+    restore_rate: float | None,
+    created_at: int,
+    processes: int = 1,
+    drains: Mapping[str, frozenset[str]] | None = None,
 ) -> DataFrame:
     """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions."""
-    udf = planner_udf(configs, restore_rate, created_at, processes)
+    udf = planner_udf(configs, restore_rate, created_at, processes, drains)
     return inputs.groupBy("group_id").applyInPandas(udf, PLANNED_SCHEMA)
 
 
-def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
-    """Plan every group of the snapshot that has no plan yet; MERGE plans and plan_assignments."""
+def _check_drains(lake: Lake, snapshot_id: str, drains: Mapping[str, frozenset[str]]) -> None:
+    """StageInputError for a drain this run cannot plan: a group the snapshot lacks, or one already planned there
+    otherwise (a plan is made once per group per snapshot; drain on a new snapshot). The same drain again (a
+    retried run) is fine."""
+    if not drains:
+        return
+    groups = {r["group_id"] for r in lake.read("group_tasks", snapshot_id).select("group_id").distinct().collect()}
+    groups |= {r["group_id"] for r in lake.read("member_reports", snapshot_id).select("group_id").distinct().collect()}
+    missing = sorted(set(drains) - groups)
+    if missing:
+        raise StageInputError(f"--drain: no group {missing} in snapshot {snapshot_id}")
+    planned = lake.read("plans", snapshot_id).where(sf.col("group_id").isin(sorted(drains)))
+    for r in planned.select("group_id", "draining").collect():
+        if frozenset(r["draining"] or ()) != drains[r["group_id"]]:
+            raise StageInputError(
+                f"--drain: group {r['group_id']!r} is already planned in snapshot {snapshot_id} "
+                f"(draining {sorted(r['draining'] or ())}); extract a new snapshot to plan the drain"
+            )
+
+
+def run_plan(
+    lake: Lake,
+    settings: Settings,
+    snapshot_id: str | None = None,
+    drains: Mapping[str, frozenset[str]] | None = None,
+) -> StageResult:
+    """Plan every group of the snapshot that has no plan yet, draining the given processes (group_id ->
+    process ids) of groups this run plans; MERGE plans and plan_assignments."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
     configs = settings.kip441.configs()
+    drains = dict(drains or {})
+    _check_drains(lake, snapshot_id, drains)
     done = lake.read("plans", snapshot_id).select("group_id")
     inputs = planning_input(
         lake.read("member_reports", snapshot_id),
@@ -289,9 +335,10 @@ def run_plan(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
     # The planner's output feeds two tables: write it once, read it twice (persist() is a no-op on Sail).
     staging = lake.staging("plan")
     try:
-        plan_groups(inputs, configs, settings.restore_rate, created_at, settings.planner_processes).write.mode(
-            "overwrite"
-        ).parquet(str(staging))
+        planned_groups = plan_groups(
+            inputs, configs, settings.restore_rate, created_at, settings.planner_processes, drains
+        )
+        planned_groups.write.mode("overwrite").parquet(str(staging))
         planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}
         log.info(

@@ -7,7 +7,7 @@ loads only when the stage runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ class StageRequest:
     by: str | None = None
     reject: bool = False
     reason: str | None = None
+    drains: tuple[str, ...] = ()  # "<group_id>/<process_id>", see drain_requests
 
     def kafka(self) -> str:
         """The bootstrap of a stage that needs Kafka (callers check first, with advice on where to set it)."""
@@ -98,10 +99,24 @@ def _lags(lake: Lake, r: StageRequest) -> StageResult:
     return run_lags(lake, r.settings, r.snapshot_id)
 
 
+def drain_requests(values: Sequence[str]) -> dict[str, frozenset[str]]:
+    """group_id -> processes to drain, from "<group_id>/<process_id>" values (the process id is after the last
+    slash: group ids may hold slashes); StageInputError naming a malformed value."""
+    from jobs.pipeline.stage import StageInputError
+
+    drains: dict[str, set[str]] = {}
+    for value in values:
+        group_id, _, process_id = value.rpartition("/")
+        if not group_id or not process_id:
+            raise StageInputError(f"--drain {value!r}: expected GROUP/PROCESS, e.g. orders/3f1c-a2")
+        drains.setdefault(group_id, set()).add(process_id)
+    return {group_id: frozenset(pids) for group_id, pids in drains.items()}
+
+
 def _plan(lake: Lake, r: StageRequest) -> StageResult:
     from jobs.pipeline.plan import run_plan
 
-    return run_plan(lake, r.settings, r.snapshot_id)
+    return run_plan(lake, r.settings, r.snapshot_id, drains=drain_requests(r.drains))
 
 
 def _baselines(lake: Lake, r: StageRequest) -> StageResult:
@@ -155,7 +170,19 @@ _ALL = (
         needs_kafka=True,
     ),
     Stage("lags", "compute per-task lags of a snapshot (task_lags)", _lags, (LATEST,)),
-    Stage("plan", "plan every group of a snapshot in parallel (plans, plan_assignments)", _plan, (LATEST,)),
+    Stage(
+        "plan",
+        "plan every group of a snapshot in parallel (plans, plan_assignments)",
+        _plan,
+        (
+            LATEST,
+            Argument(
+                "--drain",
+                "GROUP/PROCESS to drain before it is stopped (repeatable): its tasks warm up elsewhere and move",
+                action="append",
+            ),
+        ),
+    ),
     Stage(
         "baselines",
         "replay Kafka's assignors (KIP-441, broker-side) on every planned group (plan_baselines)",
@@ -216,4 +243,5 @@ def request_from(values: Mapping[str, Any], settings: Settings, bootstrap: str |
         by=values.get("by"),
         reject=bool(values.get("reject")),
         reason=values.get("reason"),
+        drains=tuple(values.get("drain") or ()),
     )

@@ -33,6 +33,12 @@ def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignme
     for r in target_rows(assignments).select("plan_id", "process_id", "task_id", "role").collect():
         roles = held.setdefault(r["plan_id"], {}).setdefault(r["process_id"], {"ACTIVE": set(), "STANDBY": set()})
         roles[r["role"]].add(TaskId.parse(r["task_id"]))
+    # A drained process holds nothing, so has no rows; the target still names it (empty) so that the leader's
+    # target fits the live group while the process runs, instead of being re-balanced onto it.
+    drained = lake.read("plans").where(sf.col("plan_id").isin(list(plan_ids))).where(sf.col("draining").isNotNull())
+    for r in drained.select("plan_id", "draining").collect():
+        for pid in r["draining"]:
+            held.setdefault(r["plan_id"], {}).setdefault(pid, {"ACTIVE": set(), "STANDBY": set()})
     return {
         plan_id: GroupAssignment(
             {

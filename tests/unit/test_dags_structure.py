@@ -67,20 +67,22 @@ def test_stage_tasks_retry_with_backoff_and_the_approval_never_retries() -> None
     assert dag.get_task("approval").retries == 0
 
 
-def test_params_are_the_group_filter_and_the_four_kip441_settings() -> None:
+def test_params_are_the_group_filter_the_drains_and_the_four_kip441_settings() -> None:
     dag = load_dags().dags["rebalance_planning"]
     params = dag.params
     assert set(params.keys()) == {
         "groups",
+        "drain",
         "acceptable_recovery_lag",
         "max_warmup_replicas",
         "num_standby_replicas",
         "probing_rebalance_interval_ms",
         "approval_timeout_s",
     }
-    assert params["groups"] == []
-    assert all(params[k] is None for k in params if k != "groups")  # unset: the RBP_ settings apply
+    assert params["groups"] == [] and params["drain"] == []
+    assert all(params[k] is None for k in params if k not in ("groups", "drain"))  # unset: the RBP_ settings apply
     assert params.get_param("groups").schema["type"] == "array"
+    assert params.get_param("drain").schema["type"] == "array"
 
 
 def test_approval_offers_approve_all_reject_all_and_a_group_picker_and_rejects_on_timeout() -> None:

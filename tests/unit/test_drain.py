@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -10,6 +12,8 @@ from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, 
 from assignor.end_state import target_fits, without_clients
 from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
 from assignor.simulation import catch_up_fully
+from jobs.pipeline.registry import drain_requests
+from jobs.pipeline.stage import StageInputError
 from tests.support.strategies import Case, cases, replica_balance_feasible
 
 
@@ -100,3 +104,16 @@ def test_the_drained_task_warms_up_elsewhere_before_it_moves() -> None:
 def test_an_impossible_drain_is_refused_naming_why(draining: frozenset[str], standbys: int, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         plan_group(_group(3), AssignmentConfigs(num_standby_replicas=standbys), draining=draining)
+
+
+def test_drain_requests_group_processes_by_group_and_split_at_the_last_slash() -> None:
+    assert drain_requests(["orders/p1", "orders/p2", "team/billing/p9"]) == {
+        "orders": frozenset({"p1", "p2"}),
+        "team/billing": frozenset({"p9"}),
+    }
+
+
+@pytest.mark.parametrize("value", ["orders", "/p1", "orders/"])
+def test_a_malformed_drain_request_is_refused_naming_it(value: str) -> None:
+    with pytest.raises(StageInputError, match=re.escape(repr(value))):
+        drain_requests([value])
