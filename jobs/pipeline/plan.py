@@ -179,7 +179,9 @@ def plan_record(
     ``drains``: group_id -> processes to drain) gets a REJECTED row saying why."""
     snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
     draining = (drains or {}).get(group_id, frozenset())
-    out: dict[str, Any] = {
+    # Every column present, null where a rejected group has no value: the engine checks the UDF's column names.
+    out: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
+    out |= {
         "plan_id": plan_id_of(snapshot_id, group_id),
         "snapshot_id": snapshot_id,
         "group_id": group_id,
