@@ -77,7 +77,7 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
     ]
     for r in ranked[:top]:
         kip = r.baselines.get(Assignor.KIP441)
-        status = r.status + (f": {r.reason}" if r.reason else "")
+        status = r.status + (f": {r.reason}" if r.reason else "") + (f"; {r.drain_note}" if r.drain_note else "")
         cells = [
             r.group_id,
             status,

@@ -43,7 +43,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             return []
         plans = _in(plans, "group_id", group_ids)
     chosen = plans.select(
-        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after"
+        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining"
     ).collect()
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, Cost]] = {}
@@ -70,6 +70,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             skew_after=r["max_load_skew_after"],
             checks_passed=checks.get(r["plan_id"], (0, 0))[0],
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
+            draining=tuple(sorted(r["draining"] or ())),
         )
         for r in chosen
     ]

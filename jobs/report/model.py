@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from jobs.pipeline.status import PlanStatus
+
 
 class Assignor(StrEnum):
     """Who decides the assignment: our plan, or a baseline of ``plan_baselines.assignor``."""
@@ -58,6 +60,18 @@ class GroupRow:
     skew_after: float | None
     checks_passed: int
     checks_total: int
+    draining: tuple[str, ...] = ()  # instances the plan drains (planned scale-in)
+
+    @property
+    def drain_note(self) -> str:
+        """What the plan means for the instances it drains ("" when none): safe to stop once it is realized, as the
+        live group then runs the target, which gives them nothing."""
+        if not self.draining:
+            return ""
+        names = ", ".join(self.draining)
+        if self.status == PlanStatus.REALIZED:
+            return f"drains {names}: {names} {'is' if len(self.draining) == 1 else 'are'} safe to stop"
+        return f"drains {names}: stop {'it' if len(self.draining) == 1 else 'them'} once the plan is REALIZED"
 
     @property
     def validation(self) -> str:

@@ -4,6 +4,7 @@ the comparison honest about missing baselines, markup escaped and accessible, no
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pandas as pd
 
@@ -99,3 +100,17 @@ def test_benchmark_page_shares_the_look_sorts_numbers_as_numbers_and_fetches_not
     assert asset("look.css") in page and "data-sortable" in page  # the report's stylesheet and sorting script
     assert '<td class="num" data-value="1234.5">1,234.5</td>' in page and "<td>random</td>" in page
     assert page.count("<svg") == 1 and "<caption>Medians per family</caption>" in page
+
+
+def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop() -> None:
+    waiting = replace(row(1, group="orders"), draining=("orders-p1",))
+    done = replace(row(2, "REALIZED", group="payments"), draining=("payments-p3",))
+    page = render_report(report([waiting, done, row(3)]))
+    assert "drains orders-p1: stop it once the plan is REALIZED" in page
+    assert "drains payments-p3: payments-p3 is safe to stop" in page
+    assert "orders-p1 is safe to stop" not in page
+    # The group's detail says it too (the report details the group that matters most, here the only one).
+    assert render_report(report([done])).count("payments-p3 is safe to stop") == 2
+    body = approval_body(report([waiting, done]), "r", "d", 0, 60)
+    assert "| orders | VALIDATED; drains orders-p1: stop it once the plan is REALIZED |" in body
+    assert "payments-p3 is safe to stop" in body
