@@ -64,12 +64,12 @@ class GroupRow:
 
     @property
     def drain_note(self) -> str:
-        """What the plan means for the instances it drains ("" when none): safe to stop once it is realized, as the
-        live group then runs the target, which gives them nothing."""
+        """What the plan means for the instances it drains ("" when none): safe to stop once the live group runs the
+        target, which gives them nothing (REALIZED, or NOOP: it ran it already)."""
         if not self.draining:
             return ""
         names = ", ".join(self.draining)
-        if self.status == PlanStatus.REALIZED:
+        if self.status in (PlanStatus.REALIZED, PlanStatus.NOOP):
             return f"drains {names}: {names} {'is' if len(self.draining) == 1 else 'are'} safe to stop"
         return f"drains {names}: stop {'it' if len(self.draining) == 1 else 'them'} once the plan is REALIZED"
 

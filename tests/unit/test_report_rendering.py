@@ -114,3 +114,5 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
     body = approval_body(report([waiting, done]), "r", "d", 0, 60)
     assert "| orders | VALIDATED; drains orders-p1: stop it once the plan is REALIZED |" in body
     assert "payments-p3 is safe to stop" in body
+    already = replace(row(0, "NOOP", group="idle"), draining=("idle-p0",))
+    assert already.drain_note == "drains idle-p0: idle-p0 is safe to stop"  # it holds nothing already
