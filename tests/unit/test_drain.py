@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId, honor_plan, plan_group
+from assignor import (
+    LATEST_OFFSET,
+    AssignmentConfigs,
+    ClientAssignment,
+    ClientState,
+    GroupState,
+    TaskId,
+    honor_plan,
+    plan_group,
+)
 from assignor.end_state import target_fits, without_clients
 from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
+from assignor.protocol.decision import decide
+from assignor.protocol.plans import ApprovedPlan
 from assignor.simulation import catch_up_fully
 from jobs.pipeline.registry import drain_requests
 from jobs.pipeline.stage import StageInputError
+from tests.support.signing import SIGNER, VERIFIER
 from tests.support.strategies import Case, cases, replica_balance_feasible
+
+NOW = 1_700_000_000_000
 
 
 def _drainable(case: Case, index: int) -> str:
@@ -117,3 +132,19 @@ def test_drain_requests_group_processes_by_group_and_split_at_the_last_slash() -
 def test_a_malformed_drain_request_is_refused_naming_it(value: str) -> None:
     with pytest.raises(StageInputError, match=re.escape(repr(value))):
         drain_requests([value])
+
+
+def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_nothing() -> None:
+    group, configs = _group(3, {"p0": {TaskId(0, 2)}}), AssignmentConfigs(num_standby_replicas=1)
+    plan = plan_group(group, configs, draining=frozenset({"p2"}))
+    record = ApprovedPlan(
+        "s/orders", "orders", "s", NOW - 10, NOW + 3_600_000, "alice", NOW - 5, configs, plan.target, plan.move_order
+    ).to_record(SIGNER)
+    state = group
+    for _ in range(len(plan.steps)):
+        decision = decide("orders", state, configs, json.dumps(record).encode(), VERIFIER, NOW)
+        assert decision.fallback_reason is None and decision.plan_id == "s/orders"
+        assert k1_violations(decision.assignment, state, configs) == []
+        state = catch_up_fully(state, decision.assignment)
+    assert decision.assignment.clients == plan.target.clients
+    assert decision.assignment.clients["p2"] == ClientAssignment()
