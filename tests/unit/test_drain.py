@@ -138,7 +138,16 @@ def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_no
     group, configs = _group(3, {"p0": {TaskId(0, 2)}}), AssignmentConfigs(num_standby_replicas=1)
     plan = plan_group(group, configs, draining=frozenset({"p2"}))
     record = ApprovedPlan(
-        "s/orders", "orders", "s", NOW - 10, NOW + 3_600_000, "alice", NOW - 5, configs, plan.target, plan.move_order
+        "s/orders",
+        "orders",
+        "s",
+        NOW - 10,
+        NOW + 3_600_000,
+        "alice",
+        NOW - 5,
+        configs,
+        plan.target,
+        tuple(plan.move_order),
     ).to_record(SIGNER)
     state = group
     for _ in range(len(plan.steps)):
