@@ -32,21 +32,22 @@ from tests.support.strategies import Case, cases, replica_balance_feasible
 NOW = 1_700_000_000_000
 
 
-def _drainable(case: Case, index: int) -> str:
-    """The process to drain, skipping cases where the drain is impossible by construction."""
+def _drainable(case: Case, index: int, count: int = 1) -> frozenset[str]:
+    """``count`` processes to drain from ``index`` on, skipping cases where the drain is impossible by construction."""
     pids = sorted(c.process_id for c in case.group.clients)
-    assume(len(pids) >= 2)
-    remaining = len(pids) - 1
+    assume(len(pids) > count)
+    remaining = len(pids) - count
     assume(not case.group.stateful_tasks or min(len(pids) - 1, case.configs.num_standby_replicas) <= remaining - 1)
-    return pids[index % len(pids)]
+    return frozenset(pids[(index + i) % len(pids)] for i in range(count))
 
 
-@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7))
-def test_every_drain_step_is_safe_and_the_drained_process_ends_with_nothing(case: Case, index: int) -> None:
-    drained = _drainable(case, index)
-    plan = plan_group(case.group, case.configs, draining=frozenset({drained}))
-    assert plan.target.clients[drained].active == frozenset()
-    assert plan.target.clients[drained].standby == frozenset()
+@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7), st.integers(1, 3))
+def test_every_drain_step_is_safe_and_the_drained_processes_end_with_nothing(
+    case: Case, index: int, count: int
+) -> None:
+    drained = _drainable(case, index, count)
+    plan = plan_group(case.group, case.configs, draining=drained)
+    assert all(plan.target.clients[pid] == ClientAssignment() for pid in drained)
     assert plan.steps[-1] == plan.target
     assert not plan.steps[-1].probing_rebalance_needed
     state = case.group
@@ -56,15 +57,15 @@ def test_every_drain_step_is_safe_and_the_drained_process_ends_with_nothing(case
         assert h1_violations(step, state, case.configs) == []
         assert k1_violations(step, state, case.configs) == []
         state = catch_up_fully(state, step)
-    assert plan.metrics["drained_processes"] == 1
+    assert plan.metrics["drained_processes"] == count
 
 
-@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7))
-def test_the_drained_group_is_balanced_over_the_remaining_processes(case: Case, index: int) -> None:
-    drained = _drainable(case, index)
-    plan = plan_group(case.group, case.configs, draining=frozenset({drained}))
-    rest = without_clients(case.group, frozenset({drained}))
-    staying = type(plan.target)({p: ca for p, ca in plan.target.clients.items() if p != drained})
+@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7), st.integers(1, 3))
+def test_the_drained_group_is_balanced_over_the_remaining_processes(case: Case, index: int, count: int) -> None:
+    drained = _drainable(case, index, count)
+    plan = plan_group(case.group, case.configs, draining=drained)
+    rest = without_clients(case.group, drained)
+    staying = type(plan.target)({p: ca for p, ca in plan.target.clients.items() if p not in drained})
     replicas = replica_balance_feasible(rest, case.configs)
     assert balance_violations(staying, rest, replicas=replicas) == []
     assert plan.metrics["max_load_skew_after"] <= 1
@@ -72,8 +73,7 @@ def test_the_drained_group_is_balanced_over_the_remaining_processes(case: Case, 
 
 @given(cases(max_clients=6, max_tasks=40), st.integers(0, 5))
 def test_a_live_group_honors_a_drain_target_as_it_stands(case: Case, index: int) -> None:
-    drained = _drainable(case, index)
-    plan = plan_group(case.group, case.configs, draining=frozenset({drained}))
+    plan = plan_group(case.group, case.configs, draining=_drainable(case, index))
     # The leader adapts a target that does not fit its group; a drain target with an empty process must fit.
     assert target_fits(plan.target, case.group, case.configs)
     assert honor_plan(plan.target, case.group, case.configs, order=plan.move_order) == plan.steps[0]
