@@ -12,6 +12,7 @@ from pyspark.sql import functions as sf
 from assignor import ClientAssignment
 from jobs.lakehouse.lake import Lake
 from jobs.local.synthetic import fleet_end_offsets, fleet_partitions, fleet_records, synthetic_group
+from jobs.pipeline.approve import run_approve
 from jobs.pipeline.extract import BrokerState, write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
@@ -65,6 +66,10 @@ def test_a_drain_plan_validates_and_leaves_the_drained_instance_with_nothing(
     target = plan_targets(lake, [plans["g0"]["plan_id"]])[plans["g0"]["plan_id"]]
     assert target.clients[DRAINED] == ClientAssignment()
     assert len(target.clients) == 4
+    # Approval binds the digest validate recorded: the target read back names the drained instance both times.
+    run_approve(lake, settings, by="alice", plan_ids=[plans["g0"]["plan_id"]], snapshot_id="s1")
+    approved = lake.read("plans", "s1").where(sf.col("group_id") == "g0").first()
+    assert approved is not None and approved["status"] == "APPROVED", approved and approved["reason"]
 
 
 def test_a_different_drain_for_an_already_planned_group_is_refused(spark: SparkSession, tmp_path: Path) -> None:
