@@ -14,6 +14,7 @@ from assignor import (
     AssignmentConfigs,
     ClientAssignment,
     ClientState,
+    GroupAssignment,
     GroupState,
     TaskId,
     honor_plan,
@@ -24,6 +25,7 @@ from assignor.invariants import balance_violations, h1_violations, k1_violations
 from assignor.protocol.decision import decide
 from assignor.protocol.plans import ApprovedPlan
 from assignor.simulation import catch_up_fully
+from jobs.pipeline.observe import is_realized
 from jobs.pipeline.registry import drain_requests
 from jobs.pipeline.stage import StageInputError
 from tests.support.signing import SIGNER, VERIFIER
@@ -157,3 +159,11 @@ def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_no
         state = catch_up_fully(state, decision.assignment)
     assert decision.assignment.clients == plan.target.clients
     assert decision.assignment.clients["p2"] == ClientAssignment()
+
+
+def test_observe_marks_a_drain_realized_while_the_drained_instance_still_runs_with_nothing() -> None:
+    plan = plan_group(_group(3), AssignmentConfigs(), draining=frozenset({"p2"}))
+    assert is_realized(plan.target, GroupAssignment(dict(plan.target.clients)))
+    # Stopped before the plan was realized: observe cannot tell it finished, so the report never says "safe".
+    gone = GroupAssignment({p: ca for p, ca in plan.target.clients.items() if p != "p2"})
+    assert not is_realized(plan.target, gone)
