@@ -24,8 +24,8 @@ from kafka.structs import TopicPartition
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.decision import LeaderDecision, decide, keep_previous
+from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plans import Verifier
-from assignor.runtime.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.runtime.ownership import NO_GENERATION, Claim, ClaimConflict, resolve_claims
 from assignor.runtime.protocol import (
     LATEST_VERSION,

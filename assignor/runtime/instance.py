@@ -23,8 +23,8 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition
 
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.deferral import DeferralSettings
 from assignor.protocol.plans import Verifier
-from assignor.runtime.deferral import DeferralSettings
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Topology, consumer_mode
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, kafka_python_security

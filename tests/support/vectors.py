@@ -28,6 +28,7 @@ from assignor import (
 from assignor.assignment import ClientAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.honor import honor_target
+from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
 from assignor.protocol.plans import ApprovedPlan, PlanRejected, Verifier, Withdrawal, fit_rejection
 from assignor.protocol.strict_json import canonical_json
@@ -351,12 +352,105 @@ def ha_vectors(groups: int = 120) -> dict[str, Any]:
     return {"cases": cases}
 
 
+def _departures_json(departures: dict[str, Departure]) -> dict[str, Any]:
+    return {
+        pid: {"departed_at_ms": d.departed_at_ms, "active": sorted(map(str, d.active))}
+        for pid, d in sorted(departures.items())
+    }
+
+
+def _deferral_case(
+    name: str,
+    group: GroupState,
+    previous: GroupAssignment | None,
+    departures: dict[str, Departure],
+    now_ms: int,
+    settings: DeferralSettings,
+) -> dict[str, Any]:
+    configs = AssignmentConfigs(acceptable_recovery_lag=10, num_standby_replicas=1)
+    pending = pending_departures(previous, group, departures, now_ms, settings)
+    expected: dict[str, Any] = {"pending": _departures_json(pending), "deferred": False}
+    if pending and previous is not None:
+        deferral = defer(previous, group, configs, pending, now_ms, settings)
+        expected = {**expected, "deferred": True, "assignment": assignment_json(deferral.assignment),
+                    "held": sorted(map(str, deferral.held)), "rebalance_in_ms": deferral.rebalance_in_ms}  # fmt: skip
+    return {
+        "name": name,
+        "configs": {
+            "acceptable_recovery_lag": configs.acceptable_recovery_lag,
+            "num_standby_replicas": configs.num_standby_replicas,
+        },
+        "settings": {
+            "scheduled_rebalance_max_delay_ms": settings.scheduled_rebalance_max_delay_ms,
+            "hold_without_caught_up_copy": settings.hold_without_caught_up_copy,
+        },
+        "group": _group_json(group),
+        "lags": {pid: {str(t): lag for t, lag in tl.items()} for pid, tl in sorted(compute_lags(group).items())},
+        "previous": assignment_json(previous) if previous is not None else None,
+        "departures": _departures_json(departures),
+        "now_ms": now_ms,
+        "expected": expected,
+    }
+
+
+def deferral_vectors() -> dict[str, Any]:
+    """Deferred resolution: which departures are pending, and what the group runs meanwhile."""
+    t = [TaskId(0, p) for p in range(4)]
+    stateless = TaskId(1, 0)
+    end = 1_000
+
+    def client(pid: str, active: set[TaskId], sums: dict[TaskId, int], capacity: int = 1) -> ClientState:
+        return ClientState(pid, capacity, frozenset(active), frozenset(), sums)
+
+    def group(*clients: ClientState) -> GroupState:
+        return GroupState(list(clients), frozenset(t), frozenset({stateless}), dict.fromkeys(t, end))
+
+    def ca(active: set[TaskId], standby: set[TaskId] = set()) -> ClientAssignment:  # noqa: B006
+        return ClientAssignment(frozenset(active), frozenset(standby))
+
+    previous = GroupAssignment({"a": ca({t[0], t[1]}, {t[2]}), "b": ca({t[2], stateless}, {t[0]}),
+                                "c": ca({t[3]}, {t[1]})})  # fmt: skip
+    # "a" left: "b" holds a caught-up standby of 0_0, nobody is caught up on 0_1 ("c" lags 500).
+    b = client("b", {t[2], stateless}, {t[2]: -2, t[0]: end})
+    c = client("c", {t[3]}, {t[3]: -2, t[1]: 500})
+    without_a = group(b, c)
+    away = {"a": Departure("a", 1_000, frozenset({t[0], t[1]}))}
+    delay = DeferralSettings(30_000)
+    hold = DeferralSettings(30_000, hold_without_caught_up_copy=True)
+    caught_up_c = client("c", {t[3]}, {t[3]: -2, t[1]: end - 5})
+    # Four members, two leave 4 s apart: the earlier deadline schedules the follow-up.
+    four = GroupAssignment({"a": ca({t[0]}), "b": ca({t[1]}, {t[0]}), "c": ca({t[2], stateless}, {t[3]}),
+                            "d": ca({t[3]}, {t[2]})})  # fmt: skip
+    b4 = client("b", {t[1]}, {t[1]: -2, t[0]: end})
+    d4 = client("d", {t[3]}, {t[3]: -2, t[2]: -3}, capacity=2)
+    a_back = client("a", set(), {t[0]: end - 3, t[1]: end, t[2]: end - 1})
+    cases = [
+        _deferral_case("delay 0: no place is kept", without_a, previous, {}, 1_000, DeferralSettings()),
+        _deferral_case("departure noticed: fail over, no caught-up copy moves to the most caught-up member",
+                       without_a, previous, {}, 1_000, delay),
+        _deferral_case("departure noticed: no caught-up copy is held", without_a, previous, {}, 1_000, hold),
+        _deferral_case("fail over to caught-up standbys only", group(b, caught_up_c), previous, {}, 1_000, hold),
+        _deferral_case("still away at a later rebalance, within the delay", without_a,
+                       GroupAssignment({"b": ca({t[0], t[2], stateless}), "c": ca({t[3]}, {t[1]})}), away, 20_000,
+                       hold),
+        _deferral_case("stays away past the deadline", without_a, previous, away, 31_000, hold),
+        _deferral_case("returns in time: the ordinary decision", group(a_back, b, c), previous, away, 5_000, hold),
+        _deferral_case("two departures: the earlier deadline is the follow-up", group(b4, d4), four,
+                       {"a": Departure("a", 1_000, frozenset({t[0]}))}, 5_000, delay),
+        _deferral_case("two departures, held", group(b4, d4), four,
+                       {"a": Departure("a", 1_000, frozenset({t[0]}))}, 5_000, hold),
+        _deferral_case("no previous assignment: a new leader knows no departures", without_a, None, {}, 1_000, hold),
+    ]  # fmt: skip
+    return {"cases": cases}
+
+
 def write(directory: Path = VECTORS) -> None:
     """Rewrite the vector files."""
     for name, content in (
         ("signed_plans.json", signed_plan_vectors()),
         ("honor_cases.json", honor_vectors()),
         ("high_availability_cases.json", ha_vectors()),
+        ("deferral_cases.json", deferral_vectors()),
     ):
         (directory / name).write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -8,7 +8,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from assignor.runtime.deferral import DeferralSettings
+from assignor.protocol.deferral import DeferralSettings
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.fleet import Fleet, InputLoad, InstanceProcess
 from jobs.local.fleet_events import Event, activation_lags, all_tasks_processed_once, double_processing, processing

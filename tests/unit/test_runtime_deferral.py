@@ -17,7 +17,7 @@ from assignor import (
     GroupState,
     TaskId,
 )
-from assignor.runtime.deferral import DeferralSettings, Departure, defer, pending_departures
+from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor
 from assignor.runtime.protocol import AssignmentInfo, Partition
 from tests.support.signing import VERIFIER

@@ -20,13 +20,23 @@ from assignor import (
 )
 from assignor.assignment import ClientAssignment
 from assignor.honor import honor_target
+from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import VerifyKeys
 from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection
-from tests.support.vectors import VECTORS, _plan, assignment_json, ha_vectors, honor_vectors, signed_plan_vectors
+from tests.support.vectors import (
+    VECTORS,
+    _plan,
+    assignment_json,
+    deferral_vectors,
+    ha_vectors,
+    honor_vectors,
+    signed_plan_vectors,
+)
 
 SIGNED = json.loads((VECTORS / "signed_plans.json").read_text(encoding="utf-8"))
 HONOR = json.loads((VECTORS / "honor_cases.json").read_text(encoding="utf-8"))
 HA = json.loads((VECTORS / "high_availability_cases.json").read_text(encoding="utf-8"))
+DEFERRAL = json.loads((VECTORS / "deferral_cases.json").read_text(encoding="utf-8"))
 
 
 def test_the_committed_vectors_are_what_the_rules_produce() -> None:
@@ -34,6 +44,12 @@ def test_the_committed_vectors_are_what_the_rules_produce() -> None:
     assert signed_plan_vectors() == SIGNED
     assert honor_vectors() == HONOR
     assert ha_vectors() == HA
+    assert deferral_vectors() == DEFERRAL
+
+
+def test_the_deferral_vectors_cover_every_outcome() -> None:
+    outcomes = {(c["expected"]["deferred"], bool(c["expected"].get("held"))) for c in DEFERRAL["cases"]}
+    assert outcomes == {(False, False), (True, False), (True, True)}
 
 
 def test_every_reason_code_a_record_or_a_target_can_cause_has_a_vector() -> None:
@@ -121,3 +137,34 @@ def test_high_availability_case(case: dict[str, Any]) -> None:
     got = assignment_json(result)
     assert got == case["expected"]["assignment"]
     assert result.probing_rebalance_needed == case["expected"]["followup_rebalance"]
+
+
+def _departures(data: dict[str, Any]) -> dict[str, Departure]:
+    return {pid: Departure(pid, d["departed_at_ms"], _tasks(d["active"])) for pid, d in data.items()}
+
+
+@pytest.mark.parametrize("case", DEFERRAL["cases"], ids=lambda c: c["name"])
+def test_deferral_case(case: dict[str, Any]) -> None:
+    group = _group(case["group"])
+    configs = AssignmentConfigs(**case["configs"])
+    settings = DeferralSettings(**case["settings"])
+    previous = (
+        GroupAssignment(
+            {
+                pid: ClientAssignment(_tasks(r["active"]), _tasks(r["standby"]), _tasks(r["warmup"]))
+                for pid, r in case["previous"].items()
+            }
+        )
+        if case["previous"] is not None
+        else None
+    )
+    expected = case["expected"]
+    pending = pending_departures(previous, group, _departures(case["departures"]), case["now_ms"], settings)
+    assert pending == _departures(expected["pending"])
+    assert bool(pending and previous) == expected["deferred"]
+    if previous is None or not pending:
+        return
+    deferral = defer(previous, group, configs, pending, case["now_ms"], settings)
+    assert assignment_json(deferral.assignment) == expected["assignment"]
+    assert sorted(map(str, deferral.held)) == expected["held"]
+    assert deferral.rebalance_in_ms == expected["rebalance_in_ms"]

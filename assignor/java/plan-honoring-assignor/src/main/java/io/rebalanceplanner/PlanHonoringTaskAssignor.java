@@ -2,6 +2,7 @@ package io.rebalanceplanner;
 
 import io.rebalanceplanner.core.ClientTasks;
 import io.rebalanceplanner.core.CodePoints;
+import io.rebalanceplanner.core.Deferral;
 import io.rebalanceplanner.core.FitCheck;
 import io.rebalanceplanner.core.HighAvailability;
 import io.rebalanceplanner.core.Honor;
@@ -56,6 +57,11 @@ import org.slf4j.LoggerFactory;
  * the group gets the fallback assignment and the state reports say why. The fallback itself falls back to
  * StickyTaskAssignor, and that to keeping previous actives. Plans are read only during rebalances, so the
  * leader also asks for a follow-up rebalance every {@code rebalance.planner.plan.check.interval.ms}.
+ *
+ * <p>With {@code rebalance.planner.scheduled.rebalance.max.delay.ms} set, a member that leaves keeps its place
+ * until the delay passes ({@link Deferral}): whatever was decided (the fallback, or a plan whose target does not
+ * name the departed member; a plan that names it does not fit and falls back) is replaced by the deferred
+ * assignment, with a follow-up rebalance at the deadline. The leader remembers departures in memory only.
  */
 public class PlanHonoringTaskAssignor implements TaskAssignor {
     private static final Logger LOG = LoggerFactory.getLogger(PlanHonoringTaskAssignor.class);
@@ -269,8 +275,16 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
         }
     }
 
-    private TaskAssignment finish(ApplicationState applicationState, Fallback result, String planId,
+    private TaskAssignment finish(ApplicationState applicationState, Fallback decided, String planId,
             String fallbackReason, Map<String, Map<Task, Long>> lags, long now) {
+        Fallback result = deferred(applicationState, decided, lags, now);
+        if (result != decided) {
+            // A plan that fits the members left is not what they run meanwhile: say so instead of naming it.
+            if (planId != null) {
+                fallbackReason = "deferred: member(s) away, plan " + planId + " resumes after";
+            }
+            planId = null;
+        }
         try {
             if (fallbackReason != null) {
                 LOG.info("not honoring a plan: {}", fallbackReason);
@@ -298,6 +312,64 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             pending = null;
         }
         return result.assignment;
+    }
+
+    /**
+     * The deferred assignment while departed members are within the delay, else {@code decided} unchanged.
+     * What was assigned is remembered for the next rebalance this JVM leads; a memory older than the delay is
+     * not trusted to tell who left just now (another leader may have run the group since).
+     */
+    private Fallback deferred(ApplicationState applicationState, Fallback decided,
+            Map<String, Map<Task, Long>> lags, long now) {
+        if (settings == null || settings.deferral().scheduledRebalanceMaxDelayMs() == 0 || lags == null) {
+            return decided;
+        }
+        Deferral.Settings rules = settings.deferral();
+        String groupId = settings.applicationId();
+        SharedClients.Remembered memory = SharedClients.remembered(groupId);
+        Map<String, ClientTasks> previous = null;
+        Map<String, Deferral.Departure> known = Map.of();
+        if (memory != null) {
+            known = memory.departures();
+            if (now - memory.atMs() < rules.scheduledRebalanceMaxDelayMs()) {
+                previous = memory.assignment();
+            }
+        }
+        try {
+            Map<ProcessId, KafkaStreamsState> states = applicationState.kafkaStreamsStates(true);
+            LiveGroup group = liveGroup(states, applicationState.allTasks());
+            Map<String, Deferral.Departure> pending = Deferral.pending(previous, group, known, now, rules);
+            if (pending.isEmpty() || previous == null) {
+                SharedClients.remember(groupId, new SharedClients.Remembered(now, decided.tasks, pending));
+                return decided;
+            }
+            List<String> pids = new ArrayList<>();
+            for (LiveGroup.Client c : group.clients()) {
+                pids.add(c.processId());
+            }
+            pids.sort(CodePoints.ORDER);
+            LagIndex index = new LagIndex(pids, lags, Map.of(),
+                    applicationState.assignmentConfigs().acceptableRecoveryLag());
+            Deferral.Result deferral = Deferral.defer(previous, group, index, Map.of(), pending, now, rules);
+            Instant checkAt = followupAt(now, false, 0);
+            Instant deadline = Instant.ofEpochMilli(now + deferral.rebalanceInMs());
+            Instant at = checkAt != null && checkAt.isBefore(deadline) ? checkAt : deadline;
+            TaskAssignment assignment = toKafka(states, deferral.assignment().assignment(), at);
+            TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
+                    assignment);
+            if (error != TaskAssignor.AssignmentError.NONE) {
+                throw new IllegalStateException("the deferred assignment is invalid: " + error);
+            }
+            LOG.info("deferring: {} away, {} task(s) held, rebalancing in {} ms", pending.keySet(),
+                    deferral.held().size(), deferral.rebalanceInMs());
+            SharedClients.remember(groupId,
+                    new SharedClients.Remembered(now, deferral.assignment().assignment(), pending));
+            return new Fallback(assignment, deferral.assignment().assignment());
+        } catch (Throwable t) {
+            LOG.error("deferral failed, assigning without it", t);
+            SharedClients.remember(groupId, new SharedClients.Remembered(now, decided.tasks, Map.of()));
+            return decided;
+        }
     }
 
     /**

@@ -49,6 +49,8 @@ class PlanHonoringTaskAssignorTest {
     private static final long NOW = 1_790_000_000_000L;
 
     private KeyPair keys;
+    /** The clock of assignors built by {@link #assignor(PlanSource, Map)}. */
+    private long now = NOW;
     private FakeApplicationState app;
     private final Map<String, byte[]> published = new LinkedHashMap<>();
     /** Every changelog partition ends at the fake's end offset sum (one changelog partition per task). */
@@ -112,7 +114,7 @@ class PlanHonoringTaskAssignorTest {
 
     private PlanHonoringTaskAssignor assignor(PlanSource source, Map<String, String> settings) {
         PlanHonoringTaskAssignor assignor = new PlanHonoringTaskAssignor(source, published::putAll,
-                (partitions, timeout) -> endOffsets.endOffsets(partitions, timeout), () -> NOW,
+                (partitions, timeout) -> endOffsets.endOffsets(partitions, timeout), () -> now,
                 new StickyTaskAssignor());
         Map<String, Object> config = new HashMap<>();
         config.put("application.id", "app");
@@ -250,6 +252,54 @@ class PlanHonoringTaskAssignorTest {
         TaskAssignment result = run(assignor((group, timeout) -> null, Map.of()));
         assertEquals(Map.of(A, "0_0=ACTIVE,1_0=ACTIVE", B, "0_1=ACTIVE,1_1=ACTIVE"), roles(result));
         assertEquals(List.of(Instant.ofEpochMilli(NOW + 300_000)), followups(result));
+    }
+
+    /** Deferral on (30 s, holding): the leader assigns at NOW, then again at {@code at} without A. */
+    private TaskAssignment withoutA(long at, String planCheckMs) {
+        Map<String, String> settings = Map.of("rebalance.planner.plan.check.interval.ms", planCheckMs,
+                "rebalance.planner.scheduled.rebalance.max.delay.ms", "30000",
+                "rebalance.planner.hold.without.caught.up.copy", "true");
+        SharedClients.forgetHonored();
+        now = NOW;
+        run(assignor((group, timeout) -> null, settings));
+        FakeApplicationState.FakeClient a = app.clients.remove(client(A).processId());
+        now = at;
+        TaskAssignment result = run(assignor((group, timeout) -> null, settings));
+        app.clients.put(a.processId(), a);
+        return result;
+    }
+
+    /**
+     * A leaves at NOW + 5 s: B keeps its tasks and takes A's stateless 0_0, A's 1_0 (B lags 5000, no caught-up
+     * copy) is held, and the follow-up is the deadline (NOW + 35 s) unless the plan check comes first.
+     */
+    @Test
+    void aDepartureIsWaitedOutWithAFollowupAtTheDeadline() throws Exception {
+        TaskAssignment deferred = withoutA(NOW + 5_000, "0");
+        assertEquals(Map.of(B, "0_0=ACTIVE,0_1=ACTIVE,1_1=ACTIVE"), roles(deferred));
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 35_000)), followups(deferred));
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 35_000)), followups(withoutA(NOW + 5_000, "60000")));
+        assertEquals(List.of(Instant.ofEpochMilli(NOW + 9_000)), followups(withoutA(NOW + 5_000, "4000")));
+    }
+
+    /** The delay remembered by the leader ends the wait: A still away at its deadline, B runs everything. */
+    @Test
+    void aDepartureIsResolvedAtItsDeadlineAndAReturnInTimeGetsTheOrdinaryDecision() throws Exception {
+        Map<String, String> settings = Map.of("rebalance.planner.plan.check.interval.ms", "0",
+                "rebalance.planner.scheduled.rebalance.max.delay.ms", "30000",
+                "rebalance.planner.hold.without.caught.up.copy", "true");
+        withoutA(NOW + 5_000, "0");
+        FakeApplicationState.FakeClient a = app.clients.remove(client(A).processId());
+        now = NOW + 35_000;
+        TaskAssignment resolved = run(assignor((group, timeout) -> null, settings));
+        assertEquals(Map.of(B, "0_0=ACTIVE,0_1=ACTIVE,1_0=ACTIVE,1_1=ACTIVE"), roles(resolved));
+        assertEquals(List.of(), followups(resolved));
+        app.clients.put(a.processId(), a);
+        withoutA(NOW + 5_000, "0");
+        now = NOW + 6_000;
+        TaskAssignment back = run(assignor((group, timeout) -> null, settings));
+        assertEquals(Map.of(A, "0_0=ACTIVE,1_0=ACTIVE", B, "0_1=ACTIVE,1_1=ACTIVE"), roles(back));
+        assertEquals(List.of(), followups(back));
     }
 
     /** The follow-up is whichever comes first: the plan's probing rebalance (10 s) or the plan check. */

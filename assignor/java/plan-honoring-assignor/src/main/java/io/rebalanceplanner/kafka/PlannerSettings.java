@@ -1,5 +1,6 @@
 package io.rebalanceplanner.kafka;
 
+import io.rebalanceplanner.core.Deferral;
 import io.rebalanceplanner.core.PlanVerifier;
 import java.security.PublicKey;
 import java.util.Map;
@@ -17,6 +18,8 @@ public final class PlannerSettings {
     public static final String REPORTS_TIMEOUT_MS = PREFIX + "reports.timeout.ms";
     public static final String PLAN_CHECK_INTERVAL_MS = PREFIX + "plan.check.interval.ms";
     public static final String OFFSETS_TIMEOUT_MS = PREFIX + "offsets.timeout.ms";
+    public static final String SCHEDULED_REBALANCE_MAX_DELAY_MS = PREFIX + "scheduled.rebalance.max.delay.ms";
+    public static final String HOLD_WITHOUT_CAUGHT_UP_COPY = PREFIX + "hold.without.caught.up.copy";
     public static final String CLIENT_PREFIX = PREFIX + "client.";
 
     private final String applicationId;
@@ -29,6 +32,7 @@ public final class PlannerSettings {
     private final long reportsTimeoutMs;
     private final long planCheckIntervalMs;
     private final long offsetsTimeoutMs;
+    private final Deferral.Settings deferral;
     private final Map<String, Object> clientProperties;
 
     private PlannerSettings(Map<String, ?> configs) {
@@ -46,6 +50,8 @@ public final class PlannerSettings {
         reportsTimeoutMs = nonNegative(configs, REPORTS_TIMEOUT_MS, 2000);
         planCheckIntervalMs = nonNegative(configs, PLAN_CHECK_INTERVAL_MS, 300_000);
         offsetsTimeoutMs = nonNegative(configs, OFFSETS_TIMEOUT_MS, 2000);
+        deferral = new Deferral.Settings(nonNegative(configs, SCHEDULED_REBALANCE_MAX_DELAY_MS, 0),
+                bool(configs, HOLD_WITHOUT_CAUGHT_UP_COPY, false));
         clientProperties = clientProperties(configs);
     }
 
@@ -81,6 +87,15 @@ public final class PlannerSettings {
     private static String string(Map<String, ?> configs, String key, String dflt) {
         Object v = configs.get(key);
         return v == null ? dflt : String.valueOf(v);
+    }
+
+    private static boolean bool(Map<String, ?> configs, String key, boolean dflt) {
+        String v = string(configs, key, String.valueOf(dflt)).strip();
+        // Boolean.parseBoolean would take a typo for false and silently change what the group does.
+        if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException(key + " must be true or false, got '" + v + "'");
+        }
+        return Boolean.parseBoolean(v);
     }
 
     private static long positive(Map<String, ?> configs, String key, long dflt) {
@@ -157,6 +172,14 @@ public final class PlannerSettings {
     /** Deadline for listing changelog end offsets (the reports' offset sums); 0 reports lags only. */
     public long offsetsTimeoutMs() {
         return offsetsTimeoutMs;
+    }
+
+    /**
+     * Deferred resolution: how long a departed member's place is kept (0, the default: not at all, as Kafka
+     * Streams) and whether its tasks with no caught-up copy elsewhere wait for it unprocessed.
+     */
+    public Deferral.Settings deferral() {
+        return deferral;
     }
 
     /** Kafka client properties for the plugin's own consumer and producer. */

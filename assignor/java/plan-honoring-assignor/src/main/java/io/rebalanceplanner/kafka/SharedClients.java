@@ -1,5 +1,7 @@
 package io.rebalanceplanner.kafka;
 
+import io.rebalanceplanner.core.ClientTasks;
+import io.rebalanceplanner.core.Deferral;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +20,16 @@ public final class SharedClients {
     private static final Map<String, TopicReportSink> REPORT_SINKS = new ConcurrentHashMap<>();
     private static final Map<String, AdminEndOffsets> END_OFFSETS = new ConcurrentHashMap<>();
     private static final Map<String, Long> NEWEST_HONORED = new ConcurrentHashMap<>();
+    private static final Map<String, Remembered> REMEMBERED = new ConcurrentHashMap<>();
+
+    /**
+     * What this JVM last assigned as the group's leader, and the departures it is waiting out. In memory only:
+     * a new leader starts without them, so a member that left just before the leader changed is not waited for.
+     *
+     * @param assignment the last assignment returned, or null when it is not known by role
+     */
+    public record Remembered(long atMs, Map<String, ClientTasks> assignment,
+            Map<String, Deferral.Departure> departures) {}
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(SharedClients::closeAll, "rebalance-planner-close"));
@@ -52,9 +64,19 @@ public final class SharedClients {
         NEWEST_HONORED.merge(groupId, createdAt, Math::max);
     }
 
-    /** Forget the replay memory (tests). */
+    /** Forget the replay memory and the remembered assignments (tests). */
     public static void forgetHonored() {
         NEWEST_HONORED.clear();
+        REMEMBERED.clear();
+    }
+
+    /** What the last rebalance this JVM led for the group left behind, or null. */
+    public static Remembered remembered(String groupId) {
+        return REMEMBERED.get(groupId);
+    }
+
+    public static void remember(String groupId, Remembered remembered) {
+        REMEMBERED.put(groupId, remembered);
     }
 
     /** Close every shared consumer and producer; the next rebalance opens new ones. */

@@ -79,6 +79,7 @@ public final class ReferenceApp {
                 "  --plan-check-interval-ms N (the plugin's default, 300000)  --session-timeout-ms N (45000)",
                 "  --events FILE  --exit-on-stdin-eof  --commit-interval-ms N (1000)  --cache-bytes N (0)",
                 "  --application-server HOST:PORT  --create-topics true|false (true)",
+                "  --scheduled-rebalance-max-delay-ms N (0: no deferral)  --hold-without-caught-up-copy",
                 "produce mode: --produce N --keys K [--input-topic T --partitions N --bootstrap B]");
     }
 
@@ -144,6 +145,10 @@ public final class ReferenceApp {
             if (flags.has("plan-check-interval-ms")) {
                 props.put("rebalance.planner.plan.check.interval.ms", flags.get("plan-check-interval-ms", ""));
             }
+            props.put("rebalance.planner.scheduled.rebalance.max.delay.ms",
+                    flags.get("scheduled-rebalance-max-delay-ms", "0"));
+            props.put("rebalance.planner.hold.without.caught.up.copy",
+                    flags.get("hold-without-caught-up-copy", "false"));
         }
         Topology topology = topology(input, counters);
         Map<String, Integer> storeSubtopology = storeSubtopologies(topology.describe());
