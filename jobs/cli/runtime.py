@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from assignor.configs import AssignmentConfigs
-from assignor.runtime.deferral import DeferralSettings
+from assignor.protocol.deferral import DeferralSettings
 from assignor.runtime.instance import Instance, InstanceConfig
 from assignor.runtime.protocol import SUPPORTED_VERSIONS
 from jobs.local.broker import EmbeddedBroker

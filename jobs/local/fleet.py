@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from assignor.configs import AssignmentConfigs
-from assignor.runtime.deferral import DeferralSettings
+from assignor.protocol.deferral import DeferralSettings
 from assignor.runtime.events import read_events
 from assignor.runtime.group_assignor import Subtopology, Topology
 from assignor.runtime.instance import EVENTS_FILE
