@@ -17,9 +17,10 @@ from assignor import (
 )
 from assignor.estimate import DEFAULT_RESTORE_RATE
 from assignor.high_availability import settled_assignment
-from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
+from assignor.invariants import balance_violations, validity_violations
 from assignor.planner import GroupPlan
 from assignor.simulation import Scenario, SimulationResult, catch_up_fully, simulate
+from tests.support.plan_checks import assert_safe_steps
 from tests.support.strategies import Case, cases, replica_balance_feasible
 
 
@@ -30,13 +31,7 @@ def baseline(group: GroupState, configs: AssignmentConfigs) -> SimulationResult:
 def check_steps(case: Case) -> GroupPlan:
     """Plan the case and check every step against the state it was computed from (V1-V4, H1, K1)."""
     plan = plan_group(case.group, case.configs)
-    state = case.group
-    for step in plan.steps:
-        assert validity_violations(step, state, case.configs) == []
-        assert h1_violations(step, state, case.configs) == []
-        assert k1_violations(step, state, case.configs) == []
-        state = catch_up_fully(state, step)
-    assert plan.steps[-1] == plan.target
+    assert_safe_steps(plan, case.group, case.configs)
     return plan
 
 
