@@ -397,11 +397,16 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
     def _deferred(self, choice: LeaderDecision, group: GroupState, now: int) -> LeaderDecision:
         """While members that left are within the delay, keep everyone's tasks and rebalance at the deadline."""
         previous = self.member.decisions[-1].assignment if self.member.decisions else None
-        self.departures = pending_departures(previous, group, self.departures, now, self.leader.deferral)
         self.held = frozenset()
-        if not self.departures or previous is None:
+        try:
+            self.departures = pending_departures(previous, group, self.departures, now, self.leader.deferral)
+            if not self.departures or previous is None:
+                return choice
+            deferral = defer(previous, group, self.leader.configs, self.departures, now, self.leader.deferral)
+        except Exception:  # as the plugin: a fault in deferring must not take the leader down; assign without it
+            log.exception("leader of %s: deferral failed, assigning without it", self.leader.group_id)
+            self.departures = {}
             return choice
-        deferral = defer(previous, group, self.leader.configs, self.departures, now, self.leader.deferral)
         self.held = deferral.held
         log.info(
             "leader of %s defers: %s away, %d task(s) held, rebalancing in %d ms",

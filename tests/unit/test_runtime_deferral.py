@@ -113,3 +113,16 @@ def test_without_a_delay_the_leader_defers_nothing() -> None:
     leader.assign(Cluster(), [joining("m-a", "pa", 3, [0, 1]), joining("m-b", "pb", 3, [2, 3])])
     alone = _tasks(leader.assign(Cluster(), [joining("m-b", "pb", 4, [2, 3])]))
     assert alone["m-b"] == (frozenset(T), None) and leader.departures == {}
+
+
+def test_a_fault_while_deferring_never_escapes_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    leader = _leader(30_000)
+    leader.assign(Cluster(), [joining("m-a", "pa", 3, [0, 1]), joining("m-b", "pb", 3, [2, 3])])
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("a bug in the deferral rules")
+
+    monkeypatch.setattr("assignor.runtime.group_assignor.defer", broken)
+    alone = _tasks(leader.assign(Cluster(), [joining("m-b", "pb", 4, [2, 3])]))
+    assert alone["m-b"][0] == frozenset(T)  # the ordinary decision: every task on the member that is left
+    assert leader.departures == {}
