@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -39,19 +40,24 @@ def spawn(
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child in its own process group that receives SIGTERM when this process dies."""
+    # The parent-death signal is set by util-linux's setpriv, which then execs the child: a preexec_fn would make
+    # Python fork() instead of vfork(), and a fork() runs gRPC's fork handlers (pyspark's Spark Connect client
+    # loads gRPC), which abort the child now and then before it reaches exec.
+    setpriv = shutil.which("setpriv")
+    command = [setpriv, "--pdeathsig", "TERM", "--", *args] if setpriv else list(args)
     return subprocess.Popen(
-        list(args),
+        command,
         stdin=stdin,  # PIPE for children that exit at EOF on stdin: a second way to never outlive us
         stdout=stdout,
         stderr=stderr,
         env=dict(env) if env is not None else None,
         cwd=cwd,
         start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the child's whole group
-        preexec_fn=die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there; we start no threads first)
+        preexec_fn=None if setpriv else die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there)
     )
 
 
-def stop_group(process: subprocess.Popen[bytes], timeout_s: float = 20.0, sig: int = signal.SIGTERM) -> int:
+def stop_group(process: subprocess.Popen[Any], timeout_s: float = 20.0, sig: int = signal.SIGTERM) -> int:
     """Signal the child's process group, wait, then SIGKILL what is left; return the exit status."""
     if process.poll() is None:
         try:

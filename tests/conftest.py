@@ -3,6 +3,10 @@
 import os
 from collections.abc import Iterator
 
+# pyspark's classic launcher (the parity tests' local[2] server) starts its JVM with fork(), and gRPC's fork handlers,
+# armed once a Spark Connect client has run, abort that child now and then; they must be off before gRPC loads.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import pytest
 from hypothesis import HealthCheck, settings
 from pyspark.sql import SparkSession

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -10,6 +11,11 @@ from pysail.spark import SparkConnectServer
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+# Sail ends a session idle for 15 minutes by default, and a pyspark client does not keep it alive; our sessions live
+# as long as a stage or a test session and may wait longer than that between queries (a human approval, a slow
+# broker test), so the embedded engine keeps them for a day.
+SAIL_IDLE_SESSION_TIMEOUT_S = 86_400
 
 
 class EngineError(RuntimeError):
@@ -34,12 +40,14 @@ def as_active(session: SparkSession) -> Iterator[SparkSession]:
 
 
 @contextmanager
-def spark_session(remote: str | None) -> Iterator[SparkSession]:
+def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION_TIMEOUT_S) -> Iterator[SparkSession]:
     """A Spark Connect session: ``remote`` (``sc://host:port``) when given, else Sail started in this process."""
     server = None
     if remote:
         url = remote
     else:
+        # Sail reads its configuration from the environment when the server is built, and from nowhere else.
+        os.environ["SAIL_SPARK__SESSION_TIMEOUT_SECS"] = str(idle_timeout_s)
         server = SparkConnectServer(port=0)
         server.start(background=True)
         address = server.listening_address

@@ -19,7 +19,7 @@ from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
 from jobs.local.spark_connect import spark_home
 from jobs.polling import wait_until
-from jobs.processes import free_port
+from jobs.processes import free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,28 +33,35 @@ def test_the_delta_jars_match_pysparks_spark_and_scala() -> None:
     assert list((spark_home() / "jars").glob("scala-library-2.13.*.jar"))
 
 
-def _serving(process: subprocess.Popen[str], deadline: float) -> str:
+def _tail(errors: Path, lines: int = 8) -> str:
+    return " | ".join(errors.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _serving(process: subprocess.Popen[str], deadline: float, errors: Path) -> str:
     assert process.stdout is not None
     while time.monotonic() < deadline:
         line = process.stdout.readline()
         if line.startswith("SPARK_REMOTE="):
             return line.strip().split("=", 1)[1]
-        assert line or process.poll() is None, f"spark-connect exited with {process.returncode}"
-    raise AssertionError("spark-connect printed no SPARK_REMOTE in time")
+        assert line or process.poll() is None, f"spark-connect exited with {process.returncode}: {_tail(errors)}"
+    raise AssertionError(f"spark-connect printed no SPARK_REMOTE in time: {_tail(errors)}")
 
 
 def test_spark_connect_command_serves_delta_until_interrupted(tmp_path: Path) -> None:
     port = free_port()
     cli = Path(sys.executable).parent / "rebalance-planner"
-    process = subprocess.Popen(
-        [str(cli), "spark-connect", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        cwd=ROOT,  # the Delta jars live under the checkout's var/jvm
-    )
+    errors = tmp_path / "stderr.log"
+    with errors.open("w") as err:
+        process = subprocess.Popen(
+            [str(cli), "spark-connect", "--port", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+            cwd=ROOT,  # the Delta jars live under the checkout's var/jvm
+        )
     try:
-        remote = _serving(process, time.monotonic() + 240)
+        remote = _serving(process, time.monotonic() + 300, errors)
         assert remote == f"sc://127.0.0.1:{port}"
         with spark_session(remote) as spark:
             lake = Lake(spark, tmp_path / "lake")
@@ -65,9 +72,11 @@ def test_spark_connect_command_serves_delta_until_interrupted(tmp_path: Path) ->
             )
             history = spark.sql(f"DESCRIBE HISTORY delta.`{lake.path('plan_baselines')}`").collect()
             assert any(str(h["engineInfo"]).startswith("Apache-Spark/") for h in history)
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        assert process.wait(timeout=90) == 0
+    except BaseException:
+        stop_group(process, 30)  # the failure above is the one to report, not how the command then ended
+        raise
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(timeout=90) == 0, f"spark-connect ended badly after Ctrl-C: {_tail(errors)}"
 
     def jvm_gone() -> bool:
         found = subprocess.run(["pgrep", "-f", f"binding.port={port}"], capture_output=True, check=False)

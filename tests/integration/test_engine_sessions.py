@@ -1,0 +1,32 @@
+"""The embedded Sail engine keeps an idle session for as long as we say (its own default drops it after 15 min)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pyspark.errors.exceptions.connect import SparkConnectException
+
+from jobs.lakehouse.engine import SAIL_IDLE_SESSION_TIMEOUT_S, spark_session
+
+IDLE_S = 4.0  # the idle time is what these tests are about: a sleep here is the subject, not a synchronisation
+
+
+def test_an_idle_session_outlives_a_shorter_pause_than_its_timeout() -> None:
+    with spark_session(None, idle_timeout_s=60) as spark:
+        assert spark.range(3).count() == 3
+        time.sleep(IDLE_S)
+        assert spark.range(3).count() == 3
+
+
+def test_the_idle_timeout_reaches_sail() -> None:
+    # Proves the setting is the one Sail obeys: a session idle past a 1 s timeout is gone.
+    with spark_session(None, idle_timeout_s=1) as spark:
+        assert spark.range(3).count() == 3
+        time.sleep(IDLE_S)
+        with pytest.raises(SparkConnectException, match="not running"):
+            spark.range(3).count()
+
+
+def test_the_default_keeps_sessions_through_a_nightly_run() -> None:
+    assert SAIL_IDLE_SESSION_TIMEOUT_S >= 12 * 3600
