@@ -122,6 +122,7 @@ def honor_target(
     ordered = [t for t in dict.fromkeys(first) if t in group.stateful_tasks]
     seen = set(ordered)
     pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]
+    lenders: list[tuple[str, TaskId]] = []
     for task in pending:
         owner = owners[task]
         standbys = standby_holders.get(task, frozenset())
@@ -138,9 +139,10 @@ def honor_target(
         restoring = [p for p in standbys if not lags.caught_up(p, task)]
         if restoring:
             # A target standby that must restore anyway lends its slot to the target owner for this step:
-            # the owner restores without warmup budget, the standby restores once the move is done.
+            # the owner restores without warmup budget; the lender warms up too if budget is left at the end.
             lender = max(restoring, key=lambda p: (lags.rank(p, task), p))
             placement.standby_of(task, (standbys - {lender}) | {owner})
+            lenders.append((lender, task))
             continue
         placement.standby_of(task, standbys)
         if budget.take():
@@ -149,6 +151,11 @@ def honor_target(
     held_before = {c.process_id: c.previous_active | c.previous_standby for c in group.clients}
     for task in pending:
         _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
+    # Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
+    # this, a lender would wait a whole probing interval after the move before it starts.
+    for lender, task in lenders:
+        if not placement.holds(lender, task) and budget.take():
+            placement.warmup[lender].add(task)
     for task in sorted(group.stateless_tasks):
         placement.assign_active(owners[task], task)
     live = placement.freeze(probing_rebalance_needed=False)

@@ -148,3 +148,16 @@ def test_membership_event_through_the_simulator_with_a_plan_honoring_leader() ->
     final = result.rounds[-1]
     assert balance_violations(final.assignment, final.group) == []
     assert final.assignment.clients["zz-new"].active
+
+
+def test_a_standby_lending_its_slot_warms_up_beside_the_owner_when_budget_is_left() -> None:
+    # Found by hypothesis: the target's active and standby of 2_0 both had to restore, a third client kept it;
+    # the standby lent its slot to the owner and then sat idle for a round instead of warming up.
+    group = build_group(random.Random(1), 4, [0, 22, 2, 0], [False, False, True, False])
+    configs = AssignmentConfigs(acceptable_recovery_lag=0, max_warmup_replicas=2, num_standby_replicas=1)
+    target = plan_group(group, configs).target
+    rounds, _ = run_until_done(target, group, configs, limit=2)
+    assert rounds[-1] == target
+    first = rounds[0].clients
+    lender = next(pid for pid, ca in target.clients.items() if TaskId(2, 0) in ca.standby)
+    assert TaskId(2, 0) in first[lender].warmup

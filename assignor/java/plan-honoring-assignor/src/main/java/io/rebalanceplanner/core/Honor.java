@@ -43,6 +43,7 @@ public final class Honor {
             }
         }
         pending.addAll(group.statefulTasks());
+        List<Map.Entry<String, Task>> lenders = new ArrayList<>();
         for (Task task : pending) {
             String owner = owners.get(task);
             Set<String> standbys = standbyHolders.getOrDefault(task, Set.of());
@@ -77,11 +78,12 @@ public final class Honor {
             }
             if (lender != null) {
                 // A target standby that must restore anyway lends its slot to the target owner for this step:
-                // the owner restores without warmup budget, the standby restores once the move is done.
+                // the owner restores without warmup budget; the lender warms up too if budget is left at the end.
                 Set<String> slots = new HashSet<>(standbys);
                 slots.remove(lender);
                 slots.add(owner);
                 placement.standbyOf(task, slots);
+                lenders.add(Map.entry(lender, task));
                 continue;
             }
             placement.standbyOf(task, standbys);
@@ -99,6 +101,14 @@ public final class Honor {
         }
         for (Task task : pending) {
             budget = keepCaughtUpCopies(placement, lags, task, owners.get(task), copies, heldBefore, budget);
+        }
+        // Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
+        // this, a lender would wait a whole probing interval after the move before it starts.
+        for (Map.Entry<String, Task> lent : lenders) {
+            if (budget > 0 && !placement.holds(lent.getKey(), lent.getValue())) {
+                budget--;
+                placement.warmup.get(lent.getKey()).add(lent.getValue());
+            }
         }
         for (Task task : group.statelessTasks()) {
             placement.assignActive(owners.get(task), task);
