@@ -96,6 +96,7 @@ class StateReport:
     fallback_reason: str | None
     origin: ReportOrigin | None = None
     task_lags: Mapping[TaskId, int] | None = None  # the plugin's leader-computed lags
+    task_offset_sums_error: str | None = None  # the plugin's reason for sending no offset sums
     schema_version: int = REPORT_SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields this version does not know, kept as read
 
@@ -146,6 +147,8 @@ class StateReport:
             body["origin"] = str(self.origin)
         if self.task_lags is not None:
             body["task_lags"] = {str(t): lag for t, lag in self.task_lags.items()}
+        if self.task_offset_sums_error is not None:
+            body["task_offset_sums_error"] = self.task_offset_sums_error
         return body
 
     def encode(self) -> bytes:
@@ -183,6 +186,7 @@ class StateReport:
             fallback_reason=fields["fallback_reason"],
             origin=None if origin is None else ReportOrigin(origin),
             task_lags=None if lags is None else {TaskId.parse(t): lag for t, lag in lags.items()},
+            task_offset_sums_error=fields.get("task_offset_sums_error"),
             schema_version=fields["schema_version"],
             extra={k: v for k, v in fields.items() if k not in known},
         )

@@ -346,6 +346,7 @@ def bronze_rows(
                 topology=json.dumps(f["topology"], sort_keys=True),
                 origin=None if record.origin is None else str(record.origin),
                 task_lags=f.get("task_lags"),
+                task_offset_sums_error=record.task_offset_sums_error,
             )
         )
     offsets = [

@@ -64,6 +64,7 @@ def report_rows(
                 "task_offset_sums": {} if as_lags else sums, "topology": "{}", "plan_id": None,
                 "fallback_reason": None, "origin": "kafka-streams" if as_lags else "python-runtime",
                 "task_lags": {str(t): lag for t, lag in lags[c.process_id].items()} if as_lags else None,
+                "task_offset_sums_error": "changelog end offsets not listed within 2000 ms" if as_lags else None,
             }  # fmt: skip
             rows.append(tuple(row[n] for n in names))
     return rows

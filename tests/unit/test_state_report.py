@@ -63,7 +63,8 @@ def plugin_value() -> bytes:
         "group_id": "app", "host": "10.0.0.5:8080", "member_id": "", "origin": "kafka-streams", "plan_id": None,
         "process_id": "6f1c2d3e-0000-4000-8000-000000000001", "protocol_version": 1, "reported_at": 1790000000000,
         "schema_version": 1, "standby_tasks": ["0_1"], "task_lags": {"0_0": -2, "0_1": 35, "1_0": -2},
-        "task_offset_sums": {}, "topology": topology, "warmup_tasks": [],
+        "task_offset_sums": {}, "task_offset_sums_error": "changelog end offsets not listed within 2000 ms",
+        "topology": topology, "warmup_tasks": [],
     }  # fmt: skip
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -74,6 +75,7 @@ def test_a_report_the_kafka_streams_plugin_writes_reads_whole() -> None:
     assert report.origin is ReportOrigin.KAFKA_STREAMS and report.generation == -1 and report.member_id == ""
     assert report.task_lags == {TaskId(0, 0): -2, TaskId(0, 1): 35, TaskId(1, 0): -2}
     assert report.task_offset_sums == {} and report.standby_tasks == (TaskId(0, 1),)
+    assert report.task_offset_sums_error == "changelog end offsets not listed within 2000 ms"
     assert report.topology[1] == SubtopologyReport(("app-repartition",), (), False)
     assert report.to_json() == json.loads(value)  # nothing the plugin wrote is lost
 
@@ -143,6 +145,7 @@ def reports(draw: st.DrawFn) -> StateReport:
         fallback_reason=draw(st.none() | st.text(max_size=40)),
         origin=draw(st.none() | st.sampled_from(ReportOrigin)),
         task_lags=draw(st.none() | st.dictionaries(tasks, offsets, max_size=5)),
+        task_offset_sums_error=draw(st.none() | st.text(max_size=40)),
     )
 
 
