@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given
@@ -152,6 +153,18 @@ def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_no
         state = catch_up_fully(state, decision.assignment)
     assert decision.assignment.clients == plan.target.clients
     assert decision.assignment.clients["p2"] == ClientAssignment()
+
+    # Stopped now: the plan still fits the others (it gives p2 nothing), so nothing moves and nothing follows up;
+    # falling back to KIP-441 instead could reshuffle (and restore) what the drain just settled.
+    stopped = replace(state, clients=tuple(c for c in state.clients if c.process_id != "p2"))
+    after = decide("orders", stopped, configs, json.dumps(record).encode(), VERIFIER, NOW)
+    assert after.fallback_reason is None and after.plan_id == "s/orders"
+    assert dict(after.assignment.clients) == {p: ca for p, ca in plan.target.clients.items() if p != "p2"}
+    assert not after.assignment.probing_rebalance_needed
+    # One that still has tasks in the target and left is another matter: that plan no longer fits.
+    p1_gone = replace(state, clients=tuple(c for c in state.clients if c.process_id != "p1"))
+    fallback = decide("orders", p1_gone, configs, json.dumps(record).encode(), VERIFIER, NOW)
+    assert fallback.plan_id is None and str(fallback.fallback_reason).startswith("departed_instances")
 
 
 def test_observe_marks_a_drain_realized_while_the_drained_instance_still_runs_with_nothing() -> None:
