@@ -21,6 +21,7 @@ from confluent_kafka import KafkaException, Producer
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.deferral import DeferralSettings
 from assignor.protocol.state_report import StateReport
 from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
@@ -72,6 +73,7 @@ class StreamsFleetConfig:
     commit_interval_ms: int = 1_000
     plan_check_interval_ms: int | None = None  # how often a settled group rebalances; None: the plugin default (5 min)
     session_timeout_ms: int = 10_000  # how soon a stopped instance leaves the group (Kafka: 45 s)
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)  # the plugin's; default 0: no deferral
     heap_mb: int = 384
     java: str = "java"
 
@@ -176,6 +178,8 @@ class StreamsFleet:
             *("--verify-keys", c.verify_keys, "--plans-topic", c.plans_topic, "--reports-topic", c.reports_topic),
             *("--commit-interval-ms", str(c.commit_interval_ms), "--exit-on-stdin-eof"),
             *("--session-timeout-ms", str(c.session_timeout_ms)),
+            *("--scheduled-rebalance-max-delay-ms", str(c.deferral.scheduled_rebalance_max_delay_ms)),
+            *("--hold-without-caught-up-copy", "true" if c.deferral.hold_without_caught_up_copy else "false"),
         ]
         if c.plan_check_interval_ms is not None:
             args += ["--plan-check-interval-ms", str(c.plan_check_interval_ms)]
