@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
 from jobs.local.fleet_events import Event, EventSource, last_event, processing, processing_intervals
+from jobs.polling import wait_until
 from jobs.processes import spawn, stop_group
 
 log = logging.getLogger(__name__)
@@ -231,6 +232,15 @@ class StreamsFleet:
             raise RuntimeError(f"produce mode exited with {popen.returncode}; see {c.root / 'produce.log'}")
         result: dict[str, Any] = json.loads(out.decode("utf-8").strip().splitlines()[-1])
         return result
+
+    def start_settled(self, names: Sequence[str], records: int, timeout_s: float = 240.0) -> None:
+        """Fill the input with ``records`` records of distinct keys (one changelog record each), start ``names``,
+        and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving."""
+        self.produce(records, keys=records)
+        for name in names:
+            self.start(name)
+        wait_until(lambda: self.changelog_records() >= records, timeout_s, "the input to be counted", poll_s=1)
+        wait_until(lambda: settled(self), 120, f"{', '.join(names)} to settle", poll_s=1)
 
     def changelog_records(self) -> int:
         """Records in the counts changelog (0 until Kafka Streams has created it)."""

@@ -68,11 +68,7 @@ def test_a_bounced_streams_instance_gets_its_tasks_back_without_restoring_and_a_
         plans_topic="bounce-plans", deferral=DeferralSettings(DELAY_MS, hold_without_caught_up_copy=True),
     )  # fmt: skip
     with StreamsFleet(config) as fleet:
-        fleet.produce(RECORDS, keys=RECORDS)  # every record a new key: one changelog record each
-        for name in ("i1", "i2", "i3"):
-            fleet.start(name)
-        wait_until(lambda: fleet.changelog_records() >= RECORDS, 180, "the input to be counted", poll_s=1)
-        wait_until(lambda: settled(fleet), 120, "three instances to settle", poll_s=1)
+        fleet.start_settled(["i1", "i2", "i3"], RECORDS)
         # The leader remembers who left, so the bounced instance must not be it: the current leader assigned the
         # settled group and logged it; an instance that never logged an assignment is not the leader.
         away = next(i for i in fleet.live() if not any(line in log_text(i) for line in _ASSIGNED))

@@ -92,11 +92,7 @@ def test_a_drained_streams_instance_ends_with_nothing_is_realized_while_running_
     )  # fmt: skip
     lake = Lake(spark, settings.lake_root)
     with StreamsFleet(config) as fleet:
-        fleet.produce(RECORDS, keys=RECORDS)  # every record a new key: one changelog record each
-        for name in ("i1", "i2", "i3"):
-            fleet.start(name)
-        wait_until(lambda: fleet.changelog_records() >= RECORDS, 180, "the input to be counted", poll_s=1)
-        wait_until(lambda: settled(fleet), 120, "three instances to settle", poll_s=1)
+        fleet.start_settled(["i1", "i2", "i3"], RECORDS)
         live = {i.process_id for i in fleet.live()}
         wait_until(lambda: live <= set(fleet.reports()), 60, "a report for every instance")
         drained = fleet.instances["i3"]
