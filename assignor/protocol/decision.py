@@ -9,7 +9,7 @@ from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.high_availability import assign_high_availability
 from assignor.honor import honor_target
-from assignor.protocol.plans import PlanRejected, Reason, Verifier, fit_rejection
+from assignor.protocol.plans import PlanRejected, Reason, Verifier, fit_rejection, target_for
 from assignor.state import ClientState, GroupState
 from assignor.task import TaskId
 
@@ -45,7 +45,7 @@ def decide(
         rejection = fit_rejection(plan, group)
         if rejection is not None:
             raise rejection
-        live = honor_target(plan.target, group, plan.configs, plan.move_order)
+        live = honor_target(target_for(plan.target, group), group, plan.configs, plan.move_order)
     except PlanRejected as rejected:
         return LeaderDecision(
             assign_high_availability(group, configs), None, str(rejected), None, rejected.withdrawn_at

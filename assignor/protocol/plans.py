@@ -303,15 +303,28 @@ class Verifier:
         return record
 
 
-def fit_rejection(plan: ApprovedPlan, group: GroupState) -> PlanRejected | None:
-    """Why a verified plan's target does not fit exactly this live group, or None when it does."""
+def target_for(target: GroupAssignment, group: GroupState) -> GroupAssignment:
+    """The target without the instances it gives nothing that are no longer members: a drained instance that was
+    stopped. Its leaving changes nothing the target asks of the others, so the plan still fits them; without this
+    the group would fall back to KIP-441, which may reshuffle (and restore) what the drain had just settled."""
     live = {c.process_id for c in group.clients}
-    planned = set(plan.target.clients)
+    return GroupAssignment(
+        {pid: ca for pid, ca in target.clients.items() if pid in live or ca.active or ca.standby},
+        target.probing_rebalance_needed,
+    )
+
+
+def fit_rejection(plan: ApprovedPlan, group: GroupState) -> PlanRejected | None:
+    """Why a verified plan's target does not fit exactly this live group, or None when it does. An instance the
+    target gives nothing may have left (see target_for)."""
+    live = {c.process_id for c in group.clients}
+    target = target_for(plan.target, group)
+    planned = set(target.clients)
     if planned - live:
         return PlanRejected(Reason.DEPARTED_INSTANCES, f"plan {plan.plan_id} names {_show(planned - live)}")
     if live - planned:
         return PlanRejected(Reason.UNKNOWN_INSTANCES, f"plan {plan.plan_id} does not know {_show(live - planned)}")
-    planned_tasks = {t for ca in plan.target.clients.values() for t in ca.active}
+    planned_tasks = {t for ca in target.clients.values() for t in ca.active}
     if planned_tasks != group.all_tasks:
         missing, extra = group.all_tasks - planned_tasks, planned_tasks - group.all_tasks
         return PlanRejected(
@@ -319,7 +332,7 @@ def fit_rejection(plan: ApprovedPlan, group: GroupState) -> PlanRejected | None:
             f"plan {plan.plan_id} does not match the group's tasks (unplanned: {_show(missing)}; "
             f"unknown: {_show(extra)})",
         )
-    problems = validity_violations(plan.target, group, plan.configs)
+    problems = validity_violations(target, group, plan.configs)
     if problems:
         return PlanRejected(Reason.INVALID_TARGET, f"plan {plan.plan_id}: {problems[0]}")
     return None

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,13 @@ from confluent_kafka import KafkaException, Producer
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.deferral import DeferralSettings
 from assignor.protocol.state_report import StateReport
 from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
 from jobs.local.fleet_events import Event, EventSource, last_event, processing, processing_intervals
+from jobs.polling import wait_until
 from jobs.processes import spawn, stop_group
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,7 @@ class StreamsFleetConfig:
     commit_interval_ms: int = 1_000
     plan_check_interval_ms: int | None = None  # how often a settled group rebalances; None: the plugin default (5 min)
     session_timeout_ms: int = 10_000  # how soon a stopped instance leaves the group (Kafka: 45 s)
+    deferral: DeferralSettings = field(default_factory=DeferralSettings)  # the plugin's; default 0: no deferral
     heap_mb: int = 384
     java: str = "java"
 
@@ -176,6 +179,8 @@ class StreamsFleet:
             *("--verify-keys", c.verify_keys, "--plans-topic", c.plans_topic, "--reports-topic", c.reports_topic),
             *("--commit-interval-ms", str(c.commit_interval_ms), "--exit-on-stdin-eof"),
             *("--session-timeout-ms", str(c.session_timeout_ms)),
+            *("--scheduled-rebalance-max-delay-ms", str(c.deferral.scheduled_rebalance_max_delay_ms)),
+            *("--hold-without-caught-up-copy", "true" if c.deferral.hold_without_caught_up_copy else "false"),
         ]
         if c.plan_check_interval_ms is not None:
             args += ["--plan-check-interval-ms", str(c.plan_check_interval_ms)]
@@ -227,6 +232,15 @@ class StreamsFleet:
             raise RuntimeError(f"produce mode exited with {popen.returncode}; see {c.root / 'produce.log'}")
         result: dict[str, Any] = json.loads(out.decode("utf-8").strip().splitlines()[-1])
         return result
+
+    def start_settled(self, names: Sequence[str], records: int, timeout_s: float = 240.0) -> None:
+        """Fill the input with ``records`` records of distinct keys (one changelog record each), start ``names``,
+        and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving."""
+        self.produce(records, keys=records)
+        for name in names:
+            self.start(name)
+        wait_until(lambda: self.changelog_records() >= records, timeout_s, "the input to be counted", poll_s=1)
+        wait_until(lambda: settled(self), 120, f"{', '.join(names)} to settle", poll_s=1)
 
     def changelog_records(self) -> int:
         """Records in the counts changelog (0 until Kafka Streams has created it)."""

@@ -301,6 +301,13 @@ def read_broker_state(settings: Settings, bootstrap: str, intake_topics: set[str
     return BrokerState(partitions, {}, committed, membership)
 
 
+def read_membership(settings: Settings, bootstrap: str, groups: set[str]) -> dict[str, BrokerGroup]:
+    """The members the broker lists for each of ``groups``; a group the broker does not list is absent."""
+    admin = _admin(settings, bootstrap)
+    retry = ConnectRetry.from_settings(settings)
+    return _membership(admin, sorted(_listed_groups(admin, retry) & groups), retry)
+
+
 def _admin(settings: Settings, bootstrap: str) -> AdminClient:
     config: dict[str, str | int | float | bool] = {**settings.kafka_properties(bootstrap)}
     return AdminClient(config)

@@ -1,10 +1,16 @@
-"""Stage 7, observe: the live assignment from the latest reports → observed history rows; plans now REALIZED."""
+"""Stage 7, observe: the live assignment from the latest reports → observed history rows; plans now REALIZED.
+
+A drain plan is REALIZED only while every instance it drains is still a member of its group (the broker lists the
+member its newest report names) and holds nothing: that is what makes the instance safe to stop. If a drained
+instance has left first, nobody saw the drain come true and nobody can any more: the plan is EXPIRED with the
+reason, at once rather than at valid_until (its leaders may go on honoring it for the others, which it still
+fits: assignor.protocol.plans.target_for)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import functions as sf
@@ -12,7 +18,8 @@ from pyspark.sql import functions as sf
 from assignor import ClientAssignment, GroupAssignment, TaskId
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.intake import Report, parse_records
+from jobs.pipeline.extract import read_membership
+from jobs.pipeline.intake import BrokerGroup, Report, parse_records
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, plan_targets
@@ -66,6 +73,36 @@ def realized_plans(
     return sorted(p for p, g in published.items() if p in targets and is_realized(targets[p], live.get(g)))
 
 
+def drained_departures(
+    draining: Mapping[str, Sequence[str]],
+    published: Mapping[str, str],
+    reports: Iterable[Report],
+    membership: Mapping[str, BrokerGroup],
+) -> dict[str, list[str] | None]:
+    """Per drain plan (plan_id -> the processes it drains): those no longer members of the group ([] while all
+    are), or None when the broker did not describe the group. A process is a member while the broker lists the
+    member id of its newest report; a group the broker does not list has no members."""
+    member_of: dict[tuple[str, str], str] = {(r.group_id, r.process_id): r.record.member_id for r in reports}
+    out: dict[str, list[str] | None] = {}
+    for plan_id, pids in draining.items():
+        group_id = published[plan_id]
+        group = membership.get(group_id)
+        if group is not None and group.error is not None:
+            out[plan_id] = None
+            continue
+        listed = {m.member_id for m in group.members} if group is not None else set()
+        out[plan_id] = sorted(p for p in pids if member_of.get((group_id, p)) not in listed)
+    return out
+
+
+def drain_left_reason(left: Sequence[str]) -> str:
+    """Why a drain plan is EXPIRED when an instance it drains left the group before observe saw it hold nothing."""
+    return (
+        f"drained {', '.join(left)} left the group before the drain was observed realized: "
+        "not known to have stopped with nothing to restore"
+    )
+
+
 def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     """Read the reports topic to its end; record what every instance holds; mark realized plans REALIZED."""
     records = read_latest_by_key(bootstrap, settings.reports_topic, settings.kafka_config, settings.kafka_timeout_s)
@@ -76,8 +113,19 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     rows = observed_rows(reports)
     outcomes = [lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL))]
     plans = lake.read("plans").where(sf.col("status") == PlanStatus.PUBLISHED)
-    published = {r["plan_id"]: r["group_id"] for r in plans.select("plan_id", "group_id").collect()}
-    done = realized_plans(published, plan_targets(lake, list(published)), live_assignments(fresh))
+    plan_rows = plans.select("plan_id", "group_id", "draining").collect()
+    published = {r["plan_id"]: r["group_id"] for r in plan_rows}
+    draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
+    # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
+    # stopped instance from a quiet one while its last report is fresh.
+    membership = read_membership(settings, bootstrap, {published[p] for p in draining}) if draining else {}
+    departures = drained_departures(draining, published, reports, membership)
+    undecided = sorted(p for p, left in departures.items() if left is None)
+    if undecided:
+        log.warning("observe: the broker did not describe the groups of drain plans %s: not marked", undecided)
+    left = {p: gone for p, gone in departures.items() if gone}
+    candidates = {p: g for p, g in published.items() if departures.get(p, []) == []}
+    done = realized_plans(candidates, plan_targets(lake, list(candidates)), live_assignments(fresh))
     if done:
         updates = (
             plans.where(sf.col("plan_id").isin(done))
@@ -85,9 +133,18 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
             .withColumn("realized_at", sf.lit(now).cast("bigint"))
         )
         outcomes.append(lake.merge("plans", updates, update=["status", "realized_at"]))
+    if left:
+        why = lake.spark.createDataFrame(
+            [(p, drain_left_reason(gone)) for p, gone in sorted(left.items())], "plan_id string, why string"
+        )
+        abandoned = plans.join(why, "plan_id").withColumn("status", sf.lit(PlanStatus.EXPIRED))
+        outcomes.append(
+            lake.merge("plans", abandoned.withColumn("reason", sf.col("why")).drop("why"), ["status", "reason"])
+        )
+        log.info("observe: drain plan(s) %s expired: a drained instance left first", sorted(left))
     # A published plan not realized within its validity is one the group will no longer honor.
     expired = plans.where(
-        ~sf.col("plan_id").isin(done) & (sf.col("approved_at") + sf.lit(settings.plan_valid_ms) < sf.lit(now))
+        ~sf.col("plan_id").isin([*done, *left]) & (sf.col("approved_at") + sf.lit(settings.plan_valid_ms) < sf.lit(now))
     )
     expired = expired.withColumn("status", sf.lit(PlanStatus.EXPIRED)).withColumn(
         "reason", sf.lit("not realized before valid_until")
@@ -96,5 +153,5 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     if outcome.changed:
         outcomes.append(outcome)
     log.info("observe: %d history rows, %d plan(s) realized, %d expired", len(rows), len(done), outcome.updated)
-    counts = {"observed_rows": len(rows), "realized": len(done), "expired": outcome.updated}
+    counts = {"observed_rows": len(rows), "realized": len(done), "expired": outcome.updated + len(left)}
     return StageResult("observe", None, tuple(outcomes), counts)

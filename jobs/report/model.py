@@ -71,6 +71,8 @@ class GroupRow:
         names = ", ".join(self.draining)
         if self.status in (PlanStatus.REALIZED, PlanStatus.NOOP):
             return f"drains {names}: {names} {'is' if len(self.draining) == 1 else 'are'} safe to stop"
+        if self.status == PlanStatus.EXPIRED:  # e.g. a drained instance left first: nobody saw the drain complete
+            return f"drains {names}: the drain was not realized, so not known to be safe to stop; plan it again"
         return f"drains {names}: stop {'it' if len(self.draining) == 1 else 'them'} once the plan is REALIZED"
 
     @property

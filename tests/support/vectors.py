@@ -30,7 +30,7 @@ from assignor.catch_up import catch_up_fully
 from assignor.honor import honor_target
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
-from assignor.protocol.plans import ApprovedPlan, PlanRejected, Verifier, Withdrawal, fit_rejection
+from assignor.protocol.plans import ApprovedPlan, PlanRejected, Verifier, Withdrawal, fit_rejection, target_for
 from assignor.protocol.strict_json import canonical_json
 from tests.support.signing import FORGER, SIGNER
 from tests.support.strategies import build_group
@@ -222,7 +222,7 @@ def assignment_json(assignment: GroupAssignment) -> dict[str, Any]:
 
 def _honor_case(name: str, plan: ApprovedPlan, group: GroupState) -> tuple[dict[str, Any], GroupAssignment | None]:
     rejection = fit_rejection(plan, group)
-    live = None if rejection else honor_target(plan.target, group, plan.configs, plan.move_order)
+    live = None if rejection else honor_target(target_for(plan.target, group), group, plan.configs, plan.move_order)
     expected: dict[str, Any]
     if live is None:
         expected = {"fallback": str(rejection.code if rejection else "")}
@@ -303,6 +303,19 @@ def honor_vectors(groups: int = 80, max_rounds: int = 10) -> dict[str, Any]:
     }  # fmt: skip
     for name, (bad_plan, live_group) in broken.items():
         cases.append(_honor_case(f"fallback {name}", bad_plan, live_group)[0])
+    # A drain's target names the drained instance with nothing: it fits while the instance runs, and still fits
+    # the others once it was stopped (the group reached the target, so honoring it changes nothing).
+    drained = next(c.process_id for c in group.clients if c.previous_active)
+    configs = replace(plan.configs, num_standby_replicas=0)  # two instances: no standby could stay beside
+    planned = plan_group(group, configs, draining=frozenset({drained}))
+    drain = replace(plan, plan_id="plan-drain", configs=configs, target=planned.target,
+                    move_order=tuple(planned.move_order))  # fmt: skip
+    reached = group
+    for step in planned.steps:
+        reached = catch_up_fully(reached, step)
+    gone = replace(reached, clients=tuple(c for c in reached.clients if c.process_id != drained))
+    for name, live_group in (("drain: drained instance running", reached), ("drain: drained instance gone", gone)):
+        cases.append(_honor_case(name, drain, live_group)[0])
     return {"cases": cases}
 
 

@@ -27,7 +27,6 @@ from jobs.local.streams_fleet import (
     at_target,
     generation,
     restores,
-    settled,
     stopped_tasks,
 )
 from jobs.polling import wait_until
@@ -52,11 +51,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker) -> It
             reports_topic=REPORTS, plans_topic=PLANS, plan_check_interval_ms=PLAN_CHECK_MS,
         )  # fmt: skip
         with StreamsFleet(config) as fleet:
-            fleet.produce(RECORDS, keys=RECORDS)
-            for name in ("i1", "i2", "i3"):
-                fleet.start(name)
-            wait_until(lambda: fleet.changelog_records() >= RECORDS, 180, "the input to be counted", poll_s=1)
-            wait_until(lambda: settled(fleet), 120, "three instances to settle", poll_s=1)
+            fleet.start_settled(["i1", "i2", "i3"], RECORDS)
             yield fleet
 
 

@@ -31,7 +31,6 @@ from jobs.local.streams_fleet import (
     at_target,
     processed_once,
     restores,
-    settled,
     stopped_tasks,
 )
 from jobs.pipeline.approve import run_approve
@@ -87,11 +86,7 @@ def scale_out(
             reports_topic=REPORTS, plans_topic=PLANS,
         )  # fmt: skip
         with StreamsFleet(config) as fleet:
-            fleet.produce(RECORDS, keys=RECORDS)  # every record a new key: one changelog record each
-            for name in ("i1", "i2", "i3"):
-                fleet.start(name)
-            wait_until(lambda: fleet.changelog_records() >= RECORDS, 240, "the input to be counted", poll_s=1)
-            wait_until(lambda: settled(fleet), 120, "three instances to settle", poll_s=1)
+            fleet.start_settled(["i1", "i2", "i3"], RECORDS)
             live = {i.process_id for i in fleet.live()}
             wait_until(lambda: live <= set(fleet.reports()), 60, "a report for every instance")
             template = next(iter(fleet.reports().values()))

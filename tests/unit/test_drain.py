@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given
@@ -25,9 +26,11 @@ from assignor.invariants import balance_violations, k1_violations
 from assignor.protocol.decision import decide
 from assignor.protocol.plans import ApprovedPlan
 from assignor.simulation import catch_up_fully
-from jobs.pipeline.observe import is_realized
+from jobs.pipeline.intake import BrokerGroup, BrokerMember, Report, parse_report
+from jobs.pipeline.observe import drained_departures, is_realized
 from jobs.pipeline.registry import drain_requests
 from jobs.pipeline.stage import StageInputError
+from tests.support.pipeline_kafka import report, stateful_topology
 from tests.support.plan_checks import assert_safe_steps
 from tests.support.signing import SIGNER, VERIFIER
 from tests.support.strategies import Case, cases, replica_balance_feasible
@@ -153,6 +156,18 @@ def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_no
     assert decision.assignment.clients == plan.target.clients
     assert decision.assignment.clients["p2"] == ClientAssignment()
 
+    # Stopped now: the plan still fits the others (it gives p2 nothing), so nothing moves and nothing follows up;
+    # falling back to KIP-441 instead could reshuffle (and restore) what the drain just settled.
+    stopped = replace(state, clients=tuple(c for c in state.clients if c.process_id != "p2"))
+    after = decide("orders", stopped, configs, json.dumps(record).encode(), VERIFIER, NOW)
+    assert after.fallback_reason is None and after.plan_id == "s/orders"
+    assert dict(after.assignment.clients) == {p: ca for p, ca in plan.target.clients.items() if p != "p2"}
+    assert not after.assignment.probing_rebalance_needed
+    # One that still has tasks in the target and left is another matter: that plan no longer fits.
+    p1_gone = replace(state, clients=tuple(c for c in state.clients if c.process_id != "p1"))
+    fallback = decide("orders", p1_gone, configs, json.dumps(record).encode(), VERIFIER, NOW)
+    assert fallback.plan_id is None and str(fallback.fallback_reason).startswith("departed_instances")
+
 
 def test_observe_marks_a_drain_realized_while_the_drained_instance_still_runs_with_nothing() -> None:
     plan = plan_group(_group(3), AssignmentConfigs(), draining=frozenset({"p2"}))
@@ -160,3 +175,34 @@ def test_observe_marks_a_drain_realized_while_the_drained_instance_still_runs_wi
     # Stopped before the plan was realized: observe cannot tell it finished, so the report never says "safe".
     gone = GroupAssignment({p: ca for p, ca in plan.target.clients.items() if p != "p2"})
     assert not is_realized(plan.target, gone)
+
+
+_TOPOLOGY = stateful_topology("orders", 1)
+
+
+def _reported(group_id: str, pid: str) -> Report:
+    parsed = parse_report(f"{group_id}/{pid}".encode(), json.dumps(report(group_id, pid, topology=_TOPOLOGY)).encode())
+    assert isinstance(parsed, Report), parsed
+    return parsed
+
+
+def _members(*pids: str, error: str | None = None) -> BrokerGroup:
+    """The group as the broker describes it: the members whose ids the reports of ``pids`` name."""
+    listed = tuple(BrokerMember(f"{p}-m", f"{p}-c", "localhost", None, ()) for p in pids)
+    return BrokerGroup("orders", "Stable", "Classic", "stream", "", listed, error)
+
+
+def test_a_drained_instance_counts_as_gone_once_the_broker_no_longer_lists_its_member() -> None:
+    reports = [_reported("orders", p) for p in ("p0", "p1", "p2")]
+    drains, published = {"plan": ["p2"]}, {"plan": "orders"}
+    # Still a member (it runs, holding nothing or not yet): observe may mark the plan REALIZED.
+    assert drained_departures(drains, published, reports, {"orders": _members("p0", "p1", "p2")}) == {"plan": []}
+    # Its last report is still there (and fresh), but the broker lists its member no more: it left.
+    assert drained_departures(drains, published, reports, {"orders": _members("p0", "p1")}) == {"plan": ["p2"]}
+    assert drained_departures(drains, published, reports, {}) == {"plan": ["p2"]}  # the group is gone
+    assert drained_departures(drains, published, reports[:2], {"orders": _members("p0", "p1", "p2")}) == {
+        "plan": ["p2"]
+    }  # no report names its member
+    # The broker did not describe the group: nobody can tell, so observe decides nothing about the plan.
+    unknown = {"orders": _members(error="GROUP_AUTHORIZATION_FAILED")}
+    assert drained_departures(drains, published, reports, unknown) == {"plan": None}

@@ -116,3 +116,8 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
     assert "payments-p3 is safe to stop" in body
     already = replace(row(0, "NOOP", group="idle"), draining=("idle-p0",))
     assert already.drain_note == "drains idle-p0: idle-p0 is safe to stop"  # it holds nothing already
+    # A drain that expired (its instance left first, or valid_until passed) never says "safe".
+    gone = replace(row(4, "EXPIRED", group="left"), draining=("left-p2",))
+    assert (
+        gone.drain_note == "drains left-p2: the drain was not realized, so not known to be safe to stop; plan it again"
+    )

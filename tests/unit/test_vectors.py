@@ -22,7 +22,7 @@ from assignor.assignment import ClientAssignment
 from assignor.honor import honor_target
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import VerifyKeys
-from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection
+from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection, target_for
 from tests.support.vectors import (
     VECTORS,
     _plan,
@@ -119,7 +119,7 @@ def test_honor_case(case: dict[str, Any]) -> None:
         assert rejection is not None and rejection.code == case["expected"]["fallback"]
         return
     assert rejection is None
-    live = honor_target(plan.target, group, plan.configs, plan.move_order)
+    live = honor_target(target_for(plan.target, group), group, plan.configs, plan.move_order)
     got = assignment_json(live)
     assert got == case["expected"]["assignment"]
     assert live.probing_rebalance_needed == case["expected"]["followup_rebalance"]

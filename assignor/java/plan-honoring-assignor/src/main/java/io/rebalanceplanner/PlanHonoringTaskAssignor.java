@@ -59,8 +59,8 @@ import org.slf4j.LoggerFactory;
  * leader also asks for a follow-up rebalance every {@code rebalance.planner.plan.check.interval.ms}.
  *
  * <p>With {@code rebalance.planner.scheduled.rebalance.max.delay.ms} set, a member that leaves keeps its place
- * until the delay passes ({@link Deferral}): whatever was decided (the fallback, or a plan whose target does not
- * name the departed member; a plan that names it does not fit and falls back) is replaced by the deferred
+ * until the delay passes ({@link Deferral}): whatever was decided (the fallback, or a plan whose target gives the
+ * departed member nothing; a plan that gives it tasks does not fit and falls back) is replaced by the deferred
  * assignment, with a follow-up rebalance at the deadline. The leader remembers departures in memory only.
  */
 public class PlanHonoringTaskAssignor implements TaskAssignor {
@@ -180,7 +180,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             }
             pids.sort(CodePoints.ORDER);
             LagIndex index = new LagIndex(pids, lags, Map.of(), plan.configs().acceptableRecoveryLag());
-            LiveAssignment honored = Honor.honorTarget(plan.target(), group, plan.configs(), plan.moveOrder(), index);
+            LiveAssignment honored = Honor.honorTarget(FitCheck.targetFor(plan.target(), group), group,
+                    plan.configs(), plan.moveOrder(), index);
             TaskAssignment assignment = toKafka(states, honored.assignment(),
                     followupAt(now, honored.followupRebalance(), plan.configs().probingRebalanceIntervalMs()));
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,

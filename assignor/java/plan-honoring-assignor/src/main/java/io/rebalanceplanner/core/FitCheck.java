@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
@@ -38,12 +39,35 @@ public final class FitCheck {
 
     private FitCheck() {}
 
-    /** Null when the target fits. */
-    public static Unfit unfitReason(Map<String, ClientTasks> target, LiveGroup group, PlanConfigs configs) {
+    /**
+     * The target without the instances it gives nothing that are no longer members (Python's {@code target_for}):
+     * a drained instance that was stopped. Its leaving changes nothing the target asks of the others, so the plan
+     * still fits them; without this the group would fall back to KIP-441, which may reshuffle (and restore) what
+     * the drain had just settled.
+     */
+    public static Map<String, ClientTasks> targetFor(Map<String, ClientTasks> target, LiveGroup group) {
+        Set<String> live = members(group);
+        Map<String, ClientTasks> out = new TreeMap<>(CodePoints.ORDER);
+        target.forEach((pid, tasks) -> {
+            if (live.contains(pid) || !tasks.active().isEmpty() || !tasks.standby().isEmpty()) {
+                out.put(pid, tasks);
+            }
+        });
+        return out;
+    }
+
+    private static Set<String> members(LiveGroup group) {
         Set<String> live = new TreeSet<>(CodePoints.ORDER);
         for (LiveGroup.Client c : group.clients()) {
             live.add(c.processId());
         }
+        return live;
+    }
+
+    /** Null when the target fits; an instance the target gives nothing may have left (see {@link #targetFor}). */
+    public static Unfit unfitReason(Map<String, ClientTasks> plannedTarget, LiveGroup group, PlanConfigs configs) {
+        Set<String> live = members(group);
+        Map<String, ClientTasks> target = targetFor(plannedTarget, group);
         Set<String> departed = new TreeSet<>(CodePoints.ORDER);
         departed.addAll(target.keySet());
         departed.removeAll(live);

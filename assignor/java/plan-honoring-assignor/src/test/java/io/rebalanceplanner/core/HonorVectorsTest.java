@@ -75,7 +75,7 @@ class HonorVectorsTest {
         }
         assertNull(unfit, name + ": the target should fit");
         LagIndex index = new LagIndex(pids, lags, Map.of(), configs.acceptableRecoveryLag());
-        LiveAssignment result = Honor.honorTarget(target, group, configs, order, index);
+        LiveAssignment result = Honor.honorTarget(FitCheck.targetFor(target, group), group, configs, order, index);
         Map<String, ClientTasks> want = new TreeMap<>(CodePoints.ORDER);
         for (Iterator<Map.Entry<String, JsonNode>> it = expected.get("assignment").properties().iterator(); it.hasNext();) {
             Map.Entry<String, JsonNode> e = it.next();
