@@ -1,5 +1,6 @@
 """The Kafka ACLs of a secured deployment: only the pipeline writes the plans topic; applications read plans and
-write their state reports; nobody else touches either (the broker denies whatever no ACL allows)."""
+write their state reports; nobody else touches either (the broker denies whatever no ACL allows). An application may
+also be given its own topics and consumer groups by name prefix, as Kafka Streams applications are by application.id."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class Principals:
 
     pipeline: str
     applications: tuple[str, ...]
+    # (application user, prefix): the topics and consumer groups that user owns outright (creates, reads, writes)
+    own_prefixes: tuple[tuple[str, str], ...] = ()
 
 
 def _allow(
@@ -60,6 +63,15 @@ def acl_bindings(principals: Principals, plans_topic: str, reports_topic: str) -
             *_allow(app, ResourceType.TOPIC, plans_topic, [read, describe]),
             *_allow(app, ResourceType.TOPIC, reports_topic, [write, describe]),
             *_allow(app, ResourceType.GROUP, READER_GROUP_PREFIX, [read], ResourcePatternType.PREFIXED),
+        ]
+    for app, prefix in principals.own_prefixes:
+        if not prefix or plans_topic.startswith(prefix) or reports_topic.startswith(prefix):
+            # ALL on a prefix covering the product's topics would let the application write plans
+            raise ValueError(f"{app}'s prefix {prefix!r} is empty or covers {plans_topic} or {reports_topic}")
+        everything = [AclOperation.ALL]
+        bindings += [
+            *_allow(app, ResourceType.TOPIC, prefix, everything, ResourcePatternType.PREFIXED),
+            *_allow(app, ResourceType.GROUP, prefix, everything, ResourcePatternType.PREFIXED),
         ]
     return bindings
 

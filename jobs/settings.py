@@ -140,7 +140,9 @@ class Settings(BaseSettings):
     approval_timeout_s: float = Field(default=43_200, gt=0, description="unanswered approvals reject after this")
     # NoDecode: "alice,bob" in the environment, not JSON.
     approvers: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), description="Airflow user ids allowed to answer the approval (comma-separated); empty: any"
+        default=(),
+        description="Airflow user ids allowed to answer the approval (comma-separated; the auth manager's ids: FAB's "
+        "number from `airflow users list`, the simple auth manager's username); empty: any",
     )
     planner_processes: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"

@@ -45,12 +45,20 @@ def add_signing_commands(commands: Any) -> None:
     acls = commands.add_parser(
         "kafka-acls",
         help="create the ACLs of a secured broker: only the pipeline writes plans, applications write reports",
-        description="Run as a Kafka admin (credentials in RBP_KAFKA_CONFIG). Creates the ACLs on the plans and "
-        "reports topics (RBP_PLANS_TOPIC, RBP_REPORTS_TOPIC) and what extract needs to describe groups and "
-        "offsets; anything else stays denied. Re-running is harmless.",
+        description="Run as a Kafka admin (credentials in RBP_KAFKA_CONFIG). Creates the plans and reports topics "
+        "(RBP_PLANS_TOPIC, RBP_REPORTS_TOPIC) if missing, so neither the pipeline nor an application needs the right "
+        "to create them, then the ACLs on them and what extract needs to describe groups and offsets; anything "
+        "else stays denied. Re-running is harmless.",
     )
     acls.add_argument("--pipeline-user", required=True, help="the SASL user Airflow's tasks connect as")
     acls.add_argument("--app-user", action="append", default=[], help="an application's SASL user (repeat)")
+    acls.add_argument(
+        "--app-prefix",
+        action="append",
+        default=[],
+        metavar="USER=PREFIX",
+        help="give an application user its own topics and consumer groups: every name starting with PREFIX (repeat)",
+    )
     acls.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
 
 
@@ -85,16 +93,30 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
         if not bootstrap:
             print("rebalance-planner kafka-acls: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        principals = Principals(args.pipeline_user, tuple(args.app_user))
+        from assignor.runtime.topics import TopicSpec, ensure_topics  # noqa: PLC0415
+
+        prefixes = tuple(_user_prefix(text) for text in args.app_prefix)
+        principals = Principals(args.pipeline_user, tuple(args.app_user), prefixes)
         bindings = acl_bindings(principals, settings.plans_topic, settings.reports_topic)
+        admin = settings.kafka_properties(bootstrap)
         try:
-            count = apply_acls(settings.kafka_properties(bootstrap), bindings, settings.kafka_timeout_s)
-        except RuntimeError as err:
+            # Compacted as the fleet and publish would create them (assignor.runtime.topics).
+            topics = (settings.plans_topic, settings.reports_topic)
+            ensure_topics(admin, [TopicSpec(t, compacted=True) for t in topics], settings.kafka_timeout_s)
+            count = apply_acls(admin, bindings, settings.kafka_timeout_s)
+        except RuntimeError as err:  # TopicError too
             print(f"rebalance-planner kafka-acls: {err}", file=sys.stderr)
             return EXIT_FAILURE
         console.print(f"{count} ACLs in force for {args.pipeline_user} and {len(args.app_user)} application(s)")
         return EXIT_OK
     return None
+
+
+def _user_prefix(text: str) -> tuple[str, str]:
+    user, sep, prefix = text.partition("=")
+    if not sep or not user or not prefix:
+        raise ValueError(f"--app-prefix must look like USER=PREFIX, got {text!r}")
+    return user, prefix
 
 
 def _print_settings(console: Console, path: Path, signer: PlanSigner) -> None:

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from assignor.runtime.topics import TopicError, TopicSpec, ensure_topics
 from jobs.cli.main import main
 from jobs.kafka_acls import Principals, acl_bindings, apply_acls
 from jobs.lakehouse.lake import Lake
@@ -93,3 +93,23 @@ def test_the_kafka_acls_command_applies_them_as_an_admin(
     )
     assert main(argv) == 1  # only an admin may grant
     assert "AUTHORIZATION_FAILED" in capsys.readouterr().err
+
+
+def test_the_command_creates_the_product_topics_and_gives_an_application_its_own_prefix(
+    secured: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin = {k: v for k, v in secured.client_config("admin").items() if k != "bootstrap.servers"}
+    monkeypatch.setenv("RBP_KAFKA_CONFIG", json.dumps(admin))
+    monkeypatch.setenv("RBP_PLANS_TOPIC", "_plans_of_the_command")
+    monkeypatch.setenv("RBP_REPORTS_TOPIC", "_reports_of_the_command")
+    base = ["kafka-acls", "--bootstrap", secured.bootstrap, "--pipeline-user", "pipeline", "--app-user", "orders-app"]
+    assert main([*base, "--app-prefix", "orders-app=orders-own-"]) == 0
+    app = secured.client_config("orders-app")
+    # The product topics exist before any client: the application sees them and needs no right to create them.
+    assert ensure_topics(app, [TopicSpec("_plans_of_the_command"), TopicSpec("_reports_of_the_command")]) == []
+    assert delivery_error(app, "_reports_of_the_command", b"{}") is None
+    assert ensure_topics(app, [TopicSpec("orders-own-input", 2)]) == ["orders-own-input"]
+    assert delivery_error(app, "orders-own-input", b"1") is None
+    with pytest.raises(TopicError, match=r"(?i)authoriz"):
+        ensure_topics(app, [TopicSpec("payments-input", 1)])
+    assert main([*base, "--app-prefix", "orders-app=_plans"]) == 2  # would let the application write plans

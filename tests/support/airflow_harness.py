@@ -6,10 +6,13 @@ import json
 import math
 import signal
 import subprocess
+import sys
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from deltalake import DeltaTable
 
 from assignor.runtime.kafka_io import read_latest_by_key
@@ -72,13 +75,45 @@ def rbp_env(bootstrap: str, lake: Path) -> dict[str, str]:
     }
 
 
+# `airflow` with Lake.merge wrapped: the first MERGE into the named table commits, then raises a retryable error
+# (a marker file makes it once per test), as a task whose connection drops between two of its writes. `airflow dags
+# test` runs the tasks in its own process, so the wrap reaches them; Airflow retries the task as it would any
+# ConnectionError (the DAG's retries), and the retry runs the whole stage again.
+FAIL_ONCE_AFTER = """
+import sys
+from pathlib import Path
+from jobs.lakehouse.lake import Lake
+table, marker = sys.argv[1], Path(sys.argv[2])
+merge = Lake.merge
+def merge_then_fail_once(self, name, rows, update=()):
+    outcome = merge(self, name, rows, update)
+    if name == table and not marker.exists():
+        marker.write_text(name)
+        raise ConnectionError(f"injected fault: connection lost after the {name} commit")
+    return outcome
+Lake.merge = merge_then_fail_once
+sys.argv = ["airflow", *sys.argv[3:]]
+from airflow.__main__ import main
+sys.exit(main())
+"""
+
+
 def start_dags_test(
-    airflow: LocalAirflow, conf: Mapping[str, Any], log: Path, env: Mapping[str, str]
+    airflow: LocalAirflow,
+    conf: Mapping[str, Any],
+    log: Path,
+    env: Mapping[str, str],
+    fail_once_after: tuple[str, Path] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """`airflow dags test` of the planning DAG in the background; SIGINT is what stops it (it ignores SIGTERM)."""
+    """`airflow dags test` of the planning DAG in the background; SIGINT is what stops it (it ignores SIGTERM).
+    ``fail_once_after`` (table, marker file): the first task that merges into that table fails right after it."""
+    airflow_command = [_airflow_bin()]
+    if fail_once_after is not None:
+        table, marker = fail_once_after
+        airflow_command = [sys.executable, "-c", FAIL_ONCE_AFTER, table, str(marker)]
     with log.open("wb") as out:
         return subprocess.Popen(
-            [_airflow_bin(), "dags", "test", DAG_ID, "--conf", json.dumps(dict(conf))],
+            [*airflow_command, "dags", "test", DAG_ID, "--conf", json.dumps(dict(conf))],
             env={**airflow.env(), **env},
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -137,3 +172,41 @@ def snapshot_of(airflow: LocalAirflow, run_id: str) -> str:
     """The snapshot id the run's extract task returned."""
     path = f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/extract/xcomEntries/return_value"
     return str(airflow.api("GET", path)["value"])
+
+
+# What differs between two runs over the same input: the run's ids and the wall-clock times it wrote.
+RUN_VARYING = {
+    "snapshot_id",
+    "plan_id",
+    "captured_at",
+    "created_at",
+    "approved_at",
+    "published_at",
+    "realized_at",
+    "validated_at",
+    "event_time",
+}
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, np.ndarray | list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def lake_contents(lake: Path) -> dict[str, Counter[tuple[Any, ...]]]:
+    """Every Delta table of the lake as a multiset of rows, without the columns in RUN_VARYING: two lakes made
+    from the same input by clean runs compare equal, and a duplicated or missing row shows."""
+    contents: dict[str, Counter[tuple[Any, ...]]] = {}
+    for table in sorted(p for p in lake.iterdir() if (p / "_delta_log").is_dir()):
+        frame = DeltaTable(str(table)).to_pandas()
+        frame = frame[sorted(c for c in frame.columns if c not in RUN_VARYING)]
+        contents[table.name] = Counter(
+            tuple((c, _hashable(v)) for c, v in zip(frame.columns, row, strict=True))
+            for row in frame.itertuples(index=False)
+        )
+    return contents

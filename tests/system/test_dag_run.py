@@ -4,11 +4,13 @@ through the REST API of a real api-server on the same metadata database."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from assignor.protocol.plans import read_record
 from jobs.local.airflow import AirflowError, LocalAirflow
@@ -18,6 +20,7 @@ from jobs.orchestration.tasks import KAFKA_CONN_ID
 from tests.support.airflow_harness import (
     DAG_ID,
     finish,
+    lake_contents,
     plan_rows,
     published_plans,
     rbp_env,
@@ -60,13 +63,14 @@ def run_and_answer(
     extra_env: dict[str, str] | None = None,
     answered_by: str = "admin",
     refused: tuple[str, ...] = (),
+    fail_once_after: tuple[str, Path] | None = None,
 ) -> tuple[Path, str]:
     """One `airflow dags test` run with its own lake and plans topic, answered over REST; (lake, plans topic)."""
     lake, plans_topic = tmp_path / "lake", f"_plans_{tmp_path.name}"
     create_topics(broker.bootstrap, {plans_topic: 1}, compacted=[plans_topic])
     env = {**rbp_env(broker.bootstrap, lake), "RBP_PLANS_TOPIC": plans_topic, **(extra_env or {})}
     before = run_ids(airflow)
-    process = start_dags_test(airflow, conf, tmp_path / "dags-test.log", env)
+    process = start_dags_test(airflow, conf, tmp_path / "dags-test.log", env, fail_once_after)
     try:
         run_id = run_of(airflow, process, before)
         detail = airflow.wait_for_approval(DAG_ID, run_id, "approval", timeout_s=420)
@@ -156,3 +160,48 @@ def test_only_the_configured_approvers_can_answer_and_the_approver_is_airflows_r
     plans = plan_rows(lake)
     assert (plans["orders"]["status"], plans["orders"]["approved_by"]) == ("PUBLISHED", "alice")
     assert published_plans(module_broker.bootstrap, topic)["orders"]["approved_by"] == "alice"
+
+
+def test_a_run_whose_plan_task_fails_between_its_writes_is_retried_and_ends_as_a_clean_run_would(
+    api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    form = {"selected_groups": None, "reason": "nightly"}
+    marker = tmp_path / "fault-fired"
+    (tmp_path / "faulted").mkdir()
+    (tmp_path / "clean").mkdir()
+    before = run_ids(api_server)
+    # plan commits plan_assignments, then the connection "drops" before its plans row: Airflow retries the task.
+    faulted, faulted_topic = run_and_answer(
+        api_server,
+        module_broker,
+        tmp_path / "faulted",
+        {},
+        [APPROVE_ALL],
+        form,
+        fail_once_after=("plan_assignments", marker),
+    )
+    assert marker.read_text() == "plan_assignments", "the fault did not fire"
+    (run_id,) = run_ids(api_server) - before
+    plan_task = api_server.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/plan")
+    assert (plan_task["state"], plan_task["try_number"]) == ("success", 2)  # failed once, succeeded on the retry
+    clean, clean_topic = run_and_answer(api_server, module_broker, tmp_path / "clean", {}, [APPROVE_ALL], form)
+
+    retried, reference = lake_contents(faulted), lake_contents(clean)
+    assert sorted(retried) == sorted(reference)
+    for table in reference:
+        assert retried[table] == reference[table], table  # same rows, none twice, none missing
+    plans = DeltaTable(str(faulted / "plans")).to_pandas()
+    assert Counter(plans["group_id"]) == Counter({"orders": 1, "payments": 1, "clicks": 1})  # each planned once
+    assignments = DeltaTable(str(faulted / "plan_assignments")).to_pandas().drop(columns=["plan_id", "snapshot_id"])
+    assert not assignments.duplicated().any()
+    published, expected = (
+        published_plans(module_broker.bootstrap, faulted_topic),
+        published_plans(module_broker.bootstrap, clean_topic),
+    )
+    assert sorted(published) == sorted(expected) == ["orders", "payments"]
+    for group, record in published.items():
+        assert (record["target"], record["move_order"], record["target_digest"]) == (
+            expected[group]["target"],
+            expected[group]["move_order"],
+            expected[group]["target_digest"],
+        )

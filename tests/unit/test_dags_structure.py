@@ -168,6 +168,17 @@ def test_an_answer_from_someone_outside_the_approvers_rejects_every_plan_naming_
     assert decision(answer, CANDIDATES, 60, approvers=("alice", "bob")).approve == ("s1/orders", "s1/payments")
 
 
+def test_with_the_fab_auth_manager_approvers_are_user_ids_and_the_approver_is_recorded_by_name() -> None:
+    # FAB's users answer as {"id": str(<ab_user.id>), "name": <username>}: Airflow's HITL check and ours match ids.
+    def answered_by(user_id: str, name: str) -> dict[str, object]:
+        return {"chosen_options": [APPROVE_ALL], "params_input": {}, "responded_by_user": {"id": user_id, "name": name}}
+
+    alice = decision(answered_by("2", "alice"), CANDIDATES, 60, approvers=("2",))
+    assert (alice.by, alice.approve) == ("alice", ("s1/orders", "s1/payments"))
+    impostor = decision(answered_by("3", "2"), CANDIDATES, 60, approvers=("2",))  # a username that looks like an id
+    assert (impostor.by, impostor.approve) == ("2", ())
+
+
 def test_the_approval_records_its_own_decision_so_the_answer_never_crosses_xcom() -> None:
     dag = load_dags().dags["rebalance_planning"]
     approval = dag.get_task("approval")

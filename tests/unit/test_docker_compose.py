@@ -1,9 +1,13 @@
 """The deployment in docker/ (no Docker engine here): the compose file's services, ports, volumes and environment
-wire up, and every RBP_ setting the code reads is provided with a value the Settings accept."""
+wire up, every RBP_ setting the code reads is provided with a value the Settings accept, and it has no open doors:
+one published port (the Airflow UI), Kafka reachable only with SASL/SCRAM and ACLs applied before any client starts,
+Airflow behind the FAB auth manager, and no secret with a default."""
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -11,7 +15,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from jobs.orchestration.tasks import KAFKA_CONN_ID, SPARK_CONN_ID
+from jobs.cli.main import _build_parser
+from jobs.orchestration.tasks import KAFKA_CONN_ID, SPARK_CONN_ID, kafka_from_connection
 from jobs.settings import Kip441Settings, Settings
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
@@ -24,8 +29,16 @@ SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_KEY_ID": "k1",
     "RBP_PLAN_SIGNING_KEY_PEM": "/etc/rbp/k1.pem",
     "AIRFLOW_JWT_SECRET": "j",
+    "AIRFLOW_API_SECRET_KEY": "s",
+    "AIRFLOW_ADMIN_USERNAME": "root",
+    "AIRFLOW_ADMIN_PASSWORD": "a",
+    "AIRFLOW_ADMIN_EMAIL": "root@example.org",
     "POSTGRES_PASSWORD": "p",
+    "RBP_KAFKA_ADMIN_PASSWORD": "ka",
+    "RBP_KAFKA_PIPELINE_PASSWORD": "kp",
+    "RBP_KAFKA_APP_PASSWORD": "kf",
 }
+FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 SIGNING_ONLY = {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_KEY_ID"}  # the pipeline's: a live group must not hold them
 
 
@@ -55,7 +68,7 @@ def test_every_part_of_the_deployment_is_a_service(compose: dict[str, Any]) -> N
     services = compose["services"]
     assert {"kafka", "postgres", "spark-connect", "airflow-init", "demo-fleet", *AIRFLOW_PARTS} <= set(services)
     assert services["kafka"]["image"] == f"apache/kafka:{embedded_kafka_version()}"  # one Kafka version everywhere
-    assert "controller" in services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"]  # KRaft, no ZooKeeper
+    assert "controller" in properties(DOCKER / "kafka" / "server.properties")["process.roles"]  # KRaft
     assert services["postgres"]["image"].startswith("postgres:")
     # Spark Connect is our own image's spark-connect stage: pyspark's Spark and the delta-spark jars the tests
     # use, fetched by mvn at build time; the container starts `rebalance-planner spark-connect`, downloading nothing.
@@ -155,3 +168,153 @@ def test_no_password_has_a_default(compose: dict[str, Any]) -> None:
     defaulted = re.findall(r"\$\{([A-Z_]*(?:PASSWORD|SECRET)[A-Z_]*):-", text)
     assert defaulted == [], f"passwords with a default: {defaulted}"
     assert "POSTGRES_PASSWORD" in SECRETS
+
+
+def properties(path: Path) -> dict[str, str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    pairs = (line.split("=", 1) for line in lines if line.strip() and not line.startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def test_kafka_is_reachable_only_with_sasl_scram_and_denies_what_no_acl_allows(compose: dict[str, Any]) -> None:
+    kafka = compose["services"]["kafka"]
+    assert not kafka.get("ports")
+    # Our properties, not the image's KAFKA_* rendering (which could bring a PLAINTEXT listener back).
+    assert kafka["entrypoint"] == ["/bin/bash", "/opt/rbp/kafka/start.sh"]
+    assert "./kafka:/opt/rbp/kafka:ro" in kafka["volumes"]
+    assert not [k for k in kafka["environment"] if k.startswith("KAFKA_") and k != "KAFKA_CLUSTER_ID"]
+    config = properties(DOCKER / "kafka" / "server.properties")
+    protocols = dict(pair.split(":") for pair in config["listener.security.protocol.map"].split(","))
+    controller = config["controller.listener.names"]
+    listeners = dict(item.split("://", 1) for item in config["listeners"].split(","))
+    for name, address in listeners.items():
+        if name == controller:  # the broker half reaches its controller half over loopback; no container can
+            assert address.startswith("127.0.0.1:"), address
+            assert config["controller.quorum.voters"] == f"1@{address}"
+        else:
+            assert protocols[name] == "SASL_PLAINTEXT", name
+    advertised = config["advertised.listeners"].split(",")
+    assert advertised == ["SASL_PLAINTEXT://kafka:9092"]
+    assert "PLAINTEXT://" not in config["listeners"].replace("SASL_PLAINTEXT://", "")
+    assert protocols[config["inter.broker.listener.name"]] == "SASL_PLAINTEXT"
+    assert config["sasl.enabled.mechanisms"] == config["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
+    assert config["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert config["allow.everyone.if.no.acl.found"] == "false"
+    assert config["super.users"] == "User:admin;User:ANONYMOUS"  # ANONYMOUS: only the loopback controller listener
+    assert config["auto.create.topics.enable"] == "false"
+
+
+def scram_users(compose: dict[str, Any]) -> dict[str, str]:
+    """user -> password as the kafka service formats them into its storage (docker/kafka/start.sh)."""
+    kafka = env(compose["services"]["kafka"])
+    users = {"admin": kafka["SCRAM_ADMIN_PASSWORD"]}
+    script = (DOCKER / "kafka" / "start.sh").read_text(encoding="utf-8")
+    assert "kafka-storage.sh format --ignore-formatted" in script
+    for role in ("PIPELINE", "APP"):
+        assert (
+            f'--add-scram "SCRAM-SHA-512=[name=${{SCRAM_{role}_USER}},password=${{SCRAM_{role}_PASSWORD}}]"' in script
+        )
+        users[kafka[f"SCRAM_{role}_USER"]] = kafka[f"SCRAM_{role}_PASSWORD"]
+    assert '--add-scram "SCRAM-SHA-512=[name=admin,password=${SCRAM_ADMIN_PASSWORD}]"' in script
+    assert script.index("kafka-storage.sh format") < script.index("exec /opt/kafka/bin/kafka-server-start.sh")
+    return users
+
+
+def sasl_login(config: dict[str, str]) -> tuple[str, str]:
+    assert config["security.protocol"] == "SASL_PLAINTEXT" and config["sasl.mechanism"] == "SCRAM-SHA-512", config
+    return config["sasl.username"], config["sasl.password"]
+
+
+def test_every_kafka_client_logs_in_as_its_own_scram_user(compose: dict[str, Any]) -> None:
+    services, users = compose["services"], scram_users(compose)
+    clients = {name: env(s) for name, s in services.items() if "RBP_KAFKA_BOOTSTRAP" in env(s)}
+    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", *AIRFLOW_PARTS}
+    logins = {name: sasl_login(json.loads(c["RBP_KAFKA_CONFIG"])) for name, c in clients.items()}
+    for name, (user, password) in logins.items():
+        assert users[user] == password, name  # the credentials formatted into Kafka's storage
+    assert logins["kafka-init"][0] == "admin"
+    assert {logins[name][0] for name in AIRFLOW_PARTS} == {"rbp-pipeline"}
+    assert logins["demo-fleet"][0] == "rbp-demo-fleet"
+    # The Airflow Connection replaces RBP_KAFKA_CONFIG in the tasks: it must carry the same login.
+    connection = json.loads(clients["airflow-scheduler"][f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"])
+    bootstrap, extra = kafka_from_connection(connection["extra"])
+    assert bootstrap == "kafka:9092" and sasl_login(extra) == logins["airflow-scheduler"]
+
+
+def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    init = services["kafka-init"]
+    assert init["image"] == "rebalance-planner:latest" and "restart" not in init
+    assert init["depends_on"] == {"kafka": {"condition": "service_healthy"}}
+    assert init["command"][0] == "rebalance-planner"
+    args = _build_parser().parse_args(init["command"][1:])  # the real command line, as the container runs it
+    assert args.command == "kafka-acls"
+    logins = {
+        name: sasl_login(json.loads(env(services[name])["RBP_KAFKA_CONFIG"]))[0]
+        for name in (*AIRFLOW_PARTS, "demo-fleet")
+    }
+    assert args.pipeline_user == logins["airflow-scheduler"]  # only Airflow's tasks write plans
+    assert args.app_user == [logins["demo-fleet"]]  # the fleet reads plans and writes reports, nothing more
+    assert args.app_prefix == [f"{logins['demo-fleet']}=group-"]  # its own topics: the fleet's groups are group-N
+    topics = env(init)
+    assert (topics["RBP_PLANS_TOPIC"], topics["RBP_REPORTS_TOPIC"]) == (
+        env(services["airflow-scheduler"])["RBP_PLANS_TOPIC"],
+        env(services["airflow-scheduler"])["RBP_REPORTS_TOPIC"],
+    )
+    for name in ("airflow-scheduler", "demo-fleet"):
+        assert services[name]["depends_on"]["kafka-init"] == {"condition": "service_completed_successfully"}, name
+
+
+def test_airflow_uses_the_fab_auth_manager_with_an_admin_from_required_settings(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name in (*AIRFLOW_PARTS, "airflow-init"):
+        airflow = services[name]["environment"]
+        assert airflow["AIRFLOW__CORE__AUTH_MANAGER"] == FAB, name
+        assert not [k for k in airflow if "SIMPLE_AUTH_MANAGER" in k], name
+        assert airflow["AIRFLOW__API__SECRET_KEY"].startswith("${AIRFLOW_API_SECRET_KEY:?"), name
+    init = services["airflow-init"]
+    for variable in ("AIRFLOW_ADMIN_USERNAME", "AIRFLOW_ADMIN_PASSWORD", "AIRFLOW_ADMIN_EMAIL"):
+        assert init["environment"][variable].startswith(f"${{{variable}:?"), variable
+    script = init["command"][2]
+    assert init["command"][:2] == ["bash", "-c"] and script.startswith("airflow db migrate && ")
+    create = shlex.split(script.split(" && ", 1)[1].replace("$$", "$"))
+    assert create[:3] == ["airflow", "users", "create"]
+    flags = dict(zip(create[3::2], create[4::2], strict=True))
+    assert flags["--role"] == "Admin"
+    assert (flags["--username"], flags["--password"]) == ("$AIRFLOW_ADMIN_USERNAME", "$AIRFLOW_ADMIN_PASSWORD")
+    # Only the init container sees the admin's password.
+    assert [n for n, s in services.items() if "AIRFLOW_ADMIN_PASSWORD" in (s.get("environment") or {})] == [
+        "airflow-init"
+    ]
+    # The provider is installed in the image, pinned, from the file the Dockerfile copies.
+    dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    assert "uv pip install --system -r docker/requirements-fab.txt" in dockerfile
+    pins = [line for line in (DOCKER / "requirements-fab.txt").read_text().splitlines() if line and line[0] != "#"]
+    assert all(re.fullmatch(r"[a-z0-9.-]+==[0-9][0-9a-z.]*", pin) for pin in pins), pins
+    assert "apache-airflow-providers-fab==3.10.2" in pins
+    lock = (DOCKER.parent / "requirements.lock").read_text()
+    assert "apache-airflow==3.3.2" in lock.splitlines()  # the Airflow this provider release was resolved with
+    locked = dict(line.split("==") for line in lock.splitlines() if "==" in line and line[0] != " ")
+    changed = {pin.split("==")[0] for pin in pins if pin.split("==")[0] in locked and pin not in lock.splitlines()}
+    assert changed == {"python-dateutil"}  # what FAB moves (see docker/requirements-fab.txt); nothing else
+
+
+def test_no_secret_has_a_default_and_none_is_written_in_the_file(compose: dict[str, Any]) -> None:
+    text = (DOCKER / "docker-compose.yml").read_text()
+    references = re.findall(r"\$\{([A-Z_]+)(:[-?])?", text)
+    secret = re.compile(r"PASSWORD|SECRET|_KEY")
+    defaulted = sorted({name for name, op in references if secret.search(name) and op != ":?"})
+    assert defaulted == [], f"secrets with a default or optional: {defaulted}"
+    # Every password or secret a service is given is a required reference, never a literal.
+    required = re.compile(r"\$\{[A-Z_]+:\?[^}]*\}")
+    for name, service in compose["services"].items():
+        for key, value in (service.get("environment") or {}).items():
+            if re.search("PASSWORD|SECRET", key):
+                assert required.fullmatch(str(value)), (name, key)
+            if str(value).startswith("{"):
+                parsed = json.loads(str(value))
+                login = parsed.get("extra", parsed)
+                if "sasl.password" in login:
+                    assert required.fullmatch(login["sasl.password"]), (name, key)
+    airflow = compose["x-airflow-env"]
+    assert "://airflow:${POSTGRES_PASSWORD:?" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]

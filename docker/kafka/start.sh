@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Starts the compose Kafka node with SASL/SCRAM. KRaft keeps SCRAM credentials in its metadata log, so they are
+# written when the storage is formatted (kafka-storage format --add-scram, KIP-900): they exist before the broker
+# (whose inter-broker traffic is SCRAM too) or any client connects. Formatting happens once; to change a password
+# later, run kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[password=...]' as admin.
+set -euo pipefail
+
+: "${KAFKA_CLUSTER_ID:?}" "${SCRAM_ADMIN_PASSWORD:?}"
+: "${SCRAM_PIPELINE_USER:?}" "${SCRAM_PIPELINE_PASSWORD:?}" "${SCRAM_APP_USER:?}" "${SCRAM_APP_PASSWORD:?}"
+for password in "$SCRAM_ADMIN_PASSWORD" "$SCRAM_PIPELINE_PASSWORD" "$SCRAM_APP_PASSWORD"; do
+  # The --add-scram syntax and JAAS quoting (and the clients' JSON settings) cannot carry these characters.
+  if [[ "$password" == *[\",\]\\]* ]]; then
+    echo "kafka: SCRAM passwords must not contain '\"', ',', ']' or '\\'" >&2
+    exit 2
+  fi
+done
+
+umask 077  # the rendered files hold the admin password
+mkdir -p /tmp/rbp
+properties=/tmp/rbp/server.properties
+login="org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"${SCRAM_ADMIN_PASSWORD}\";"
+cp /opt/rbp/kafka/server.properties "$properties"
+echo "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=${login}" >>"$properties"
+# For the healthcheck (and an operator's kafka-*.sh --command-config inside this container).
+printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=%s\n' "$login" \
+  >/tmp/rbp/admin.properties
+
+/opt/kafka/bin/kafka-storage.sh format --ignore-formatted --cluster-id "$KAFKA_CLUSTER_ID" --config "$properties" \
+  --add-scram "SCRAM-SHA-512=[name=admin,password=${SCRAM_ADMIN_PASSWORD}]" \
+  --add-scram "SCRAM-SHA-512=[name=${SCRAM_PIPELINE_USER},password=${SCRAM_PIPELINE_PASSWORD}]" \
+  --add-scram "SCRAM-SHA-512=[name=${SCRAM_APP_USER},password=${SCRAM_APP_PASSWORD}]"
+exec /opt/kafka/bin/kafka-server-start.sh "$properties"
