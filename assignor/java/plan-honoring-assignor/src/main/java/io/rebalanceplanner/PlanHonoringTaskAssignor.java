@@ -182,8 +182,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             LagIndex index = new LagIndex(pids, lags, Map.of(), plan.configs().acceptableRecoveryLag());
             LiveAssignment honored = Honor.honorTarget(FitCheck.targetFor(plan.target(), group), group,
                     plan.configs(), plan.moveOrder(), index);
-            TaskAssignment assignment = toKafka(states, honored.assignment(),
-                    followupAt(now, honored.followupRebalance(), plan.configs().probingRebalanceIntervalMs()));
+            Instant next = followupAt(now, honored.followupRebalance(), plan.configs().probingRebalanceIntervalMs());
+            TaskAssignment assignment = toKafka(states, honored.assignment(), next);
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
                     assignment);
             if (error != TaskAssignor.AssignmentError.NONE) {
@@ -192,7 +192,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             }
             SharedClients.honored(groupId, plan.createdAt());
             planId = plan.planId();
-            LOG.info("honoring plan {} (follow-up rebalance: {})", planId, honored.followupRebalance());
+            LOG.info("honoring plan {} (next rebalance: {})", planId, describe(honored.followupRebalance(), next));
             return finish(applicationState, new Fallback(assignment, honored.assignment()), planId, null, lags,
                     now);
         } catch (Throwable t) {
@@ -215,14 +215,14 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                     kafka.numStandbyReplicas(), kafka.probingRebalanceIntervalMs(), kafka.rackAwareAssignmentTags());
             LiveAssignment ha = HighAvailability.assign(liveGroup(states, applicationState.allTasks()),
                     configs, lagsOf(states));
-            TaskAssignment assignment = toKafka(states, ha.assignment(),
-                    followupAt(now, ha.followupRebalance(), configs.probingRebalanceIntervalMs()));
+            Instant next = followupAt(now, ha.followupRebalance(), configs.probingRebalanceIntervalMs());
+            TaskAssignment assignment = toKafka(states, ha.assignment(), next);
             TaskAssignor.AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(applicationState,
                     assignment);
             if (error != TaskAssignor.AssignmentError.NONE) {
                 throw new IllegalStateException("the KIP-441 fallback gave an invalid assignment: " + error);
             }
-            LOG.info("KIP-441 fallback assignment (follow-up rebalance: {})", ha.followupRebalance());
+            LOG.info("KIP-441 fallback assignment (next rebalance: {})", describe(ha.followupRebalance(), next));
             return new Fallback(assignment, ha.assignment());
         } catch (Throwable t) {
             LOG.error("the KIP-441 fallback failed; using Kafka's StickyTaskAssignor", t);
@@ -245,6 +245,14 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             at = Math.min(at, now + settings.planCheckIntervalMs());
         }
         return at == Long.MAX_VALUE ? null : Instant.ofEpochMilli(at);
+    }
+
+    /** The follow-up as the log names it: when, and whether copies still move or only the plan check is due. */
+    private static String describe(boolean moving, Instant at) {
+        if (at == null) {
+            return "none scheduled";
+        }
+        return at + (moving ? " (copies still moving)" : " (plan check)");
     }
 
     static TaskAssignment lastResort(ApplicationState applicationState) {
