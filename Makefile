@@ -81,7 +81,7 @@ bench-streams: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 bench-streams-footprint: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_footprint.py
 
-# The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~7 min).
+# The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~6 min).
 demo: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/rebalance-planner demo
 
