@@ -15,7 +15,7 @@ JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.
 JAVA_JARS := $(JAVA_DIR)/target/.built
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams demo simulate lock clean
+.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint demo simulate lock clean
 
 install: $(STAMP) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
@@ -77,7 +77,11 @@ bench-runtime: $(STAMP) $(KAFKA_JARS)
 bench-streams: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_bench.py
 
-# The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~5 min).
+# Memory and CPU of one reference-app JVM, the fleets' default footprint vs the demo's light one (~4 min).
+bench-streams-footprint: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
+	$(BIN)/python bench/streams_footprint.py
+
+# The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~6 min).
 demo: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/rebalance-planner demo
 

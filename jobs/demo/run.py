@@ -1,5 +1,5 @@
 """`rebalance-planner demo`: the whole product on one machine — embedded broker, live groups of real instance
-processes (Kafka Streams applications with the plugin and a Python group; one scaled out during the demo), a few
+processes (Kafka Streams applications: the reference app's JVMs with the plugin; one scaled out during the demo), a few
 hundred report-only groups, Airflow standalone running the planning DAG, an approval, and the live groups
 converging to their approved plans."""
 
@@ -27,7 +27,7 @@ from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
 from jobs.demo.groups import simulated_groups, write_simulated_groups
-from jobs.demo.live import LIVE_GROUPS, NEWCOMER, PARTITIONS, SCALED_OUT, AnnounceError, LiveGroups, binding
+from jobs.demo.live import LIVE_GROUPS, NEWCOMER, PARTITIONS, SCALED_OUT, AnnounceError, LiveGroups
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.direct_plan import live_reports
@@ -90,7 +90,7 @@ def _interrupt_on_sigterm() -> Iterator[None]:
 
 
 def _changelogs_filled(ends: ChangelogEndOffsets) -> bool:
-    """Both bindings name a group's changelog <group>-counts-changelog (the reference app's store is "counts")."""
+    """A live group's changelog is <group>-counts-changelog (the reference app's store is "counts")."""
     parts = [(f"{g}-counts-changelog", p) for g in LIVE_GROUPS for p in range(PARTITIONS)]
     return min(ends(parts).values()) >= MIN_CHANGELOG
 
@@ -197,7 +197,8 @@ def _start_fleet(stack: ExitStack, root: Path, settings: Settings, say: Progress
     """The live groups' instance processes, with input on their source topics."""
     live = LiveGroups(settings, root / "fleet")
     live.start(stack)
-    say(f"live groups: {', '.join(f'{g} ({binding(g)})' for g in LIVE_GROUPS)}, 3 instances each, input flowing")
+    say(f"live groups: {', '.join(LIVE_GROUPS)} (Kafka Streams: reference-app JVMs with the plugin), 3 instances "
+        "each, input written")  # fmt: skip
     return live
 
 
@@ -328,14 +329,13 @@ def run_demo(args: argparse.Namespace, console: Console) -> int:
 
 def _final_table(console: Console, snapshot: str, plans: dict[str, dict[str, Any]], times: dict[str, float]) -> None:
     table = Table(title=f"live groups: plans of snapshot {snapshot}")
-    for column in ("group", "binding", "plan", "moves", "rounds", "converged", "time"):
+    for column in ("group", "plan", "moves", "rounds", "converged", "time"):
         table.add_column(column, justify="right" if column in ("moves", "rounds", "time") else "left")
     for g in LIVE_GROUPS:
         p = plans.get(g, {})
         done = g in times
         table.add_row(
             g,
-            binding(g),
             str(p.get("status", "-")),
             str(p.get("moves", "-")),
             str(p.get("rounds", "-")),

@@ -80,6 +80,7 @@ public final class ReferenceApp {
                 "  --events FILE  --exit-on-stdin-eof  --commit-interval-ms N (1000)  --cache-bytes N (0)",
                 "  --application-server HOST:PORT  --create-topics true|false (true)",
                 "  --scheduled-rebalance-max-delay-ms N (0: no deferral)  --hold-without-caught-up-copy",
+                "  --rocksdb-memory-mb N (RocksDB's default per store: ~50 MB cache + memtables each)",
                 "produce mode: --produce N --keys K [--input-topic T --partitions N --bootstrap B]");
     }
 
@@ -133,6 +134,10 @@ public final class ReferenceApp {
             props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), session);
             props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG),
                     Math.max(100, session / 3));
+        }
+        if (flags.has("rocksdb-memory-mb")) {
+            props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, BoundedRocksDb.class);
+            props.put(BoundedRocksDb.MEMORY_BYTES, flags.getLong("rocksdb-memory-mb", 0) * 1024 * 1024);
         }
         if (flags.has("application-server")) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, flags.get("application-server", ""));
