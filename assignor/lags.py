@@ -101,6 +101,37 @@ class LagIndex:
             best_reported_rank=best,
         )
 
+    def after_full_catch_up(self, held: Iterable[tuple[str, Iterable[TaskId], Iterable[TaskId]]]) -> LagIndex:
+        """The index of catch_up_fully's next state, without re-reading offset sums: ``held`` gives, per client,
+        the stateful tasks it runs (-2 from now on) and those it restored as standby or warmup (at the log end:
+        lag 0). A running active that stopped checkpointed at the log end (0); every other lag stays."""
+        running_rank, end_rank = (0, LATEST_OFFSET), (0, 0)
+        reported = {task: dict(task_lags) for task, task_lags in self.reported.items()}
+        best = dict(self.best_reported_rank)
+        for task, task_lags in reported.items():
+            if best[task] == running_rank:  # some client ran it: it stopped at the log end (caught up either way)
+                for pid, lag in task_lags.items():
+                    if lag == LATEST_OFFSET:
+                        task_lags[pid] = 0
+                best[task] = end_rank
+        joined: dict[TaskId, list[str]] = {}  # clients now caught up that may not have been
+        for pid, running, restored in held:
+            for task in restored:
+                reported.setdefault(task, {})[pid] = 0
+                best[task] = min(best.get(task, end_rank), end_rank)
+                joined.setdefault(task, []).append(pid)
+            for task in running:
+                reported.setdefault(task, {})[pid] = LATEST_OFFSET
+                best[task] = running_rank
+                joined.setdefault(task, []).append(pid)
+        # Caught-up reporters stay caught up (-2 becomes 0); only the holders can join them.
+        caught_up = dict(self.caught_up_reporters)
+        for task, pids in joined.items():
+            before = caught_up.get(task, ())
+            if any(p not in before for p in pids):
+                caught_up[task] = sorted({*before, *pids})
+        return LagIndex(self.process_ids, self.ends, reported, self.acceptable_recovery_lag, caught_up, best)
+
     def lag(self, process_id: str, task: TaskId) -> int:
         """The lag of one client on one stateful task."""
         lag = self.reported.get(task, {}).get(process_id)
@@ -113,6 +144,20 @@ class LagIndex:
     def owed(self, process_id: str, task: TaskId) -> int:
         """restore_owed of one client on one stateful task."""
         return restore_owed(self.lag(process_id, task), self.ends.get(task, 0), self.acceptable_recovery_lag)
+
+    def owed_total(self, process_id: str, tasks: Iterable[TaskId]) -> int:
+        """owed() summed over stateful ``tasks`` of one client (inlined: plans sum it for every replica of
+        every step)."""
+        reported, ends, acceptable = self.reported, self.ends, self.acceptable_recovery_lag
+        total = 0
+        for task in tasks:
+            end = ends.get(task, 0)
+            task_lags = reported.get(task)
+            lag = end if task_lags is None else task_lags.get(process_id, end)
+            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+                continue
+            total += end if lag < 0 else lag
+        return total
 
     def caught_up_clients(self, task: TaskId) -> Sequence[str]:
         """Every caught-up client of the task, in process-id order."""
