@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -106,30 +107,43 @@ class LagIndex:
         the stateful tasks it runs (-2 from now on) and those it restored as standby or warmup (at the log end:
         lag 0). A running active that stopped checkpointed at the log end (0); every other lag stays."""
         running_rank, end_rank = (0, LATEST_OFFSET), (0, 0)
-        reported = {task: dict(task_lags) for task, task_lags in self.reported.items()}
+        running: dict[TaskId, list[str]] = {}
+        restored: dict[TaskId, list[str]] = {}
+        for pid, runs, restores in held:
+            for task in runs:
+                running.setdefault(task, []).append(pid)
+            for task in restores:
+                restored.setdefault(task, []).append(pid)
+        # Tasks whose lags do not change (the same clients run and restore them as before: the common case once
+        # a schedule is under way) share them with this index.
+        reported = dict(self.reported)
         best = dict(self.best_reported_rank)
-        for task, task_lags in reported.items():
-            if best[task] == running_rank:  # some client ran it: it stopped at the log end (caught up either way)
-                for pid, lag in task_lags.items():
-                    if lag == LATEST_OFFSET:
-                        task_lags[pid] = 0
-                best[task] = end_rank
-        joined: dict[TaskId, list[str]] = {}  # clients now caught up that may not have been
-        for pid, running, restored in held:
-            for task in restored:
-                reported.setdefault(task, {})[pid] = 0
-                best[task] = min(best.get(task, end_rank), end_rank)
-                joined.setdefault(task, []).append(pid)
-            for task in running:
-                reported.setdefault(task, {})[pid] = LATEST_OFFSET
-                best[task] = running_rank
-                joined.setdefault(task, []).append(pid)
-        # Caught-up reporters stay caught up (-2 becomes 0); only the holders can join them.
         caught_up = dict(self.caught_up_reporters)
-        for task, pids in joined.items():
-            before = caught_up.get(task, ())
-            if any(p not in before for p in pids):
-                caught_up[task] = sorted({*before, *pids})
+        stopped = [task for task, rank in best.items() if rank == running_rank and task not in running]
+        for task in itertools.chain(running.keys() | restored.keys(), stopped):
+            before = reported.get(task, {})
+            run, rest = running.get(task, ()), restored.get(task, ())
+            if (
+                all(before.get(pid) == LATEST_OFFSET for pid in run)
+                and all(before.get(pid) == 0 for pid in rest)
+                and list(before.values()).count(LATEST_OFFSET) == len(run)
+            ):
+                continue
+            task_lags = {pid: 0 if lag == LATEST_OFFSET else lag for pid, lag in before.items()}
+            rank = end_rank if best.get(task) == running_rank else best.get(task)
+            for pid in rest:
+                task_lags[pid] = 0
+                rank = end_rank if rank is None else min(rank, end_rank)
+            for pid in run:
+                task_lags[pid] = LATEST_OFFSET
+                rank = running_rank
+            reported[task] = task_lags
+            if rank is not None:
+                best[task] = rank
+            # Caught-up reporters stay caught up (-2 becomes 0); only the holders can join them.
+            up = caught_up.get(task, ())
+            if any(pid not in up for pid in (*run, *rest)):
+                caught_up[task] = sorted({*up, *run, *rest})
         return LagIndex(self.process_ids, self.ends, reported, self.acceptable_recovery_lag, caught_up, best)
 
     def lag(self, process_id: str, task: TaskId) -> int:
@@ -139,7 +153,12 @@ class LagIndex:
 
     def caught_up(self, process_id: str, task: TaskId) -> bool:
         """Whether the client may run the task as an active without a restore pause."""
-        return lag_is_caught_up(self.lag(process_id, task), self.acceptable_recovery_lag)
+        # lag() and lag_is_caught_up(), inlined: every step of a schedule asks this about every replica.
+        task_lags = self.reported.get(task)
+        lag = task_lags.get(process_id) if task_lags is not None else None
+        if lag is None:
+            lag = self.ends.get(task, 0)
+        return lag == LATEST_OFFSET or 0 <= lag <= self.acceptable_recovery_lag
 
     def owed(self, process_id: str, task: TaskId) -> int:
         """restore_owed of one client on one stateful task."""
