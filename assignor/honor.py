@@ -127,10 +127,11 @@ def honor_step(
     placement = Placement(group)
     budget = WarmupBudget(configs.max_warmup_replicas)
     owners = target.active_owners()
-    standby_holders: dict[TaskId, frozenset[str]] = {}
+    holders: dict[TaskId, list[str]] = {}
     for pid, ca in target.clients.items():
         for task in ca.standby:
-            standby_holders[task] = standby_holders.get(task, frozenset()) | {pid}
+            holders.setdefault(task, []).append(pid)
+    standby_holders = {task: frozenset(pids) for task, pids in holders.items()}
     first = order if order is not None else move_order(target, group, configs, lags)
     ordered = [t for t in dict.fromkeys(first) if t in group.stateful_tasks]
     seen = set(ordered)
@@ -146,7 +147,10 @@ def honor_step(
         if caught_up(owner, task):
             placement.assign_active(owner, task)
             placement.standby_of(task, standbys)
-            if 1 + sum(1 for p in standbys if caught_up(p, task)) >= copies:
+            up = 1
+            for pid in standbys:
+                up += caught_up(pid, task)
+            if up >= copies:
                 kept.add(task)
             continue
         if lags.rank(owner, task) == lags.best_rank(task):
