@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -101,50 +100,6 @@ class LagIndex:
             caught_up_reporters=caught_up,
             best_reported_rank=best,
         )
-
-    def after_full_catch_up(self, held: Iterable[tuple[str, Iterable[TaskId], Iterable[TaskId]]]) -> LagIndex:
-        """The index of catch_up_fully's next state, without re-reading offset sums: ``held`` gives, per client,
-        the stateful tasks it runs (-2 from now on) and those it restored as standby or warmup (at the log end:
-        lag 0). A running active that stopped checkpointed at the log end (0); every other lag stays."""
-        running_rank, end_rank = (0, LATEST_OFFSET), (0, 0)
-        running: dict[TaskId, list[str]] = {}
-        restored: dict[TaskId, list[str]] = {}
-        for pid, runs, restores in held:
-            for task in runs:
-                running.setdefault(task, []).append(pid)
-            for task in restores:
-                restored.setdefault(task, []).append(pid)
-        # Tasks whose lags do not change (the same clients run and restore them as before: the common case once
-        # a schedule is under way) share them with this index.
-        reported = dict(self.reported)
-        best = dict(self.best_reported_rank)
-        caught_up = dict(self.caught_up_reporters)
-        stopped = [task for task, rank in best.items() if rank == running_rank and task not in running]
-        for task in itertools.chain(running.keys() | restored.keys(), stopped):
-            before = reported.get(task, {})
-            run, rest = running.get(task, ()), restored.get(task, ())
-            if (
-                all(before.get(pid) == LATEST_OFFSET for pid in run)
-                and all(before.get(pid) == 0 for pid in rest)
-                and list(before.values()).count(LATEST_OFFSET) == len(run)
-            ):
-                continue
-            task_lags = {pid: 0 if lag == LATEST_OFFSET else lag for pid, lag in before.items()}
-            rank = end_rank if best.get(task) == running_rank else best.get(task)
-            for pid in rest:
-                task_lags[pid] = 0
-                rank = end_rank if rank is None else min(rank, end_rank)
-            for pid in run:
-                task_lags[pid] = LATEST_OFFSET
-                rank = running_rank
-            reported[task] = task_lags
-            if rank is not None:
-                best[task] = rank
-            # Caught-up reporters stay caught up (-2 becomes 0); only the holders can join them.
-            up = caught_up.get(task, ())
-            if any(pid not in up for pid in (*run, *rest)):
-                caught_up[task] = sorted({*up, *run, *rest})
-        return LagIndex(self.process_ids, self.ends, reported, self.acceptable_recovery_lag, caught_up, best)
 
     def lag(self, process_id: str, task: TaskId) -> int:
         """The lag of one client on one stateful task."""

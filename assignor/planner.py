@@ -186,7 +186,6 @@ def _walk(
     copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
     limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
     state, state_lags = group, lags
-    stateful = group.stateful_tasks
     for count in itertools.count(1):
         step, waiting = honor_step(target, state, configs, order, state_lags)
         yield _Step(step, state, state_lags, waiting)
@@ -194,11 +193,8 @@ def _walk(
             return
         if count > limit:  # pragma: no cover - every step warms up or completes at least one move
             raise RuntimeError(f"schedule did not reach the target within {limit} steps")
-        # The next state's lags follow from these ones and the step (LagIndex.of would re-read every offset sum).
-        state_lags = state_lags.after_full_catch_up(
-            (pid, ca.active & stateful, (ca.standby | ca.warmup) & stateful) for pid, ca in step.clients.items()
-        )
         state = catch_up_fully(state, step)
+        state_lags = LagIndex.of(state, configs)
 
 
 def _schedule(

@@ -7,17 +7,7 @@ import random
 import pytest
 from hypothesis import given
 
-from assignor import (
-    LATEST_OFFSET,
-    UNKNOWN_OFFSET_SUM,
-    AssignmentConfigs,
-    ClientState,
-    GroupState,
-    TaskId,
-    assign_high_availability,
-    compute_lags,
-)
-from assignor.catch_up import catch_up_fully
+from assignor import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, AssignmentConfigs, ClientState, GroupState, TaskId, compute_lags
 from assignor.lags import LagIndex, lag_is_caught_up
 from tests.support.strategies import Case, cases
 
@@ -77,23 +67,3 @@ def test_index_of_a_big_sparse_group_stores_only_reports() -> None:
     group = GroupState(clients, frozenset(tasks), changelog_end_offset_sums=dict.fromkeys(tasks, 10**6))
     index = LagIndex.of(group, AssignmentConfigs())
     assert sum(len(v) for v in index.reported.values()) <= 50
-
-
-def _index_fields(index: LagIndex) -> tuple[object, ...]:
-    caught_up = {t: list(p) for t, p in index.caught_up_reporters.items()}
-    reported = {t: dict(lags) for t, lags in index.reported.items()}
-    return (index.process_ids, dict(index.ends), reported, caught_up, dict(index.best_reported_rank))
-
-
-@given(cases(max_clients=8, max_tasks=40))
-def test_index_after_full_catch_up_equals_the_index_of_the_caught_up_group(case: Case) -> None:
-    group, configs = case.group, case.configs
-    index = LagIndex.of(group, configs)
-    stateful = group.stateful_tasks
-    for _ in range(3):  # a few rounds: lags of stopped actives, restored copies and untouched reports all change
-        step = assign_high_availability(group, configs)
-        index = index.after_full_catch_up(
-            (pid, ca.active & stateful, (ca.standby | ca.warmup) & stateful) for pid, ca in step.clients.items()
-        )
-        group = catch_up_fully(group, step)
-        assert _index_fields(index) == _index_fields(LagIndex.of(group, configs))
