@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from assignor.assignment import GroupAssignment, Role
-from assignor.state import ClientState, GroupState
+from assignor.errors import InvalidGroupState
+from assignor.state import ClientState, GroupState, evolved_client, evolved_group
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
 
 
@@ -63,16 +64,38 @@ def restore_replicas(
     return sums, restored
 
 
+def _checkpointed(client: ClientState, ends: Mapping[TaskId, int]) -> dict[TaskId, int]:
+    """The client's offset sums once it stops running its actives (checkpoint() of each): -2 usually marks only
+    its previous actives, so those are fixed first and the rest scanned only if a -2 is left."""
+    sums = dict(client.task_offset_sums)
+    for task in client.previous_active:
+        if sums.get(task) == LATEST_OFFSET:
+            sums[task] = ends.get(task, 0)
+    if LATEST_OFFSET in sums.values():
+        for task, offset_sum in sums.items():
+            if offset_sum == LATEST_OFFSET:
+                sums[task] = ends.get(task, 0)
+    return sums
+
+
 def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState:
     """The next rebalance's input if every replica held in ``assignment`` caught up (actives report -2)."""
     ends = group.changelog_end_offset_sums
+    stateful, every_task = group.stateful_tasks, group.all_tasks
     clients = []
     for client in group.clients:
         ca = assignment.clients[client.process_id]
-        sums = {t: checkpoint(s, ends.get(t, 0)) for t, s in client.task_offset_sums.items()}
-        sums.update({t: ends.get(t, 0) for t in (ca.standby | ca.warmup) & group.stateful_tasks})
-        sums.update(dict.fromkeys(ca.active & group.stateful_tasks, LATEST_OFFSET))
-        clients.append(
-            replace(client, previous_active=ca.active, previous_standby=ca.standby | ca.warmup, task_offset_sums=sums)
-        )
-    return replace(group, clients=tuple(clients))
+        previous_standby = ca.standby | ca.warmup
+        # The one check the derived client needs (every other value holds by construction): planners replay
+        # this per step, so the rest of ClientState's validation is skipped (evolved_client).
+        unknown = (ca.active | previous_standby) - every_task
+        if unknown:
+            shown = ", ".join(str(t) for t in sorted(unknown)[:5])
+            raise InvalidGroupState(f"client {client.process_id!r}: assignment holds tasks not in the group: {shown}")
+        sums = _checkpointed(client, ends)
+        for task in previous_standby & stateful:
+            sums[task] = ends.get(task, 0)
+        for task in ca.active & stateful:
+            sums[task] = LATEST_OFFSET
+        clients.append(evolved_client(client, ca.active, previous_standby, sums))
+    return evolved_group(group, clients)

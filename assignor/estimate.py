@@ -31,7 +31,7 @@ def estimated_seconds(
     for step, (state, lags) in zip(steps, states, strict=True):
         slowest = 0
         for pid, ca in step.clients.items():
-            owed = sum(lags.owed(pid, task) for task in (ca.active | ca.standby | ca.warmup) & state.stateful_tasks)
+            owed = lags.owed_total(pid, (ca.active | ca.standby | ca.warmup) & state.stateful_tasks)
             slowest = max(slowest, owed)
         restore = slowest / restore_rate
         seconds += max(interval, restore) if step.probing_rebalance_needed else restore

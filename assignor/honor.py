@@ -110,23 +110,50 @@ def honor_target(
 ) -> GroupAssignment:
     """The assignment for this rebalance when ``target`` fits the live group (see honor_plan); ``lags``: the
     group's, if the caller has them."""
+    return honor_step(target, group, configs, order, lags)[0]
+
+
+def honor_step(
+    target: GroupAssignment,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    order: Sequence[TaskId] | None = None,
+    lags: LagIndex | None = None,
+) -> tuple[GroupAssignment, int]:
+    """honor_target's assignment, and how many target owners wait for warmup budget with no free slot to restore
+    in. Under full catch-up each of those still needs a warmup at a later step: nothing else changes for its
+    task until it gets one (a lower bound the planner uses to stop following a schedule early)."""
     lags = lags if lags is not None else LagIndex.of(group, configs)
     placement = Placement(group)
     budget = WarmupBudget(configs.max_warmup_replicas)
     owners = target.active_owners()
-    standby_holders: dict[TaskId, frozenset[str]] = {}
+    holders: dict[TaskId, list[str]] = {}
     for pid, ca in target.clients.items():
         for task in ca.standby:
-            standby_holders[task] = standby_holders.get(task, frozenset()) | {pid}
+            holders.setdefault(task, []).append(pid)
+    standby_holders = {task: frozenset(pids) for task, pids in holders.items()}
     first = order if order is not None else move_order(target, group, configs, lags)
     ordered = [t for t in dict.fromkeys(first) if t in group.stateful_tasks]
     seen = set(ordered)
     pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]
     lenders: list[tuple[str, TaskId]] = []
+    copies = 1 + configs.num_standby_replicas
+    caught_up = lags.caught_up
+    kept: set[TaskId] = set()  # tasks already on `copies` caught-up clients: K1 holds for them as placed
+    waiting = 0
     for task in pending:
         owner = owners[task]
         standbys = standby_holders.get(task, frozenset())
-        if lags.caught_up(owner, task) or lags.rank(owner, task) == lags.best_rank(task):
+        if caught_up(owner, task):
+            placement.assign_active(owner, task)
+            placement.standby_of(task, standbys)
+            up = 1
+            for pid in standbys:
+                up += caught_up(pid, task)
+            if up >= copies:
+                kept.add(task)
+            continue
+        if lags.rank(owner, task) == lags.best_rank(task):
             placement.assign_active(owner, task)
             placement.standby_of(task, standbys)
             continue
@@ -147,10 +174,12 @@ def honor_target(
         placement.standby_of(task, standbys)
         if budget.take():
             placement.warmup[owner].add(task)
-    copies = 1 + configs.num_standby_replicas
+        else:
+            waiting += 1
     held_before = {c.process_id: c.previous_active | c.previous_standby for c in group.clients}
     for task in pending:
-        _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
+        if task not in kept:
+            _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
     # Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
     # this, a lender would wait a whole probing interval after the move before it starts.
     for lender, task in lenders:
@@ -159,4 +188,4 @@ def honor_target(
     for task in sorted(group.stateless_tasks):
         placement.assign_active(owners[task], task)
     live = placement.freeze(probing_rebalance_needed=False)
-    return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != target.clients)
+    return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != target.clients), waiting

@@ -108,11 +108,30 @@ class LagIndex:
 
     def caught_up(self, process_id: str, task: TaskId) -> bool:
         """Whether the client may run the task as an active without a restore pause."""
-        return lag_is_caught_up(self.lag(process_id, task), self.acceptable_recovery_lag)
+        # lag() and lag_is_caught_up(), inlined: every step of a schedule asks this about every replica.
+        task_lags = self.reported.get(task)
+        lag = task_lags.get(process_id) if task_lags is not None else None
+        if lag is None:
+            lag = self.ends.get(task, 0)
+        return lag == LATEST_OFFSET or 0 <= lag <= self.acceptable_recovery_lag
 
     def owed(self, process_id: str, task: TaskId) -> int:
         """restore_owed of one client on one stateful task."""
         return restore_owed(self.lag(process_id, task), self.ends.get(task, 0), self.acceptable_recovery_lag)
+
+    def owed_total(self, process_id: str, tasks: Iterable[TaskId]) -> int:
+        """owed() summed over stateful ``tasks`` of one client (inlined: plans sum it for every replica of
+        every step)."""
+        reported, ends, acceptable = self.reported, self.ends, self.acceptable_recovery_lag
+        total = 0
+        for task in tasks:
+            end = ends.get(task, 0)
+            task_lags = reported.get(task)
+            lag = end if task_lags is None else task_lags.get(process_id, end)
+            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+                continue
+            total += end if lag < 0 else lag
+        return total
 
     def caught_up_clients(self, task: TaskId) -> Sequence[str]:
         """Every caught-up client of the task, in process-id order."""

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
+from typing import NamedTuple
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
@@ -15,7 +16,7 @@ from assignor.configs import AssignmentConfigs
 from assignor.end_state import plan_target, previous_owners, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
-from assignor.honor import honor_target, move_order
+from assignor.honor import honor_step, move_order
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.state import GroupState
@@ -45,9 +46,7 @@ def _skew(loads: Mapping[str, int], capacity: Mapping[str, int]) -> float:
 
 def _restore_offsets(target: GroupAssignment, group: GroupState, lags: LagIndex) -> int:
     return sum(
-        lags.owed(pid, task)
-        for pid, ca in target.clients.items()
-        for task in (ca.active | ca.standby) & group.stateful_tasks
+        lags.owed_total(pid, (ca.active | ca.standby) & group.stateful_tasks) for pid, ca in target.clients.items()
     )
 
 
@@ -101,7 +100,9 @@ def plan_group(
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
             order = move_order(baseline, group, configs, lags)
-            walked = _walk_while_it_may_beat(plan, baseline, group, lags, _walk(baseline, group, configs, lags, order))
+            walked = _walk_while_it_may_beat(
+                plan, baseline, group, configs, lags, _walk(baseline, group, configs, lags, order)
+            )
             if walked is None:
                 return plan
             fallback = _schedule(baseline, group, configs, restore_rate, lags, order, walked)
@@ -138,28 +139,44 @@ def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozen
 
 
 def _walk_while_it_may_beat(
-    plan: GroupPlan, baseline: GroupAssignment, group: GroupState, lags: LagIndex, walk: Iterator[_Step]
+    plan: GroupPlan,
+    baseline: GroupAssignment,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    lags: LagIndex,
+    walk: Iterator[_Step],
 ) -> list[_Step] | None:
     """Follow ``baseline``'s walk only while it might still beat the plan on some metric: None once it cannot,
     else every step of it.
 
-    Its moves and restore are known from the end state; its warmups so far and its rounds so far (one more while
-    the last step probes) only grow, so once the plan is within all four bounds the rest need not be scheduled.
+    Its moves and restore are known from the end state. Its warmups and rounds so far only grow, and each target
+    owner left waiting for warmup budget (honor_step) needs one more warmup at a later step, at most
+    max_warmup_replicas per step, and one more step after the last: once the plan is within all four bounds
+    the rest need not be scheduled.
     """
     restore, moves = _cost(baseline, group, lags)
     walked: list[_Step] = []
     warmups = 0
     for step in walk:
         walked.append(step)
-        warmups += sum(len(ca.warmup) for ca in step[0].clients.values())
-        rounds = len(walked) + (1 if step[0].probing_rebalance_needed else 0)
-        bounds = {"moves": moves, "warmups": warmups, "rounds": rounds, "restore_offsets": restore}
+        warmups += sum(len(ca.warmup) for ca in step.assignment.clients.values())
+        rounds = len(walked) + (1 if step.assignment.probing_rebalance_needed else 0)
+        if step.waiting:
+            rounds = len(walked) + math.ceil(step.waiting / configs.max_warmup_replicas) + 1
+        bounds = {"moves": moves, "warmups": warmups + step.waiting, "rounds": rounds, "restore_offsets": restore}
         if all(plan.metrics[k] <= bounds[k] for k in _NEVER_WORSE):
             return None
     return walked
 
 
-_Step = tuple[GroupAssignment, GroupState, LagIndex]
+class _Step(NamedTuple):
+    """One step of a schedule, the state and lags it was computed from, and the target owners it left waiting
+    for warmup budget."""
+
+    assignment: GroupAssignment
+    state: GroupState
+    lags: LagIndex
+    waiting: int
 
 
 def _walk(
@@ -170,8 +187,8 @@ def _walk(
     limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
     state, state_lags = group, lags
     for count in itertools.count(1):
-        step = honor_target(target, state, configs, order, state_lags)
-        yield step, state, state_lags
+        step, waiting = honor_step(target, state, configs, order, state_lags)
+        yield _Step(step, state, state_lags, waiting)
         if not step.probing_rebalance_needed:
             return
         if count > limit:  # pragma: no cover - every step warms up or completes at least one move
@@ -194,8 +211,8 @@ def _schedule(
     """The plan following ``walk`` to ``target`` in ``order``, and its metrics (``lags``: the group's); skew
     after is over the processes that stay."""
     walked = list(walk)
-    steps = [step for step, _, _ in walked]
-    states = [(state, state_lags) for _, state, state_lags in walked]
+    steps = [step.assignment for step in walked]
+    states = [(step.state, step.lags) for step in walked]
     capacity = {c.process_id: c.capacity for c in group.clients}
     staying = {pid: cap for pid, cap in capacity.items() if pid not in draining}
     before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}

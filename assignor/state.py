@@ -115,3 +115,33 @@ class GroupState:
             if client.process_id == process_id:
                 return client
         raise InvalidGroupState(f"GroupState: no client with process_id {process_id!r}")
+
+
+def evolved_client(
+    client: ClientState,
+    previous_active: frozenset[TaskId],
+    previous_standby: frozenset[TaskId],
+    task_offset_sums: dict[TaskId, int],
+) -> ClientState:
+    """``client`` at a later rebalance (it keeps ``task_offset_sums``) without __post_init__'s checks: only for
+    values that hold by construction (sums at or above -3, tasks of the group), as catch_up_fully derives them."""
+    evolved = object.__new__(ClientState)
+    set_ = object.__setattr__
+    set_(evolved, "process_id", client.process_id)
+    set_(evolved, "capacity", client.capacity)
+    set_(evolved, "previous_active", previous_active)
+    set_(evolved, "previous_standby", previous_standby)
+    set_(evolved, "task_offset_sums", MappingProxyType(task_offset_sums))
+    set_(evolved, "client_tags", client.client_tags)
+    return evolved
+
+
+def evolved_group(group: GroupState, clients: Sequence[ClientState]) -> GroupState:
+    """``group`` with ``clients`` (the same process ids, each from evolved_client) and nothing re-checked."""
+    evolved = object.__new__(GroupState)
+    set_ = object.__setattr__
+    set_(evolved, "clients", tuple(clients))
+    set_(evolved, "stateful_tasks", group.stateful_tasks)
+    set_(evolved, "stateless_tasks", group.stateless_tasks)
+    set_(evolved, "changelog_end_offset_sums", group.changelog_end_offset_sums)
+    return evolved

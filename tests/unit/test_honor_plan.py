@@ -9,7 +9,18 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor import AssignmentConfigs, ClientState, GroupAssignment, GroupState, TaskId, honor_plan, plan_group
+from assignor import (
+    AssignmentConfigs,
+    ClientState,
+    GroupAssignment,
+    GroupState,
+    Role,
+    TaskId,
+    honor_plan,
+    plan_group,
+)
+from assignor.high_availability import settled_assignment
+from assignor.honor import honor_step
 from assignor.invariants import balance_violations, h1_violations, k1_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.simulation import MembershipEvent, RestoreRate, Scenario, catch_up_fully, simulate
@@ -161,3 +172,28 @@ def test_a_standby_lending_its_slot_warms_up_beside_the_owner_when_budget_is_lef
     first = rounds[0].clients
     lender = next(pid for pid, ca in target.clients.items() if TaskId(2, 0) in ca.standby)
     assert TaskId(2, 0) in first[lender].warmup
+
+
+@given(cases(max_clients=8, max_tasks=60), st.booleans())
+def test_owners_left_waiting_for_warmup_budget_each_take_a_later_warmup(case: Case, towards_kip441: bool) -> None:
+    """honor_step's waiting count bounds what is left: at step j, total warmups >= warmups so far + waiting, and
+    total steps >= j + ceil(waiting / max_warmup_replicas) + 1 (the planner stops following a schedule on it)."""
+    group, configs = case.group, case.configs
+    target = settled_assignment(group, configs) if towards_kip441 else plan_group(group, configs).target
+    if validity_violations(target, group, configs):
+        return  # the planner compares only with a valid KIP-441 end state
+    seen: list[tuple[int, int]] = []  # (warmups so far, waiting) per step
+    warmups = 0
+    for _ in range(200):
+        live, waiting = honor_step(target, group, configs)
+        warmups += live.count(Role.WARMUP)
+        seen.append((warmups, waiting))
+        if not live.probing_rebalance_needed:
+            break
+        group = catch_up_fully(group, live)
+    else:
+        raise AssertionError("the schedule did not reach the target within 200 steps")
+    for step, (so_far, waiting) in enumerate(seen, start=1):
+        assert warmups >= so_far + waiting
+        if waiting:
+            assert len(seen) >= step + math.ceil(waiting / configs.max_warmup_replicas) + 1

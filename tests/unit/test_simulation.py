@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
 
-from assignor import LATEST_OFFSET, AssignmentConfigs, ClientState, GroupState, TaskId
+from assignor import (
+    LATEST_OFFSET,
+    AssignmentConfigs,
+    ClientAssignment,
+    ClientState,
+    GroupAssignment,
+    GroupState,
+    InvalidGroupState,
+    TaskId,
+    assign_high_availability,
+)
+from assignor.catch_up import catch_up_fully
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import MembershipEvent, RestoreRate, Scenario, simulate
 from schemas import read_json
+from tests.support.strategies import Case, cases
 
 SCHEMA = read_json("scenario.schema.json")
 T0, T1 = TaskId(0, 0), TaskId(0, 1)
@@ -153,3 +167,28 @@ def test_subtopology_documents_expand_to_tasks() -> None:
     assert scenario.group.stateful_tasks == {TaskId(0, 0), TaskId(0, 1)}
     assert len(scenario.group.stateless_tasks) == 3
     assert scenario.group.changelog_end_offset_sums == {TaskId(0, 0): 7, TaskId(0, 1): 7}
+
+
+@given(cases(max_clients=8, max_tasks=40))
+def test_full_catch_up_builds_the_state_the_checked_constructors_accept(case: Case) -> None:
+    """catch_up_fully skips ClientState/GroupState validation (the planner replays it every step): rebuilding
+    its result through the checked constructors gives the same state."""
+    group = case.group
+    for _ in range(3):
+        group = catch_up_fully(group, assign_high_availability(group, case.configs))
+        checked = GroupState(
+            [replace(c, task_offset_sums=dict(c.task_offset_sums)) for c in group.clients],
+            group.stateful_tasks,
+            group.stateless_tasks,
+            group.changelog_end_offset_sums,
+        )
+        assert checked == group
+
+
+def test_full_catch_up_rejects_an_assignment_with_tasks_outside_the_group() -> None:
+    group = GroupState([ClientState("a"), ClientState("b")], frozenset({T0}), changelog_end_offset_sums={T0: 5})
+    stray = GroupAssignment(
+        {"a": ClientAssignment(active=frozenset({T0})), "b": ClientAssignment(standby=frozenset({T1}))}
+    )
+    with pytest.raises(InvalidGroupState, match=r"'b'.*not in the group: 0_1"):
+        catch_up_fully(group, stray)
