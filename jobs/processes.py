@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -45,7 +46,7 @@ def spawn(
     # loads gRPC), which abort the child now and then before it reaches exec.
     setpriv = shutil.which("setpriv")
     command = [setpriv, "--pdeathsig", "TERM", "--", *args] if setpriv else list(args)
-    return subprocess.Popen(
+    process = subprocess.Popen(
         command,
         stdin=stdin,  # PIPE for children that exit at EOF on stdin: a second way to never outlive us
         stdout=stdout,
@@ -55,6 +56,23 @@ def spawn(
         start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the child's whole group
         preexec_fn=None if setpriv else die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there)
     )
+    if setpriv:
+        _await_exec(process, setpriv)
+    return process
+
+
+def _await_exec(process: subprocess.Popen[bytes], setpriv: str, timeout_s: float = 10.0) -> None:
+    """Return once setpriv has set the parent-death signal and exec'd the child (or the child ended): if we died
+    before that, the signal would be armed after our death, and never sent."""
+    cmdline = Path(f"/proc/{process.pid}/cmdline")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if cmdline.read_bytes().split(b"\0", 1)[0] != setpriv.encode():
+                return
+        except OSError:  # gone already
+            return
+        time.sleep(0.001)  # setpriv execs within a millisecond or two: a short poll, not a synchronisation
 
 
 def stop_group(process: subprocess.Popen[Any], timeout_s: float = 20.0, sig: int = signal.SIGTERM) -> int:

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from jobs.polling import wait_until
@@ -30,7 +31,10 @@ def test_children_start_cleanly_beside_a_live_grpc_client(spark: SparkSession) -
     assert failures == [], f"{len(failures)} of 3000 children died before exec: {failures[:5]}"
 
 
-def test_a_spawned_child_dies_with_its_parent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attempt", range(5))
+def test_a_spawned_child_dies_with_its_parent(tmp_path: Path, attempt: int) -> None:
+    # The parent dies the instant spawn returns: spawn must not return before the death signal is armed (CI once
+    # lost that race when setpriv had not yet set it).
     pid_file = tmp_path / "child.pid"
     parent = textwrap.dedent(f"""
         import os, signal
