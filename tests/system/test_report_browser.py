@@ -3,6 +3,7 @@ the lake's, the table sorts and filters, a group's detail opens, nothing is fetc
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, Request, ViewportSize, sync_playwright
+from playwright.sync_api import Page, Request, ViewportSize, expect, sync_playwright
 from pyspark.sql import Row, SparkSession
 
 from jobs.report import run_report
@@ -128,7 +129,8 @@ def test_a_groups_detail_opens_from_the_table(lake_report: Lakeside, page: tuple
     detail = browser.locator(f"details.group[data-group='{group}']")
     assert not detail.get_attribute("open") and detail.get_attribute("open") is None
     browser.locator("#group-table").get_by_role("link", name=group, exact=True).click()
-    assert detail.get_attribute("open") is not None
+    # The detail opens on the hashchange event, which fires after click() returns: wait for it with a deadline.
+    expect(detail).to_have_attribute("open", re.compile(".*"), timeout=10_000)
     placement = detail.get_by_role("table", name="Placement per instance")
     assert placement.is_visible()
     assert detail.get_by_role("table", name="Schedule").locator("tbody tr").count() >= 1
