@@ -114,7 +114,8 @@ def start_dags_test(
     with log.open("wb") as out:
         return subprocess.Popen(
             [*airflow_command, "dags", "test", DAG_ID, "--conf", json.dumps(dict(conf))],
-            env={**airflow.env(), **env},
+            # faulthandler: a hang's every Python thread stack can be written to the log on demand (see finish).
+            env={**airflow.env(), **env, "PYTHONFAULTHANDLER": "1"},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -158,14 +159,23 @@ def run_ids(airflow: LocalAirflow) -> set[str]:
     return {str(r["dag_run_id"]) for r in found.get("dag_runs", [])}
 
 
-def finish(process: subprocess.Popen[bytes], timeout_s: float = 300) -> int:
-    """Wait for `airflow dags test` to end; interrupt it (SIGINT) if it does not, so no test leaves it behind."""
+def finish(process: subprocess.Popen[bytes], log: Path, timeout_s: float = 300) -> int:
+    """Wait for `airflow dags test` to end. If it does not, SIGABRT makes faulthandler write every thread's Python
+    stack to ``log`` (it works even with the main thread stuck in native code, where SIGINT is never handled) and
+    the failure shows where it hung; the process is killed either way, so no test leaves it behind."""
     try:
         return process.wait(timeout_s)
     except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGINT)
-        process.wait(30)
-        raise
+        process.send_signal(signal.SIGABRT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(30)
+        raise AssertionError(
+            f"airflow dags test did not end within {timeout_s:g} s; the end of its log, with every thread's stack:\n"
+            + log.read_text(errors="replace")[-12000:]
+        ) from None
 
 
 def snapshot_of(airflow: LocalAirflow, run_id: str) -> str:

@@ -81,7 +81,7 @@ def run_and_answer(
             with pytest.raises(AirflowError, match="HTTP 403"):
                 airflow.answer(DAG_ID, run_id, "approval", answer, form, user=user)
         airflow.answer(DAG_ID, run_id, "approval", answer, form, user=answered_by)
-        assert finish(process) == 0, (tmp_path / "dags-test.log").read_text()[-3000:]
+        assert finish(process, tmp_path / "dags-test.log") == 0, (tmp_path / "dags-test.log").read_text()[-3000:]
     finally:
         if process.poll() is None:
             process.kill()
