@@ -164,14 +164,25 @@ class LocalAirflow:
     def api(
         self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201), user: str = "admin"
     ) -> Any:
-        """One REST call to /api/v2 as ``user``; AirflowError on an unexpected status."""
-        response = httpx.request(
-            method,
-            f"{self.url}/api/v2{path}",
-            json=body,
-            headers={"Authorization": f"Bearer {self.token(user)}"},
-            timeout=30,
-        )
+        """One REST call to /api/v2 as ``user``; AirflowError on an unexpected status. A read that times out or
+        loses its connection (an api-server starved by a busy machine) is tried again, up to three times; a write
+        is not, since it may have been applied."""
+        attempts = _READ_ATTEMPTS if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = httpx.request(
+                    method,
+                    f"{self.url}/api/v2{path}",
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.token(user)}"},
+                    timeout=30,
+                )
+                break
+            except httpx.TransportError as err:
+                if attempt == attempts:
+                    raise AirflowError(f"{method} {path}: {type(err).__name__} after {attempt} attempt(s)") from err
+                log.info("%s %s: %s; trying again (attempt %d of %d)", method, path, type(err).__name__,
+                         attempt + 1, attempts)  # fmt: skip
         if response.status_code not in ok:
             raise AirflowError(f"{method} {path}: HTTP {response.status_code} {response.text[:500]}")
         return response.json() if response.content else None
@@ -235,6 +246,9 @@ class LocalAirflow:
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails"
         body = {"chosen_options": options, "params_input": dict(params_input)}
         return dict(self.api("PATCH", path, body, user=user))
+
+
+_READ_ATTEMPTS = 3
 
 
 def _until(condition: Any, timeout_s: float, what: str) -> None:
