@@ -141,8 +141,9 @@ class Settings(BaseSettings):
     # NoDecode: "alice,bob" in the environment, not JSON.
     approvers: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),
-        description="Airflow user ids allowed to answer the approval (comma-separated; the auth manager's ids: FAB's "
-        "number from `airflow users list`, the simple auth manager's username); empty: any",
+        description="Airflow users allowed to answer the approval, comma-separated, each `id` or `id:name` (the auth "
+        "manager's id: FAB's number from `airflow users list`, the simple auth manager's username; the name is what "
+        "the approval page shows); empty: any",
     )
     planner_processes: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"

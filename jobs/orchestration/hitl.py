@@ -10,9 +10,10 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from airflow.providers.standard.operators.hitl import HITLOperator
+from airflow.sdk.execution_time.hitl import HITLUser
 
 APPROVE_ALL = "Approve all validated"
 REJECT_ALL = "Reject all"
@@ -33,7 +34,8 @@ class PlanApprovalOperator(HITLOperator):
         # Set per run, not at parse time: a person may shorten or lengthen the wait when triggering.
         self.response_timeout = timedelta(seconds=float(review.get("approval_timeout_s", 43_200)))
         # Airflow itself then refuses answers from anyone else (its auth manager's is_authorized_hitl_task).
-        self.assigned_users = [{"id": u, "name": u} for u in review.get("approvers") or ()] or None
+        allowed = [approver(a) for a in review.get("approvers") or ()]
+        self.assigned_users = [HITLUser(id=a.id, name=a.name) for a in allowed] or None
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
@@ -44,6 +46,19 @@ class PlanApprovalOperator(HITLOperator):
 
         reviewed = context["ti"].xcom_pull(task_ids=self.review_task_id)
         return tasks.decide(tasks.runtime(context["params"]), reviewed, dict(answer))
+
+
+class Approver(NamedTuple):
+    """One allowed approver: the auth manager's user id, and the name people see on the approval page."""
+
+    id: str
+    name: str
+
+
+def approver(entry: str) -> Approver:
+    """``id`` or ``id:name`` (FAB's ids are numbers: ``2:alice`` shows alice where the page lists approvers)."""
+    user_id, _, name = entry.partition(":")
+    return Approver(user_id.strip(), name.strip() or user_id.strip())
 
 
 class DecisionError(ValueError):
@@ -82,7 +97,7 @@ def decision(
     approvers: Sequence[str] = (),
 ) -> Decision:
     """Turn the approval step's answer into plan decisions; ``candidates`` maps group_id -> VALIDATED plan_id,
-    ``approvers`` the user ids allowed to answer (empty: anyone Airflow lets answer)."""
+    ``approvers`` who may answer, as ``id`` or ``id:name`` (empty: anyone Airflow lets answer)."""
     answer = answer or {}
     user = answer.get("responded_by_user") or {}
     chosen = list(answer.get("chosen_options") or [])
@@ -92,7 +107,7 @@ def decision(
     if not user:  # the scheduler applied the default (Reject all) when nobody answered in time
         return Decision(TIMEOUT_USER, (), everything, None, f"no decision within {duration(timeout_s)}", True)
     by = str(user.get("name") or user.get("id"))
-    if approvers and str(user.get("id")) not in approvers:
+    if approvers and str(user.get("id")) not in {approver(a).id for a in approvers}:
         # Airflow enforces the same list; this holds if its auth manager lets others through (e.g. all admins).
         refused = f"answered by {by}, who is not among the allowed approvers"
         return Decision(by, (), everything, None, refused, False)

@@ -18,8 +18,10 @@ from jobs.orchestration.hitl import (
     OPTIONS,
     REJECT_ALL,
     TIMEOUT_USER,
+    Approver,
     DecisionError,
     PlanApprovalOperator,
+    approver,
     decision,
 )
 from jobs.orchestration.tasks import kafka_from_connection, snapshot_id_for, spark_url
@@ -177,6 +179,15 @@ def test_with_the_fab_auth_manager_approvers_are_user_ids_and_the_approver_is_re
     assert (alice.by, alice.approve) == ("alice", ("s1/orders", "s1/payments"))
     impostor = decision(answered_by("3", "2"), CANDIDATES, 60, approvers=("2",))  # a username that looks like an id
     assert (impostor.by, impostor.approve) == ("2", ())
+    # `id:name` names the approver where the page lists them; only the id decides.
+    assert decision(answered_by("2", "alice"), CANDIDATES, 60, approvers=("2:alice", "5:bob")).approve
+    assert not decision(answered_by("3", "alice"), CANDIDATES, 60, approvers=("2:alice",)).approve
+
+
+def test_approvers_as_id_or_id_and_name() -> None:
+    assert approver("2:alice") == Approver("2", "alice")
+    assert approver(" 7 ") == Approver("7", "7")
+    assert approver("alice") == Approver("alice", "alice")  # the simple auth manager: the username is the id
 
 
 def test_the_approval_records_its_own_decision_so_the_answer_never_crosses_xcom() -> None:
