@@ -134,6 +134,9 @@ class MemberView:
     rejoin_epoch: int = 0  # sent in the subscription; bumped so a deliberate rejoin really rebalances
     sent_epoch: int = 0  # the rejoin_epoch of the subscription sent last
     decisions: list[LeaderDecision] = field(default_factory=list)  # decisions taken while leader (newest last)
+    # The plans topic's record for the group as this member last read or acted on it: a plan check asks for a
+    # rebalance only when the topic holds something else.
+    plan_seen: bytes | None = None
     # The consumer's I/O thread (subscription, assignment) and the member's own loop (rejoin_due) both change
     # info and the rejoin fields: one lock, or an assignment arriving mid-update is overwritten by the old one.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -160,6 +163,18 @@ class MemberView:
         """Ask for a rebalance (an upgrade, an operator): served by the next ``rejoin_due``."""
         with self.lock:
             self.rejoin_requested = True
+
+    def plan_changed(self, latest: bytes | None) -> bool | None:
+        """A plan check: whether ``latest`` (the plans topic's record for the group now) is news to this member,
+        None if it never led the group (the leader checks). Once told, the member counts it as seen: it asks for
+        one rebalance per record, even if another member leads by then (which reads the record itself)."""
+        with self.lock:
+            if not self.decisions:
+                return None
+            if latest == self.plan_seen:
+                return False
+            self.plan_seen = latest
+            return True
 
     def rejoin_due(self, now_ms: int) -> bool:
         """Whether this member must rejoin now: asked to (version change, error), or its probing time came."""
@@ -363,6 +378,8 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         try:
             ends = self.leader.changelog_end_offsets(changelogs) if changelogs else {}
             plan_record = self.leader.latest_plan(self.leader.group_id)
+            with self.member.lock:
+                self.member.plan_seen = plan_record
         except Exception as err:  # any failure to read (a broker restarting, a partition leader moving)
             log.warning(
                 "leader of %s cannot read its inputs, keeping the previous assignment: %s", self.leader.group_id, err

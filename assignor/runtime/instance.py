@@ -64,6 +64,9 @@ class InstanceConfig:
     corrupt_user_data: bool = False  # fault injection: send unreadable subscription user data
     processor: TaskProcessor = field(default_factory=CountPerKey)  # the application's logic for its active tasks
     deferral: DeferralSettings = field(default_factory=DeferralSettings)  # the leader's, when this one leads
+    # How often a member that has led the group looks for a newly published plan (0: never; a settled group then
+    # reads a new plan only at its next rebalance). A check that finds nothing new causes no rebalance.
+    plan_check_interval_s: float = 300.0
 
 
 class InstanceAssignor(PlanHonoringAssignor):
@@ -175,12 +178,13 @@ class Instance:
             offset_sums=self.tasks.offset_sums,
         )
         self._end_offsets = ChangelogEndOffsets(config.bootstrap, config.kafka_config)
+        self._plans = PlanSource(config.bootstrap, config.plans_topic, config.kafka_config)
         leader = LeaderInputs(
             group_id=config.group_id,
             configs=config.configs,
             verifier=config.verifier,
             changelog_end_offsets=self._end_offsets,
-            latest_plan=PlanSource(config.bootstrap, config.plans_topic, config.kafka_config),
+            latest_plan=self._plans,
             now_ms=lambda: int(time.time() * 1000),
             deferral=config.deferral,
         )
@@ -208,6 +212,8 @@ class Instance:
         config = self.config
         membership = _Membership(self)
         membership.start()
+        if config.plan_check_interval_s > 0:
+            threading.Thread(target=self._check_plans, name="plan-check", daemon=True).start()
         self.events.emit("start", process_id=self.process_id, version=config.protocol_version)
         seen_epoch = -1
         next_report = time.monotonic() + config.report_interval_s
@@ -240,6 +246,22 @@ class Instance:
             self.state.unlock()
         if membership.error is not None:
             raise membership.error
+
+    def _check_plans(self) -> None:
+        """Every plan-check interval, read the group's plan record; a new one (to a member that has led the group)
+        asks for a rebalance, in which the leader decides on it. Off the task loop: the read takes a while."""
+        while not self.stop.wait(self.config.plan_check_interval_s):
+            try:
+                latest = self._plans(self.config.group_id)
+            except Exception as err:  # a broker away: the next check tries again; nothing else depends on it
+                log.warning("plan check of %s: plans topic not read: %s", self.config.group_id, err)
+                continue
+            changed = self.view.plan_changed(latest)
+            if changed is None:
+                continue
+            self.events.emit("plan_check", changed=changed)
+            if changed:
+                self.view.request_rejoin()
 
     def _report(self, membership: _Membership) -> None:
         report = build_state_report(

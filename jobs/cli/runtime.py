@@ -58,6 +58,13 @@ def add_runtime_commands(commands: Any) -> None:
         action="store_true",
         help="while a member is away, leave its tasks with no caught-up copy elsewhere unprocessed for its return",
     )
+    inst.add_argument(
+        "--plan-check-interval",
+        type=float,
+        default=300.0,
+        help="seconds between looks for a newly published plan by a member that has led the group; a new one "
+        "starts a rebalance, none costs nothing (0: never; a settled group then waits for its next rebalance)",
+    )
     inst.add_argument("--report-interval", type=float, default=10.0, help="seconds between state reports")
     inst.add_argument("--session-timeout-ms", type=int, default=6_000)
     inst.add_argument("--corrupt-user-data", action="store_true", help="fault injection: unreadable user data")
@@ -151,6 +158,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
         heartbeat_interval_ms=max(100, args.session_timeout_ms // 20),
         corrupt_user_data=args.corrupt_user_data,
         deferral=DeferralSettings(args.scheduled_rebalance_max_delay_ms, args.hold_without_caught_up_copy),
+        plan_check_interval_s=args.plan_check_interval,
     )
     instance = Instance(config)
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -49,6 +49,7 @@ class FleetConfig:
     report_interval_s: float = 10.0
     session_timeout_ms: int = 6_000
     deferral: DeferralSettings = field(default_factory=DeferralSettings)
+    plan_check_interval_s: float | None = None  # None: the instance's default (5 min)
 
 
 @dataclass
@@ -145,6 +146,8 @@ class Fleet:
             args += ["--scheduled-rebalance-max-delay-ms", str(c.deferral.scheduled_rebalance_max_delay_ms)]
         if c.deferral.hold_without_caught_up_copy:
             args.append("--hold-without-caught-up-copy")
+        if c.plan_check_interval_s is not None:
+            args += ["--plan-check-interval", str(c.plan_check_interval_s)]
         if protocol_version is not None:
             args += ["--protocol-version", str(protocol_version)]
         if eager:

@@ -9,6 +9,8 @@ from typing import Any, cast
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
 from assignor import TaskId
+from assignor.assignment import GroupAssignment
+from assignor.protocol.decision import LeaderDecision
 from assignor.runtime.group_assignor import LeaderInputs, MemberView, PlanHonoringAssignor, Subtopology, Topology
 from assignor.runtime.protocol import AssignmentInfo
 
@@ -47,3 +49,14 @@ def test_unreadable_user_data_still_records_what_was_given() -> None:
         ConsumerProtocolAssignment(version=0, assigned_partitions=[("in", [2])], user_data=b"\xff"), 3
     )
     assert _claimed(assignor) == [("in", 2)] and member.rejoin_requested
+
+
+def test_a_plan_check_asks_once_per_new_record_and_only_of_a_member_that_has_led() -> None:
+    view = MemberView(process_id="p1")
+    assert view.plan_changed(b"plan-1") is None  # never led: the leader checks, not this member
+    view.decisions.append(LeaderDecision(GroupAssignment({}), None, None))
+    view.plan_seen = None  # the leader read the plans topic in its rebalance: nothing for the group
+    assert view.plan_changed(None) is False  # still nothing: no rebalance
+    assert view.plan_changed(b"plan-1") is True  # published since: one rebalance
+    assert view.plan_changed(b"plan-1") is False  # told once, even if another member leads the next rebalance
+    assert view.plan_changed(None) is True  # withdrawn (a tombstone folds to None): the leader must hear of it
