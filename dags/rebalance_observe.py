@@ -9,7 +9,7 @@ from airflow.sdk import dag, task
 
 from jobs.settings import Settings
 
-SETTINGS = Settings()  # parse time: only the schedule (empty: triggered runs only)
+SETTINGS = Settings()  # parse time: the schedule (empty: triggered runs only) and the stage timeout
 
 
 @dag(
@@ -17,7 +17,12 @@ SETTINGS = Settings()  # parse time: only the schedule (empty: triggered runs on
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 2, "retry_delay": timedelta(seconds=20), "retry_exponential_backoff": 2.0},
+    default_args={
+        "retries": 2,
+        "retry_delay": timedelta(seconds=20),
+        "retry_exponential_backoff": 2.0,
+        "execution_timeout": timedelta(seconds=SETTINGS.stage_timeout_s),
+    },
     tags=["rebalance"],
     doc_md=__doc__,
 )

@@ -15,12 +15,14 @@ from jobs.orchestration.hitl import OPTIONS, REJECT_ALL, PlanApprovalOperator
 from jobs.orchestration.params import PLANNING_PARAMS
 from jobs.settings import Settings
 
-SETTINGS = Settings()  # parse time: only the schedule (empty: triggered runs only); tasks build their own
+SETTINGS = Settings()  # parse time: the schedule (empty: none) and the stage timeout; tasks build their own
 RETRIES: dict[str, Any] = {
     "retries": 3,
     "retry_delay": timedelta(seconds=20),
     "retry_exponential_backoff": 2.0,
     "max_retry_delay": timedelta(minutes=10),
+    # A stage that hangs fails and is retried (stages are atomic and idempotent) instead of holding the run.
+    "execution_timeout": timedelta(seconds=SETTINGS.stage_timeout_s),
 }
 
 
@@ -94,6 +96,7 @@ def rebalance_planning() -> None:
             "reason": Param(None, type=["null", "string"], description="note recorded on the plans (optional)"),
         },
         retries=0,  # a retry would ask again; a failure to record the answer is cleared by hand and asked again
+        execution_timeout=None,  # it waits for a person: approval_timeout_s bounds that, not the stage timeout
     )
     reviewed >> approval  # the approval records its own decision (see PlanApprovalOperator)
     publish(approval.output)  # type: ignore[arg-type]

@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     planning_schedule: str = Field(default="0 2 * * *", description="cron of rebalance_planning; empty: none")
     observe_schedule: str = Field(default="*/15 * * * *", description="cron of rebalance_observe; empty: none")
     approval_timeout_s: float = Field(default=43_200, gt=0, description="unanswered approvals reject after this")
+    stage_timeout_s: float = Field(
+        default=4 * 3600,
+        gt=0,
+        description="a DAG stage running longer fails and is retried (a hung engine query or broker call must not "
+        "hold the run, and the lake's writer lock, forever); the approval's wait has its own timeout",
+    )
     # NoDecode: "alice,bob" in the environment, not JSON.
     approvers: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),

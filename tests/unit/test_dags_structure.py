@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from jobs.orchestration.hitl import (
     decision,
 )
 from jobs.orchestration.tasks import kafka_from_connection, snapshot_id_for, spark_url
+from jobs.settings import Settings
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 STAGES = ["extract", "lags", "plan", "validate", "review", "approval", "publish"]
@@ -66,7 +67,18 @@ def test_stage_tasks_retry_with_backoff_and_the_approval_never_retries() -> None
     for task_id in ("extract", "lags", "plan", "validate", "review", "publish"):
         task = dag.get_task(task_id)
         assert (task.retries or 0) >= 2 and task.retry_exponential_backoff > 1, task_id
-    assert dag.get_task("approval").retries == 0
+        # A hung stage fails and is retried instead of holding the run (and the lake's writer lock) forever.
+        assert task.execution_timeout == timedelta(seconds=Settings().stage_timeout_s), task_id
+    approval = dag.get_task("approval")
+    assert approval.retries == 0
+    assert approval.execution_timeout is None  # it waits for a person; approval_timeout_s bounds that
+    observe = load_dags().dags["rebalance_observe"].get_task("observe")
+    assert observe.execution_timeout == timedelta(seconds=Settings().stage_timeout_s)
+
+
+def test_the_stage_timeout_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RBP_STAGE_TIMEOUT_S", "600")
+    assert load_dags().dags["rebalance_planning"].get_task("plan").execution_timeout == timedelta(minutes=10)
 
 
 def test_params_are_the_group_filter_the_drains_and_the_four_kip441_settings() -> None:
