@@ -277,12 +277,14 @@ class StreamsFleet:
 
     def start_settled(self, names: Sequence[str], records: int, timeout_s: float = 240.0) -> None:
         """Fill the input with ``records`` records of distinct keys (one changelog record each), start ``names``,
-        and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving."""
+        and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving.
+        Each wait has ``timeout_s``: a warmup placed while the first instance counted alone moves only at Kafka's
+        probing rebalance (60 s at the least), seen taking 70 s to settle at load 8."""
         self.produce(records, keys=records)
         for name in names:
             self.start(name)
         wait_until(lambda: self.changelog_records() >= records, timeout_s, "the input to be counted", poll_s=1)
-        wait_until(lambda: settled(self), 120, f"{', '.join(names)} to settle", poll_s=1)
+        wait_until(lambda: settled(self), timeout_s, f"{', '.join(names)} to settle", poll_s=1)
 
     def changelog_records(self) -> int:
         """Records in the counts changelog (0 until Kafka Streams has created it)."""
