@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import ConsumerGroupState, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[2]
 JAR_DIR = REPO / "assignor" / "java" / "reference-app" / "target"
 STORE = "counts"  # ReferenceApp.STORE: subtopology 1 counts into it
+REPARTITION = "rekeyed"  # ReferenceApp's repartition topic (<application.id>-rekeyed-repartition) feeds subtopology 1
 # Kafka Streams keeps its process id here (StateDirectory.PROCESS_FILE_NAME), under <state.dir>/<application.id>.
 PROCESS_FILE = "kafka-streams-process-metadata"
 # The coordinator's line for every generation a member joins (classic protocol; logged as ConsumerCoordinator).
@@ -87,6 +89,10 @@ class StreamsFleetConfig:
     @property
     def changelog_topic(self) -> str:
         return f"{self.application_id}-{STORE}-changelog"
+
+    @property
+    def repartition_topic(self) -> str:
+        return f"{self.application_id}-{REPARTITION}-repartition"
 
     @property
     def stateful_tasks(self) -> set[str]:
@@ -171,6 +177,7 @@ class StreamsFleet:
         self.jar = config.root / "reference-app.jar"
         shutil.copyfile(jar or reference_app_jar(), self.jar)
         self.instances: dict[str, StreamsInstance] = {}
+        self._admin: AdminClient | None = None
 
     def state_dir(self, name: str) -> Path:
         return self.config.root / name
@@ -250,6 +257,7 @@ class StreamsFleet:
         deadline = time.monotonic() + 45
         for instance in running:
             stop_group(instance.popen, max(0.1, deadline - time.monotonic()))
+        self._admin = None  # confluent_kafka's AdminClient has no close: dropping it ends its threads
 
     def produce(self, records: int, keys: int, timeout_s: float = 900.0) -> dict[str, Any]:
         """Fill the input topic through the app's produce mode (record i has key and value ``k<i % keys>``)."""
@@ -269,12 +277,14 @@ class StreamsFleet:
 
     def start_settled(self, names: Sequence[str], records: int, timeout_s: float = 240.0) -> None:
         """Fill the input with ``records`` records of distinct keys (one changelog record each), start ``names``,
-        and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving."""
+        and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving.
+        Each wait has ``timeout_s``: a warmup placed while the first instance counted alone moves only at Kafka's
+        probing rebalance (60 s at the least), seen taking 70 s to settle at load 8."""
         self.produce(records, keys=records)
         for name in names:
             self.start(name)
         wait_until(lambda: self.changelog_records() >= records, timeout_s, "the input to be counted", poll_s=1)
-        wait_until(lambda: settled(self), 120, f"{', '.join(names)} to settle", poll_s=1)
+        wait_until(lambda: settled(self), timeout_s, f"{', '.join(names)} to settle", poll_s=1)
 
     def changelog_records(self) -> int:
         """Records in the counts changelog (0 until Kafka Streams has created it)."""
@@ -285,6 +295,30 @@ class StreamsFleet:
             return 0
         finally:
             ends.close()
+
+    def coordinator_assignment(self) -> dict[str, set[str]] | None:
+        """What the group coordinator assigned each member in the current generation, as tasks per process id,
+        when the group is stable; None while it rebalances (or cannot be described). A JVM that started but has
+        not joined yet, or one that stopped and whose member has not expired yet, shows here and not in events."""
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.config.bootstrap})
+        group = self.config.application_id
+        try:
+            description = self._admin.describe_consumer_groups([group], request_timeout=10)[group].result()
+        except KafkaException:
+            return None
+        if description.state != ConsumerGroupState.STABLE:
+            return None
+        subtopology = {self.config.input_topic: 0, self.config.repartition_topic: 1}
+        prefix = f"{group}-"
+        out: dict[str, set[str]] = {}
+        for member in description.members:
+            # Kafka Streams names its consumers <application.id>-<process id>-StreamThread-<n>-consumer.
+            process_id = member.client_id.removeprefix(prefix).split("-StreamThread-")[0]
+            tasks = out.setdefault(process_id, set())
+            for tp in member.assignment.topic_partitions:
+                tasks.add(f"{subtopology[tp.topic]}_{tp.partition}")
+        return out
 
     def reports(self) -> dict[str, dict[str, Any]]:
         """The newest state report per process id the plugin published for this application."""
@@ -432,15 +466,23 @@ def processed_once(fleet: StreamsFleet) -> bool:
 
 
 def settled(fleet: StreamsFleet) -> bool:
-    """Every task processed by exactly one live instance, each processing exactly its active tasks, and no
-    standby anywhere (with num.standby.replicas 0 a standby is a warmup: something is still moving)."""
+    """Every task processed by exactly one live instance, each processing exactly its active tasks, no standby
+    anywhere (with num.standby.replicas 0 a standby is a warmup: something is still moving), and the group
+    stable with exactly the live instances as members, each assigned by the coordinator what it processes.
+
+    The events alone are not enough: the first instances to join process everything while a later one has started
+    but not joined (it logs an empty assignment at start), and a stopped instance stays a member until its session
+    expires. Bouncing an instance of such a group is no rolling bounce of a settled one (its departure and the
+    newcomer's join meet in one rebalance)."""
     held: list[str] = []
     for instance in fleet.live():
         now = assignment(instance)
         if now is None or now[1] or processing(instance) != now[0]:
             return False
         held.extend(now[0])
-    return sorted(held) == sorted(fleet.config.tasks)
+    if sorted(held) != sorted(fleet.config.tasks):
+        return False
+    return fleet.coordinator_assignment() == {i.process_id: processing(i) for i in fleet.live()}
 
 
 def at_target(fleet: StreamsFleet, target: GroupAssignment) -> bool:
