@@ -13,7 +13,7 @@ from typing import NamedTuple
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
-from assignor.end_state import plan_target, previous_owners, without_clients
+from assignor.end_state import plan_target, previous_owners, targets_within_moves, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import honor_step, move_order
@@ -106,12 +106,41 @@ def plan_group(
             if walked is None:
                 return plan
             fallback = _schedule(baseline, group, configs, restore_rate, lags, order, walked)
-            if any(plan.metrics[k] > fallback.metrics[k] for k in _NEVER_WORSE):
-                return fallback
+            if not _never_worse(plan, fallback):
+                return _within_moves(group, configs, restore_rate, lags, fallback) or fallback
     return plan
 
 
 _NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
+
+
+def _never_worse(plan: GroupPlan, than: GroupPlan) -> bool:
+    return all(plan.metrics[k] <= than.metrics[k] for k in _NEVER_WORSE)
+
+
+def _within_moves(
+    group: GroupState, configs: AssignmentConfigs, restore_rate: float, lags: LagIndex, fallback: GroupPlan
+) -> GroupPlan | None:
+    """The least-restore plan never worse than ``fallback`` in any metric whose target moves no more than it
+    does, if one is found; else None.
+
+    The restore-first target can move more tasks than KIP-441's end state (shuffling caught-up actives costs no
+    restore) and so lose to it on moves alone, while its restore and rounds are far lower. Balanced targets
+    within the fallback's move count (targets_within_moves) are scheduled in turn, and the first that is never
+    worse than the fallback in moves, warmups, rounds and restore is kept.
+    """
+    for target in targets_within_moves(group, configs, lags, int(fallback.metrics["moves"])):
+        if target == fallback.target or validity_violations(target, group, configs):
+            continue
+        if balance_violations(target, group, replicas=False):
+            continue
+        order = move_order(target, group, configs, lags)
+        candidate = _schedule(
+            target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order)
+        )
+        if _never_worse(candidate, fallback):
+            return candidate
+    return None
 
 
 def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozenset[str]) -> GroupAssignment:
