@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import multiprocessing
@@ -219,12 +220,31 @@ def plan_record(
 _pools: dict[int, ProcessPoolExecutor] = {}
 
 
+def _warm_up_planner() -> None:
+    """Plan one tiny group whose unequal capacities reach the MILP too, so every lazily imported module (scipy's
+    HiGHS among them) is loaded before the worker freezes the heap."""
+    tasks = frozenset({TaskId(0, 0), TaskId(0, 1), TaskId(0, 2)})
+    clients = [ClientState("a", capacity=2, previous_active=tasks), ClientState("b")]
+    plan_group(GroupState(clients, tasks, frozenset(), dict.fromkeys(tasks, 100_000)), AssignmentConfigs())
+
+
+def start_worker() -> None:
+    """A worker process's initializer: die with the parent; load and warm up the planner; then gc.freeze() so the
+    collector never rescans what the imports left (pandas, pyspark, scipy: hundreds of thousands of objects)
+    while the worker plans. Planning allocates many short-lived containers, and each full collection would
+    otherwise walk the whole imported heap."""
+    die_with_parent()
+    _warm_up_planner()
+    gc.collect()
+    gc.freeze()
+
+
 def worker_pool(processes: int) -> ProcessPoolExecutor:
     """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL."""
     if processes not in _pools:
         # spawn, not fork: the engine's threads are running in this process.
         _pools[processes] = ProcessPoolExecutor(
-            processes, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker
         )
     return _pools[processes]
 
