@@ -437,7 +437,7 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(stderr=True)
     if args.speed:
-        Console(width=140).print(
+        Console(width=170).print(
             speed_table(run_speed(console, args.sizes, not args.no_gc_freeze))
         )  # no wrapping when stdout is a file
         return
@@ -488,7 +488,7 @@ def main() -> None:
             f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",
         )
     Console().print(table)
-    Console(width=140).print(speed_table(speed))
+    Console(width=170).print(speed_table(speed))
     write_html(rows, speed, args.html)
     Console().print(f"HTML report: {args.html}")
 
