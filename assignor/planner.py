@@ -79,7 +79,8 @@ def plan_group(
 
     The target is plan_target's (least restore, then fewest moves) unless following it would take more
     moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
-    tasks): then that end state is the target, so a plan is never worse than the baseline. With ``draining``
+    tasks): then the least-restore target within that end state's move count that is never worse in all four
+    (_within_moves), else that end state itself, so a plan is never worse than the baseline. With ``draining``
     process ids, see drain_target: those processes end with nothing, reached by the same safe steps.
     """
     if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the metrics)
