@@ -13,7 +13,7 @@ from assignor.lags import LagIndex
 from assignor.placement import Placement
 from assignor.standby import place_standbys
 from assignor.state import ClientState, GroupState
-from assignor.target import ActiveCosts, solve_active_target, solve_standby_target
+from assignor.target import ActiveCosts, solve_active_target, solve_active_targets_within, solve_standby_target
 from assignor.task import TaskId
 
 
@@ -50,8 +50,23 @@ def active_costs(group: GroupState, lags: LagIndex) -> ActiveCosts:
 def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
     """The balanced end state (no warmups) that restores and moves as little as possible."""
     costs = active_costs(group, lags if lags is not None else LagIndex.of(group, configs))
+    return _with_standbys(solve_active_target(costs), group, configs, costs)
+
+
+def targets_within_moves(
+    group: GroupState, configs: AssignmentConfigs, lags: LagIndex, max_moves: int
+) -> list[GroupAssignment]:
+    """Balanced end states moving at most ``max_moves`` actives, least restore first (see
+    solve_active_targets_within): none when no balanced target moves that few."""
+    costs = active_costs(group, lags)
+    return [_with_standbys(owners, group, configs, costs) for owners in solve_active_targets_within(costs, max_moves)]
+
+
+def _with_standbys(
+    owners: Mapping[TaskId, str], group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts
+) -> GroupAssignment:
+    """The end state with these actives and the standbys that restore least beside them."""
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
-    owners = solve_active_target(costs)
     held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
     candidates = [_new_standbys(group, configs, costs, owners, replicas)]
     exact = solve_standby_target(costs, owners, replicas, held_before)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
-from assignor.end_state import plan_target, previous_owners, without_clients
+from assignor.end_state import plan_target, previous_owners, targets_within_moves, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import honor_step, move_order
@@ -79,7 +79,8 @@ def plan_group(
 
     The target is plan_target's (least restore, then fewest moves) unless following it would take more
     moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
-    tasks): then that end state is the target, so a plan is never worse than the baseline. With ``draining``
+    tasks): then the least-restore target within that end state's move count that is never worse in all four
+    (_within_moves), else that end state itself, so a plan is never worse than the baseline. With ``draining``
     process ids, see drain_target: those processes end with nothing, reached by the same safe steps.
     """
     if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the metrics)
@@ -99,19 +100,84 @@ def plan_group(
     if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
-            order = move_order(baseline, group, configs, lags)
-            walked = _walk_while_it_may_beat(
-                plan, baseline, group, configs, lags, _walk(baseline, group, configs, lags, order)
-            )
-            if walked is None:
+            kip441 = _BaselineWalk(baseline, group, configs, lags)
+            if kip441.beaten_by(plan):
                 return plan
-            fallback = _schedule(baseline, group, configs, restore_rate, lags, order, walked)
-            if any(plan.metrics[k] > fallback.metrics[k] for k in _NEVER_WORSE):
-                return fallback
+            return _within_moves(group, configs, restore_rate, lags, kip441) or kip441.plan(restore_rate)
     return plan
 
 
 _NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
+
+
+def _within_moves(
+    group: GroupState, configs: AssignmentConfigs, restore_rate: float, lags: LagIndex, kip441: _BaselineWalk
+) -> GroupPlan | None:
+    """The least-restore plan never worse than following KIP-441's end state in any metric, among targets that
+    move no more than that end state does, if one is found; else None.
+
+    The restore-first target can move more tasks than KIP-441's end state (shuffling caught-up actives costs no
+    restore) and so lose to it on moves alone, while its restore and rounds are far lower. Balanced targets
+    within the end state's move count (targets_within_moves) are scheduled in turn, and the first that is never
+    worse in moves, warmups, rounds and restore is kept.
+    """
+    for target in targets_within_moves(group, configs, lags, kip441.moves):
+        if target == kip441.target or validity_violations(target, group, configs):
+            continue
+        if balance_violations(target, group, replicas=False):
+            continue
+        order = move_order(target, group, configs, lags)
+        candidate = _schedule(
+            target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order)
+        )
+        if kip441.beaten_by(candidate):
+            return candidate
+    return None
+
+
+class _BaselineWalk:
+    """The safe steps to KIP-441's end state, followed only as far as comparisons with it need.
+
+    Its moves and restore are known from the end state. Its warmups and rounds so far only grow, and each target
+    owner left waiting for warmup budget (honor_step) needs one more warmup at a later step, at most
+    max_warmup_replicas per step, and one more step after the last: once a plan is within all four bounds the
+    rest need not be scheduled. At the last step the bounds are the schedule's exact metrics.
+    """
+
+    def __init__(self, target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex):
+        self.target, self.group, self.configs, self.lags = target, group, configs, lags
+        self.restore, self.moves = _cost(target, group, lags)
+        self.order = move_order(target, group, configs, lags)
+        self._walk = _walk(target, group, configs, lags, self.order)
+        self.walked: list[_Step] = []
+        self._bounds: list[tuple[int, int]] = []  # (warmups, rounds) lower bounds after each walked step
+
+    def _steps(self) -> Iterator[tuple[int, int]]:
+        """(warmups, rounds) lower bounds step by step, walking further only when asked."""
+        yield from self._bounds
+        warmups = sum(len(ca.warmup) for step in self.walked for ca in step.assignment.clients.values())
+        for step in self._walk:
+            self.walked.append(step)
+            warmups += sum(len(ca.warmup) for ca in step.assignment.clients.values())
+            rounds = len(self.walked) + (1 if step.assignment.probing_rebalance_needed else 0)
+            if step.waiting:
+                rounds = len(self.walked) + math.ceil(step.waiting / self.configs.max_warmup_replicas) + 1
+            self._bounds.append((warmups + step.waiting, rounds))
+            yield self._bounds[-1]
+
+    def beaten_by(self, plan: GroupPlan) -> bool:
+        """Whether ``plan`` is never worse than following KIP-441's end state in moves, warmups, rounds and
+        restore (walking that schedule only until this is certain)."""
+        metrics = plan.metrics
+        if metrics["moves"] > self.moves or metrics["restore_offsets"] > self.restore:
+            return False
+        return any(metrics["warmups"] <= warmups and metrics["rounds"] <= rounds for warmups, rounds in self._steps())
+
+    def plan(self, restore_rate: float) -> GroupPlan:
+        """The whole schedule to KIP-441's end state, as a plan."""
+        for _ in self._steps():
+            pass
+        return _schedule(self.target, self.group, self.configs, restore_rate, self.lags, self.order, self.walked)
 
 
 def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozenset[str]) -> GroupAssignment:
@@ -136,37 +202,6 @@ def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozen
         )
     rest = plan_target(without_clients(group, draining), configs)
     return GroupAssignment({pid: rest.clients[pid] if pid in rest.clients else ClientAssignment() for pid in pids})
-
-
-def _walk_while_it_may_beat(
-    plan: GroupPlan,
-    baseline: GroupAssignment,
-    group: GroupState,
-    configs: AssignmentConfigs,
-    lags: LagIndex,
-    walk: Iterator[_Step],
-) -> list[_Step] | None:
-    """Follow ``baseline``'s walk only while it might still beat the plan on some metric: None once it cannot,
-    else every step of it.
-
-    Its moves and restore are known from the end state. Its warmups and rounds so far only grow, and each target
-    owner left waiting for warmup budget (honor_step) needs one more warmup at a later step, at most
-    max_warmup_replicas per step, and one more step after the last: once the plan is within all four bounds
-    the rest need not be scheduled.
-    """
-    restore, moves = _cost(baseline, group, lags)
-    walked: list[_Step] = []
-    warmups = 0
-    for step in walk:
-        walked.append(step)
-        warmups += sum(len(ca.warmup) for ca in step.assignment.clients.values())
-        rounds = len(walked) + (1 if step.assignment.probing_rebalance_needed else 0)
-        if step.waiting:
-            rounds = len(walked) + math.ceil(step.waiting / configs.max_warmup_replicas) + 1
-        bounds = {"moves": moves, "warmups": warmups + step.waiting, "rounds": rounds, "restore_offsets": restore}
-        if all(plan.metrics[k] <= bounds[k] for k in _NEVER_WORSE):
-            return None
-    return walked
 
 
 class _Step(NamedTuple):

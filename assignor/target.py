@@ -197,18 +197,53 @@ def solve_active_target(costs: ActiveCosts) -> dict[TaskId, str]:
     return owners
 
 
-def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, int]] | None:
+def solve_active_targets_within(costs: ActiveCosts, max_moves: int) -> list[dict[TaskId, str]]:
+    """Balanced targets moving at most ``max_moves`` tasks, least restore first: [] when none is found.
+
+    The fewest moves, then least restore (a min-cost flow); when that leaves room under the bound, also the least
+    restore among targets within it (the MILP with the bound as one more row). Used when the restore-first target
+    moves more than a baseline does: trading restore for moves may then still beat the baseline everywhere.
+    """
+    if not costs.tasks:
+        return [{}]
+    found: list[tuple[tuple[int, int], dict[TaskId, str]]] = []
+    fewest = _solve_by_flow(costs, moves_first=True)
+    if fewest is not None and fewest[1][1] <= max_moves:
+        found.append((fewest[1], fewest[0]))
+    if fewest is None or fewest[1][1] < max_moves or max(costs.capacity.values()) > 1:
+        for exact in (False, True) if max(costs.capacity.values()) > 1 else (False,):
+            try:
+                solved = _solve(costs, exact=exact, max_moves=max_moves)
+            except RuntimeError:  # pragma: no cover - HiGHS can misreport a locked model; the flow's answer stands
+                continue
+            if solved is not None and solved[1][1] <= max_moves:
+                found.append((solved[1], solved[0]))
+    found.sort(key=lambda f: f[0])
+    unique: list[dict[TaskId, str]] = []
+    for _, owners in found:
+        if owners not in unique:
+            unique.append(owners)
+    return unique
+
+
+def _solve_by_flow(
+    costs: ActiveCosts, *, moves_first: bool = False
+) -> tuple[dict[TaskId, str], tuple[int, int]] | None:
     """The proportional-bounds model of _solve as a min-cost flow, solved exactly without HiGHS.
 
-    One cost, restore * (tasks + 1) + move, orders restore before moves as _solve's two stages do. Every task
-    starts on its cheapest edge; the flow then moves only the tasks the bounds do not let stay there.
-    None if the network finds no feasible flow (then HiGHS decides).
+    One cost, restore * (tasks + 1) + move, orders restore before moves as _solve's two stages do (with
+    ``moves_first``, move * (every task's dearest restore, summed, + 1) + restore: fewest moves, then least
+    restore). Every task starts on its cheapest edge; the flow then moves only the tasks the bounds do not let
+    stay there. None if the network finds no feasible flow (then HiGHS decides).
     """
     pids = list(costs.process_ids)
     capacity = costs.capacity
     all_capacity = sum(capacity[p] for p in pids)
     n_tasks = len(costs.tasks)
-    scale = n_tasks + 1
+    scale, move_weight = n_tasks + 1, 1
+    if moves_first:  # Python ints: the flow's costs and distances stay exact however large this gets
+        scale = 1
+        move_weight = 1 + sum(max(costs.restore(t, p) for p in (None, *pids)) for t in costs.tasks)
     net = FlowNetwork()
     parts = _Parts.of(costs)
     stateful_count = sum(1 for t in costs.tasks if t in costs.stateful)
@@ -223,8 +258,8 @@ def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, in
         pool_restore = costs.restore(task, None)
         if any(costs.restore(task, pid) > pool_restore for pid in candidates):
             candidates = pids
-        edges = [(costs.restore(task, pid) * scale + costs.move(task, pid), pid) for pid in candidates]
-        pool_cost = pool_restore * scale + costs.move(task, None)
+        edges = [(costs.restore(task, pid) * scale + costs.move(task, pid) * move_weight, pid) for pid in candidates]
+        pool_cost = pool_restore * scale + costs.move(task, None) * move_weight
         best_direct = min((c for c, _ in edges), default=None)
         use_pool = candidates is not pids and (best_direct is None or pool_cost < best_direct)
         cheapest = pool_cost if use_pool or best_direct is None else best_direct
@@ -283,7 +318,19 @@ def _solve_by_flow(costs: ActiveCosts) -> tuple[dict[TaskId, str], tuple[int, in
     return owner, (restore, sum(costs.move(t, p) for t, p in owner.items()))
 
 
-def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple[int, int]]:
+@overload
+def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple[int, int]]: ...
+
+
+@overload
+def _solve(costs: ActiveCosts, *, exact: bool, max_moves: int) -> tuple[dict[TaskId, str], tuple[int, int]] | None: ...
+
+
+def _solve(
+    costs: ActiveCosts, *, exact: bool, max_moves: int | None = None
+) -> tuple[dict[TaskId, str], tuple[int, int]] | None:
+    """The MILP: least restore, then fewest moves; with ``max_moves``, only targets moving at most that many
+    tasks (None when there is none)."""
     import numpy as np  # noqa: PLC0415 - only the MILP needs it (see _Model.solve)
 
     model = _Model()
@@ -368,14 +415,21 @@ def _solve(costs: ActiveCosts, *, exact: bool) -> tuple[dict[TaskId, str], tuple
             client_terms.append((out, 1))
         bounded(client_terms, _share(n_tasks, cap, all_capacity), (total_level, cap, cap))
 
+    if max_moves is not None:
+        model.row([(c, w) for c, w in move_cost.items() if w], -inf, max_moves + 0.5)
     n = len(model.lower)
     solution = np.zeros(n)
-    node_limit = EXACT_MODEL_NODE_LIMIT if exact else None
+    node_limit = EXACT_MODEL_NODE_LIMIT if exact or max_moves is not None else None
     for stage, weights in enumerate((restore_cost, move_cost)):
         objective = np.zeros(n)
         for col, weight in weights.items():
             objective[col] = weight
-        if stage == 0:
+        if stage == 0 and max_moves is not None:
+            first = model.solve(objective, node_limit, allow_infeasible=True)
+            if first is None:
+                return None
+            solution = first
+        elif stage == 0:
             solution = model.solve(objective, node_limit)
         else:
             # Presolve has been seen to call the restore-locked model infeasible; then keep stage 0's answer.

@@ -9,6 +9,7 @@ other work on the machine skews the timings (``--speed`` runs only those).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -342,15 +343,24 @@ def speed_group(case: SpeedCase) -> tuple[GroupState, AssignmentConfigs]:
     return group, configs
 
 
-def measure_speed(case: SpeedCase) -> dict[str, Any]:
-    """Median wall time of plan_group over ``case.runs`` runs (after one warm-up run), with the load average."""
+def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
+    """Median wall time of plan_group over ``case.runs`` runs (after one warm-up run), with the load average and
+    the CPU time (less skewed by other work on the machine). With ``freeze``, the heap is gc.freeze()d after the
+    warm-up, as the pipeline's plan workers do (jobs.pipeline.plan.start_worker)."""
     group, configs = speed_group(case)
     plan = plan_group(group, configs)
-    times = []
-    for _ in range(case.runs):
-        start = time.perf_counter()
-        plan_group(group, configs)
-        times.append(time.perf_counter() - start)
+    if freeze:
+        gc.collect()
+        gc.freeze()
+    times, cpu = [], []
+    try:
+        for _ in range(case.runs):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            plan_group(group, configs)
+            times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+    finally:
+        gc.unfreeze()
     load = os.getloadavg()
     return {
         "bench": "plan_group",
@@ -361,6 +371,8 @@ def measure_speed(case: SpeedCase) -> dict[str, Any]:
         "median_s": round(statistics.median(times), 5),
         "min_s": round(min(times), 5),
         "max_s": round(max(times), 5),
+        "cpu_median_s": round(statistics.median(cpu), 5),
+        "gc_frozen": freeze,
         "load_avg_1m": round(load[0], 2),
         "load_avg_5m": round(load[1], 2),
         "load_avg_15m": round(load[2], 2),
@@ -371,7 +383,19 @@ def measure_speed(case: SpeedCase) -> dict[str, Any]:
 
 def speed_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="plan_group wall time (median; load average recorded at the end of each row)")
-    for column in ("case", "runs", "median ms", "min ms", "max ms", "load 1/5/15 min", "moves", "warmups", "rounds"):
+    columns = (
+        "case",
+        "runs",
+        "median ms",
+        "min ms",
+        "max ms",
+        "cpu ms",
+        "load 1/5/15 min",
+        "moves",
+        "warmups",
+        "rounds",
+    )
+    for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right")
     for r in rows:
         table.add_row(
@@ -380,6 +404,7 @@ def speed_table(rows: list[dict[str, Any]]) -> Table:
             f"{r['median_s'] * 1000:.1f}",
             f"{r['min_s'] * 1000:.1f}",
             f"{r['max_s'] * 1000:.1f}",
+            f"{r['cpu_median_s'] * 1000:.1f}",
             f"{r['load_avg_1m']}/{r['load_avg_5m']}/{r['load_avg_15m']} ({r['cpus']} cpus)",
             str(r["moves"]),
             str(r["warmups"]),
@@ -388,11 +413,11 @@ def speed_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def run_speed(console: Console, sizes: int) -> list[dict[str, Any]]:
+def run_speed(console: Console, sizes: int, freeze: bool = True) -> list[dict[str, Any]]:
     rows = []
     for case in SPEED_CASES[:sizes]:
         console.print(f"timing plan_group: {case.name} ({case.runs} runs)")
-        row = measure_speed(case)
+        row = measure_speed(case, freeze)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -406,10 +431,15 @@ def main() -> None:
     parser.add_argument(
         "--sizes", type=int, default=len(SPEED_CASES), help="time the first N speed cases (the last is 10k x 1k)"
     )
+    parser.add_argument(
+        "--no-gc-freeze", action="store_true", help="time without gc.freeze() (the plan workers freeze their heap)"
+    )
     args = parser.parse_args()
     console = Console(stderr=True)
     if args.speed:
-        Console(width=140).print(speed_table(run_speed(console, args.sizes)))  # no wrapping when stdout is a file
+        Console(width=170).print(
+            speed_table(run_speed(console, args.sizes, not args.no_gc_freeze))
+        )  # no wrapping when stdout is a file
         return
     rows = []
     for family in FAMILIES:
@@ -420,7 +450,7 @@ def main() -> None:
         row = _summary(outcomes)
         rows.append(row)
         print(json.dumps({"bench": "planner_family", **row}))
-    speed = run_speed(console, args.sizes)
+    speed = run_speed(console, args.sizes, not args.no_gc_freeze)
     table = Table(
         title=f"planner vs KIP-441 (b) and the broker-side assignment ({args.groups} groups per family): median / worst"
     )
@@ -458,7 +488,7 @@ def main() -> None:
             f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",
         )
     Console().print(table)
-    Console(width=140).print(speed_table(speed))
+    Console(width=170).print(speed_table(speed))
     write_html(rows, speed, args.html)
     Console().print(f"HTML report: {args.html}")
 

@@ -17,6 +17,7 @@ from assignor.baselines import BASELINE_ASSIGNORS, baseline_cost
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.plan import group_state, plan_id_of, planning_input, worker_pool
+from jobs.pipeline.restore_rates import RestoreRates, restore_rates
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.settings import Settings
 
@@ -68,13 +69,15 @@ def baseline_records(
 
 
 def baselines_udf(
-    configs: AssignmentConfigs, restore_rate: float | None, processes: int
+    configs: AssignmentConfigs, rates: RestoreRates, processes: int
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The applyInPandas function: one group's planning rows in, its plan_baselines rows out."""
+    """The applyInPandas function: one group's planning rows in, its plan_baselines rows out, estimated at the
+    restore rate its plan was (``rates``)."""
     driver = os.getpid()
     columns = table_schema("plan_baselines").column_names
 
     def replay(rows: pd.DataFrame) -> pd.DataFrame:
+        restore_rate, _ = rates.for_group(str(rows["group_id"].iloc[0]))
         if processes > 1 and os.getpid() == driver:  # see planner_udf: CPU-bound Python off the engine's GIL
             out = worker_pool(processes).submit(baseline_records, rows, configs, restore_rate).result()
         else:
@@ -99,7 +102,7 @@ def run_baselines(lake: Lake, settings: Settings, snapshot_id: str | None = None
         .join(planned, "group_id", "left_semi")
         .join(done, "group_id", "left_anti")
     )
-    udf = baselines_udf(configs, settings.restore_rate, settings.planner_processes)
+    udf = baselines_udf(configs, restore_rates(lake, snapshot_id, settings.restore_rate), settings.planner_processes)
     rows = inputs.groupBy("group_id").applyInPandas(udf, table_schema("plan_baselines").ddl)
     outcome = lake.merge("plan_baselines", rows.where(sf.col("plan_id").isNotNull()))
     return StageResult("baselines", snapshot_id, (outcome,), {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import multiprocessing
@@ -19,6 +20,7 @@ from pyspark.sql import functions as sf
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
+from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import die_with_parent
@@ -32,7 +34,7 @@ log = logging.getLogger(__name__)
 PLANNED_COLUMNS = (
     "plan_id", "snapshot_id", "group_id", "status", "moves", "warmups", "rounds", "restore_offsets",
     "max_load_skew_before", "max_load_skew_after", "estimated_seconds", "move_order", "draining", "created_at",
-    "reason",
+    "reason", "restore_rate", "restore_rate_source",
 )  # fmt: skip
 STEP_COLUMNS = ("step", "process_id", "task_id", "role")
 PLANNED_SCHEMA = (
@@ -174,9 +176,11 @@ def plan_record(
     restore_rate: float | None,
     created_at: int,
     drains: Mapping[str, frozenset[str]] | None = None,
+    rate_source: RateSource | None = None,
 ) -> dict[str, Any]:
     """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses (or an impossible drain, see
-    ``drains``: group_id -> processes to drain) gets a REJECTED row saying why."""
+    ``drains``: group_id -> processes to drain) gets a REJECTED row saying why. ``rate_source`` says where
+    ``restore_rate`` came from (default: the settings when given, else the assignor's default)."""
     snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
     draining = (drains or {}).get(group_id, frozenset())
     # Every column present, null where a rejected group has no value: the engine checks the UDF's column names.
@@ -188,6 +192,8 @@ def plan_record(
         "created_at": created_at,
         "draining": sorted(draining) or None,
     }
+    if rate_source is None:
+        rate_source = RateSource.DEFAULT if restore_rate is None else RateSource.SETTINGS
     try:
         group = group_state(rows)
         plan = plan_group(group, configs, restore_rate=restore_rate, draining=draining)
@@ -209,6 +215,8 @@ def plan_record(
         max_load_skew_before=float(metrics["max_load_skew_before"]),
         max_load_skew_after=float(metrics["max_load_skew_after"]),
         estimated_seconds=float(metrics["estimated_seconds"]),
+        restore_rate=float(metrics["restore_rate"]),
+        restore_rate_source=str(rate_source),
         move_order=[str(t) for t in plan.move_order] or None,
         reason=None,
         assignments=step_assignments(plan),
@@ -219,19 +227,38 @@ def plan_record(
 _pools: dict[int, ProcessPoolExecutor] = {}
 
 
+def _warm_up_planner() -> None:
+    """Plan one tiny group whose unequal capacities reach the MILP too, so every lazily imported module (scipy's
+    HiGHS among them) is loaded before the worker freezes the heap."""
+    tasks = frozenset({TaskId(0, 0), TaskId(0, 1), TaskId(0, 2)})
+    clients = [ClientState("a", capacity=2, previous_active=tasks), ClientState("b")]
+    plan_group(GroupState(clients, tasks, frozenset(), dict.fromkeys(tasks, 100_000)), AssignmentConfigs())
+
+
+def start_worker() -> None:
+    """A worker process's initializer: die with the parent; load and warm up the planner; then gc.freeze() so the
+    collector never rescans what the imports left (pandas, pyspark, scipy: hundreds of thousands of objects)
+    while the worker plans. Planning allocates many short-lived containers, and each full collection would
+    otherwise walk the whole imported heap."""
+    die_with_parent()
+    _warm_up_planner()
+    gc.collect()
+    gc.freeze()
+
+
 def worker_pool(processes: int) -> ProcessPoolExecutor:
     """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL."""
     if processes not in _pools:
         # spawn, not fork: the engine's threads are running in this process.
         _pools[processes] = ProcessPoolExecutor(
-            processes, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker
         )
     return _pools[processes]
 
 
 def planner_udf(
     configs: AssignmentConfigs,
-    restore_rate: float | None,
+    rates: RestoreRates,
     created_at: int,
     processes: int,
     drains: Mapping[str, frozenset[str]] | None = None,
@@ -240,12 +267,14 @@ def planner_udf(
     driver = os.getpid()
 
     def plan_one(rows: pd.DataFrame) -> pd.DataFrame:
+        rate, source = rates.for_group(str(rows["group_id"].iloc[0]))
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its group to a worker process and waits without the GIL.
-            out = worker_pool(processes).submit(plan_record, rows, configs, restore_rate, created_at, drains).result()
+            job = worker_pool(processes).submit(plan_record, rows, configs, rate, created_at, drains, source)
+            out = job.result()
         else:  # a Python worker process of a JVM engine: already one process per core
-            out = plan_record(rows, configs, restore_rate, created_at, drains)
+            out = plan_record(rows, configs, rate, created_at, drains, source)
         done = next(_planned)
         if done % _PROGRESS_EVERY == 0:
             log.info("planned %d groups", done)
@@ -279,19 +308,22 @@ def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
         *[sf.lit(value).alias(name) for name, value in kip441.columns().items()],
         "created_at",
         "reason",
+        "restore_rate",
+        "restore_rate_source",
     )
 
 
 def plan_groups(
     inputs: DataFrame,
     configs: AssignmentConfigs,
-    restore_rate: float | None,
+    rates: RestoreRates,
     created_at: int,
     processes: int = 1,
     drains: Mapping[str, frozenset[str]] | None = None,
 ) -> DataFrame:
-    """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions."""
-    udf = planner_udf(configs, restore_rate, created_at, processes, drains)
+    """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions, each estimated
+    at its group's restore rate (``rates``)."""
+    udf = planner_udf(configs, rates, created_at, processes, drains)
     return inputs.groupBy("group_id").applyInPandas(udf, PLANNED_SCHEMA)
 
 
@@ -334,12 +366,11 @@ def run_plan(
         lake.read("task_lags", snapshot_id),
     ).join(done, "group_id", "left_anti")
     created_at = int(time.time() * 1000)
+    rates = restore_rates(lake, snapshot_id, settings.restore_rate)
     # The planner's output feeds two tables: write it once, read it twice (persist() is a no-op on Sail).
     staging = lake.staging("plan")
     try:
-        planned_groups = plan_groups(
-            inputs, configs, settings.restore_rate, created_at, settings.planner_processes, drains
-        )
+        planned_groups = plan_groups(inputs, configs, rates, created_at, settings.planner_processes, drains)
         planned_groups.write.mode("overwrite").parquet(str(staging))
         planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}

@@ -16,6 +16,7 @@ from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_c
 from jobs.pipeline.history import owners_at
 from jobs.pipeline.lags import task_lags
 from jobs.pipeline.plan import PLANNED_SCHEMA, explode_assignments, plan_groups, planning_input
+from jobs.pipeline.restore_rates import RestoreRates
 from jobs.pipeline.targets import HISTORY_DDL
 from jobs.settings import Kip441Settings, Settings
 from tests.support.pipeline_data import HISTORY_ROWS, group_frames, random_groups
@@ -65,7 +66,9 @@ def _on(spark: SparkSession, seed: int) -> dict[str, list[tuple[Any, ...]]]:
     reports, tasks, offsets = group_frames(spark, groups)
     lags = task_lags(reports, tasks, offsets, 100)
     settings = Settings(kip441=Kip441Settings(num_standby_replicas=1, acceptable_recovery_lag=100))
-    udf_output = plan_groups(planning_input(reports, tasks, lags), settings.kip441.configs(), 50.0, 1, processes=1)
+    udf_output = plan_groups(
+        planning_input(reports, tasks, lags), settings.kip441.configs(), RestoreRates(50.0), 1, processes=1
+    )
     # Run the planner UDF once; the checks below read its result many times.
     planned = spark.createDataFrame(udf_output.collect(), PLANNED_SCHEMA)
     assignments = explode_assignments(planned)
