@@ -9,42 +9,11 @@ from assignor import AssignmentConfigs
 from assignor.baselines import baseline_cost
 from jobs.pipeline import baselines, plan
 from jobs.pipeline.status import PlanStatus
+from tests.support.planning_rows import two_client_rows
 
 
 def _rows() -> pd.DataFrame:
-    """planning_input rows of one small group: two clients, two stateful tasks held by the first."""
-    base = {"snapshot_id": "s1", "group_id": "g1", "capacity": 1, "role": None, "stateful": None}
-    rows = [
-        {**base, "kind": "client", "process_id": "p1", "task_id": None, "end_offset_sum": None, "offset_sum": None},
-        {**base, "kind": "client", "process_id": "p2", "task_id": None, "end_offset_sum": None, "offset_sum": None},
-    ]
-    for task in ("0_0", "0_1"):
-        rows.append(
-            {
-                **base,
-                "kind": "task",
-                "process_id": None,
-                "task_id": task,
-                "stateful": True,
-                "end_offset_sum": 100,
-                "offset_sum": None,
-            }
-        )
-        rows.append(
-            {
-                **base,
-                "kind": "held",
-                "process_id": "p1",
-                "task_id": task,
-                "role": "ACTIVE",
-                "end_offset_sum": None,
-                "offset_sum": None,
-            }
-        )
-        rows.append(
-            {**base, "kind": "sum", "process_id": "p1", "task_id": task, "end_offset_sum": None, "offset_sum": 100}
-        )
-    return pd.DataFrame(rows)
+    return two_client_rows(100, 100)
 
 
 def test_the_rows_plan_without_faults() -> None:

@@ -9,6 +9,7 @@ from assignor import AssignmentConfigs
 from assignor.estimate import DEFAULT_RESTORE_RATE
 from jobs.pipeline import plan
 from jobs.pipeline.restore_rates import InstanceRestore, RateSource, RestoreRates
+from tests.support.planning_rows import two_client_rows
 
 OBSERVED = [
     InstanceRestore("g1", "p1", replayed=600_000, seconds=60.0),  # 10,000/s
@@ -38,25 +39,7 @@ def test_nothing_observed_means_the_default_and_a_configured_rate_always_wins() 
 
 
 def _rows() -> pd.DataFrame:
-    """planning_input rows of one group: two clients; the first runs both tasks, the second has no state."""
-    base = {"snapshot_id": "s1", "group_id": "g1", "capacity": 1, "role": None, "stateful": None}
-    none = {"task_id": None, "end_offset_sum": None, "offset_sum": None}
-    rows = [{**base, **none, "kind": "client", "process_id": p} for p in ("p1", "p2")]
-    for task in ("0_0", "0_1"):
-        rows.append(
-            {
-                **base,
-                **none,
-                "kind": "task",
-                "process_id": None,
-                "task_id": task,
-                "stateful": True,
-                "end_offset_sum": 20_000_000,
-            }
-        )
-        rows.append({**base, **none, "kind": "held", "process_id": "p1", "task_id": task, "role": "ACTIVE"})
-        rows.append({**base, **none, "kind": "sum", "process_id": "p1", "task_id": task, "offset_sum": -2})
-    return pd.DataFrame(rows)  # fmt: skip
+    return two_client_rows(20_000_000, -2)
 
 
 def test_the_plan_records_its_rate_and_where_it_came_from() -> None:
