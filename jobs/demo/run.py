@@ -340,9 +340,9 @@ def run_demo(args: argparse.Namespace, console: Console, configured: Settings) -
         stack.callback(engine.close)
         settings = _demo_settings(root, _start_broker(stack, root, say), engine)
         airflow = _start_airflow(stack, root, args.port, settings, say)
-        engine.start(stack, say)  # Airflow boots meanwhile; its tasks run only once the demo triggers them
         live = _start_fleet(stack, root, settings, say)
         _seed_groups(stack, live, settings, args.simulated, args.timeout, say)
+        engine.start(stack, say)  # while Airflow still boots: its tasks need the engine only once triggered
         run = _run_planning(airflow, args, console, say)
         snapshot_id = _approve(airflow, run, args, console, say)
         times = _wait_for_convergence(live, settings, snapshot_id, args.timeout, say)
