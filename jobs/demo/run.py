@@ -321,9 +321,10 @@ def _print_outcome(
 
 
 def _check_engine(engine: DemoEngine, settings: Settings) -> None:
-    """On Apache Spark, every commit of the lake's tables must be delta-spark's: a stage that ran on Sail instead
-    (SPARK_REMOTE lost on the way to a task) fails the demo."""
-    if engine.name != SPARK:
+    """On the Apache Spark server the demo started, every commit of the lake's tables must be delta-spark's: a stage
+    that ran on Sail instead (SPARK_REMOTE lost on the way to a task) fails the demo. (A server SPARK_REMOTE names
+    may be any Spark Connect server, Sail's included: its commits are only counted.)"""
+    if engine.name != SPARK or engine.server is None:
         return
     others = CommitEngines.read(settings.lake_root).not_written_by(DELTA_SPARK_PREFIX)
     if others:

@@ -11,7 +11,7 @@ import pytest
 
 from jobs.cli.main import _build_parser
 from jobs.demo.engine import DELTA_SPARK_PREFIX, CommitEngines, DemoEngine
-from jobs.demo.run import _airflow_env, _demo_settings
+from jobs.demo.run import DemoError, _airflow_env, _check_engine, _demo_settings
 from jobs.local.airflow import LocalAirflow
 from jobs.settings import Settings
 
@@ -89,3 +89,16 @@ def test_the_lakes_commits_are_counted_by_the_engine_that_wrote_them(tmp_path: P
     assert engines.summary() == (
         f"5 Delta commits in 2 tables: 3 by {SPARK_INFO}, 1 by sail-delta-lake:0.7.2, 1 by delta-rs:1.2.0"
     )
+
+
+def test_a_demo_on_its_own_spark_server_fails_when_a_table_holds_another_engines_commit(tmp_path: Path) -> None:
+    write_commits(tmp_path / "lake" / "plans", [SPARK_INFO])
+    write_commits(tmp_path / "lake" / "task_lags", ["sail-delta-lake:0.7.2"])
+    settings = Settings(lake_root=tmp_path / "lake")
+    own = DemoEngine.choose("spark", None, tmp_path / "jvm")
+    try:
+        with pytest.raises(DemoError, match=r"task_lags: sail-delta-lake:0\.7\.2"):
+            _check_engine(own, settings)
+    finally:
+        own.close()
+    _check_engine(DemoEngine.choose("spark", REMOTE, tmp_path / "jvm"), settings)  # any server: only counted
