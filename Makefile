@@ -15,7 +15,7 @@ JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.
 JAVA_JARS := $(JAVA_DIR)/target/.built
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint demo simulate lock clean
+.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint demo demo-spark simulate lock clean
 
 install: $(STAMP) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
@@ -84,6 +84,10 @@ bench-streams-footprint: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 # The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~6 min).
 demo: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/rebalance-planner demo
+
+# The same demo with the stages on Apache Spark with delta-spark (a local Spark Connect server, a child of the demo).
+demo-spark: $(STAMP) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
+	$(BIN)/rebalance-planner demo --engine spark
 
 # The convergence simulation of KIP-441's scale-out, with Kafka's assignor and with the planner.
 simulate: $(STAMP)

@@ -144,14 +144,14 @@ def bench(
 
 
 @contextmanager
-def engine(name: str, remote: str | None, console: Console) -> Iterator[str | None]:
+def engine(name: str, remote: str | None, driver_memory_mb: int, console: Console) -> Iterator[str | None]:
     """The Spark Connect address to run on: None for embedded Sail, else ``remote`` or a local server's."""
     if name == "sail":
         yield None
     elif remote:
         yield remote
     else:
-        with LocalSparkConnect() as started:
+        with LocalSparkConnect(driver_memory_mb=driver_memory_mb) as started:
             console.log(f"Apache Spark Connect with Delta on {started}")
             yield started
 
@@ -164,11 +164,16 @@ def main() -> None:
     parser.add_argument("--engine", choices=("sail", "spark"), default="sail", help="embedded Sail or Apache Spark")
     parser.add_argument("--remote", help="with --engine spark: an existing Spark Connect server (default: start one)")
     parser.add_argument("--lake", type=Path, help="keep each fleet's lake under this folder for inspection")
+    # The synthetic fleet reaches the server as local data, held in the driver's heap while bronze is written:
+    # 1 GB runs out at 10,000 groups.
+    parser.add_argument(
+        "--driver-memory-mb", type=int, default=1024, help="with --engine spark, no --remote: the local server's heap"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     console = Console(stderr=True)
     results = []
-    with engine(args.engine, args.remote, console) as remote:
+    with engine(args.engine, args.remote, args.driver_memory_mb, console) as remote:
         for groups in args.groups:
             for row in bench(groups, args.seed, console, args.skip_floor, remote, args.lake):
                 print(json.dumps({"bench": "pipeline", **row}), flush=True)

@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signed = run_signing_command(args, console, Settings())
         if signed is not None:
             return signed
-        demo = run_demo_command(args, console)
+        demo = run_demo_command(args, console, Settings())
         if demo is not None:
             return demo
     except ValueError as err:  # ScenarioError, InvalidGroupState and config errors: bad input

@@ -26,6 +26,7 @@ from rich.table import Table
 from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
+from jobs.demo.engine import DELTA_SPARK_PREFIX, ENGINES, SPARK, CommitEngines, DemoEngine
 from jobs.demo.groups import simulated_groups, write_simulated_groups
 from jobs.demo.live import LIVE_GROUPS, NEWCOMER, PARTITIONS, SCALED_OUT, AnnounceError, LiveGroups
 from jobs.local.airflow import AirflowError, LocalAirflow
@@ -62,6 +63,13 @@ def add_demo_command(commands: Any) -> None:
     demo.add_argument("--root", type=Path, default=Path("var/demo"), help="working directory (wiped first)")
     demo.add_argument("--port", type=int, default=8080, help="Airflow UI port (default 8080; busy: a free one)")
     demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for each phase (default 600)")
+    demo.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="where the stages run: sail (embedded, the default) or spark (Apache Spark with delta-spark: the "
+        "server SPARK_REMOTE names, else a local Spark Connect server started and stopped with the demo); "
+        "without --engine, SPARK_REMOTE set means spark",
+    )
 
 
 @dataclass
@@ -168,12 +176,13 @@ def _start_broker(stack: ExitStack, root: Path, say: Progress) -> str:
     return broker.bootstrap
 
 
-def _demo_settings(root: Path, bootstrap: str) -> Settings:
+def _demo_settings(root: Path, bootstrap: str, engine: DemoEngine) -> Settings:
     """The settings every part of the demo shares, with a signing key generated under ``root``."""
     key_file, signer = write_signing_key(root / "keys", "demo")
     return Settings(
         lake_root=root / "lake",
         kafka_bootstrap=bootstrap,
+        spark_remote=engine.remote,
         plan_signing_key_file=key_file,
         # The key's own id: without it publish signs under the key's fingerprint, which no verify key names.
         plan_key_id=signer.key_id,
@@ -301,28 +310,46 @@ def _observe(airflow: LocalAirflow, timeout_s: float, say: Progress) -> None:
 def _print_outcome(
     console: Console, settings: Settings, airflow: LocalAirflow, snapshot_id: str, times: dict[str, float]
 ) -> None:
-    """The live groups' plans and convergence times, then where the report, Data Docs and Airflow are."""
+    """The live groups' plans and convergence times, which engine wrote the lake, then where the report, Data Docs
+    and Airflow are."""
     _final_table(console, snapshot_id, _plans(settings.lake_root, snapshot_id), times)
+    console.print(f"Lake:          {CommitEngines.read(settings.lake_root).summary()}")
     report = settings.lake_root.parent / "reports" / f"{snapshot_id}.html"
     console.print(f"HTML report:   [bold]{report}[/bold]")
     console.print(f"GX Data Docs:  [bold]{settings.data_docs / 'index.html'}[/bold]")
     console.print(f"Airflow UI:    [bold]{airflow.url}[/bold] (stops with the demo)")
 
 
-def run_demo(args: argparse.Namespace, console: Console) -> int:
+def _check_engine(engine: DemoEngine, settings: Settings) -> None:
+    """On the Apache Spark server the demo started, every commit of the lake's tables must be delta-spark's: a stage
+    that ran on Sail instead (SPARK_REMOTE lost on the way to a task) fails the demo. (A server SPARK_REMOTE names
+    may be any Spark Connect server, Sail's included: its commits are only counted.)"""
+    if engine.name != SPARK or engine.server is None:
+        return
+    others = CommitEngines.read(settings.lake_root).not_written_by(DELTA_SPARK_PREFIX)
+    if others:
+        found = "; ".join(f"{table}: {', '.join(engines)}" for table, engines in sorted(others.items()))
+        raise DemoError(f"the demo ran on Apache Spark, but tables hold commits by other engines: {found}")
+
+
+def run_demo(args: argparse.Namespace, console: Console, configured: Settings) -> int:
     """The demo from an empty working directory to converged groups; every process started here is stopped."""
     say = Progress(console, time.monotonic())
     root = _fresh_root(args.root)
     with ExitStack() as stack, _interrupt_on_sigterm():
-        settings = _demo_settings(root, _start_broker(stack, root, say))
+        engine = DemoEngine.choose(args.engine, configured.spark_remote, configured.jvm_dir.resolve())
+        stack.callback(engine.close)
+        settings = _demo_settings(root, _start_broker(stack, root, say), engine)
         airflow = _start_airflow(stack, root, args.port, settings, say)
         live = _start_fleet(stack, root, settings, say)
         _seed_groups(stack, live, settings, args.simulated, args.timeout, say)
+        engine.start(stack, say)  # while Airflow still boots: its tasks need the engine only once triggered
         run = _run_planning(airflow, args, console, say)
         snapshot_id = _approve(airflow, run, args, console, say)
         times = _wait_for_convergence(live, settings, snapshot_id, args.timeout, say)
         _observe(airflow, args.timeout, say)
         _print_outcome(console, settings, airflow, snapshot_id, times)
+        _check_engine(engine, settings)
         say("done; stopping everything the demo started")
     return EXIT_OK
 
@@ -360,9 +387,10 @@ def _free(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def _airflow_env(settings: Settings) -> dict[str, str]:
-    """The RBP_ settings Airflow's tasks read, as environment variables."""
+def _airflow_env(settings: Settings) -> dict[str, str | None]:
+    """The settings Airflow's tasks read, as environment variables (None: unset, not inherited from the demo's)."""
     return {
+        "SPARK_REMOTE": settings.spark_remote or None,
         "RBP_LAKE_ROOT": str(settings.lake_root),
         "RBP_KAFKA_BOOTSTRAP": str(settings.kafka_bootstrap),
         "RBP_PLAN_SIGNING_KEY_FILE": str(settings.plan_signing_key_file),
@@ -377,12 +405,12 @@ def _airflow_env(settings: Settings) -> dict[str, str]:
     }
 
 
-def run_demo_command(args: argparse.Namespace, console: Console) -> int | None:
-    """Run ``demo``; None when ``args.command`` is another command."""
+def run_demo_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
+    """Run ``demo`` (``settings``: the environment's, for SPARK_REMOTE and the jars); None for another command."""
     if args.command != "demo":
         return None
     try:
-        return run_demo(args, console)
+        return run_demo(args, console, settings)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: every process the demo started was stopped[/yellow]")
         return 130

@@ -42,7 +42,8 @@ class LocalAirflow:
     port: int = field(default_factory=free_port)
     # The scheduler's and triggerer's log servers have fixed default ports: two installations would collide.
     log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
-    extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Added to (or, with None, removed from) the environment this process passes on.
+    extra_env: Mapping[str, str | None] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _tokens: dict[str, str] = field(default_factory=dict)
     _what: str = "standalone"
@@ -53,7 +54,7 @@ class LocalAirflow:
 
     def env(self) -> dict[str, str]:
         """The environment every Airflow command of this installation runs with."""
-        return {
+        env = {
             **os.environ,
             # standalone runs its parts as `airflow ...` commands: the venv's bin must come first on PATH
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
@@ -71,8 +72,13 @@ class LocalAirflow:
             "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "PYTHONUNBUFFERED": "1",
-            **self.extra_env,
         }
+        for name, value in self.extra_env.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return env
 
     def migrate(self) -> None:
         """Create the metadata database (idempotent)."""
