@@ -275,14 +275,24 @@ class StreamsFleet:
         result: dict[str, Any] = json.loads(out.decode("utf-8").strip().splitlines()[-1])
         return result
 
-    def start_settled(self, names: Sequence[str], records: int, timeout_s: float = 240.0) -> None:
+    def start_settled(
+        self, names: Sequence[str], records: int, timeout_s: float = 240.0, input_first: bool = True
+    ) -> None:
         """Fill the input with ``records`` records of distinct keys (one changelog record each), start ``names``,
         and wait until the changelogs hold them all and the instances settled: state everywhere, nothing moving.
         Each wait has ``timeout_s``: a warmup placed while the first instance counted alone moves only at Kafka's
-        probing rebalance (60 s at the least), seen taking 70 s to settle at load 8."""
-        self.produce(records, keys=records)
+        probing rebalance (60 s at the least), seen taking 70 s to settle at load 8.
+
+        ``input_first=False`` starts and settles the instances on an empty input, then fills it: no task moves
+        once it has state, so no instance keeps a caught-up copy of a task another one runs (a moved task's old
+        owner does, and would rightly take it over if its new owner left)."""
+        if input_first:
+            self.produce(records, keys=records)
         for name in names:
             self.start(name)
+        if not input_first:
+            wait_until(lambda: settled(self), timeout_s, f"{', '.join(names)} to settle on an empty input", poll_s=1)
+            self.produce(records, keys=records)
         wait_until(lambda: self.changelog_records() >= records, timeout_s, "the input to be counted", poll_s=1)
         wait_until(lambda: settled(self), timeout_s, f"{', '.join(names)} to settle", poll_s=1)
 

@@ -82,7 +82,9 @@ def test_a_bounced_streams_instance_gets_its_tasks_back_without_restoring_and_a_
     with StreamsFleet(config) as fleet:
         # Settled means all three are members of one stable generation: the first two can count the whole input
         # before the third joins, and bouncing one then would meet the newcomer's join in the same rebalance.
-        fleet.start_settled(["i1", "i2", "i3"], RECORDS)  # every record a new key: one changelog record each
+        # Settled on an empty input first: had a counting task moved once it had state, its old owner would keep a
+        # caught-up copy, and the leader would rightly fail the task over to it instead of holding it (seen once).
+        fleet.start_settled(["i1", "i2", "i3"], RECORDS, input_first=False)  # every record a new key
         # The leader remembers who left, so the bounced instance must not be it: the current leader assigned the
         # settled group and logged it; an instance that never logged an assignment is not the leader.
         away = next(i for i in fleet.live() if not any(line in log_text(i) for line in _ASSIGNED))
