@@ -1,4 +1,4 @@
-"""Stage 3, plan: plan_group for every group in parallel (applyInPandas) → plans and plan_assignments."""
+"""Stage 3, plan: plan_group for every group in parallel (applyInArrow) → plans and plan_assignments."""
 
 from __future__ import annotations
 
@@ -8,14 +8,19 @@ import logging
 import multiprocessing
 import os
 import shutil
+import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
 from jobs.lakehouse.lake import Lake
@@ -225,6 +230,7 @@ def plan_record(
 
 
 _pools: dict[int, ProcessPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
 def _warm_up_planner() -> None:
@@ -246,14 +252,58 @@ def start_worker() -> None:
     gc.freeze()
 
 
+@contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """While workers start: a spawned child re-runs the parent's ``__main__`` (multiprocessing does, for a main
+    with a file or a module name), which for a benchmark script or Airflow's CLI means seconds of imports the
+    workers never use (the benchmark's: Great Expectations, ~15 s per 1,000 groups planned). The workers need
+    only what start_worker imports."""
+    main = sys.modules["__main__"]
+    saved = {k: main.__dict__.pop(k) for k in ("__file__",) if k in main.__dict__}
+    spec = getattr(main, "__spec__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
+        main.__spec__ = spec
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
 def worker_pool(processes: int) -> ProcessPoolExecutor:
-    """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL."""
-    if processes not in _pools:
-        # spawn, not fork: the engine's threads are running in this process.
-        _pools[processes] = ProcessPoolExecutor(
-            processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker
-        )
-    return _pools[processes]
+    """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL; all started at
+    once, here, so none re-runs the parent's main script (see _main_script_hidden)."""
+    with _pools_lock:
+        if processes not in _pools:
+            # spawn, not fork: the engine's threads are running in this process.
+            pool = ProcessPoolExecutor(
+                processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker
+            )
+            with _main_script_hidden():
+                # A spawn pool starts a worker per submit while none is idle: n submits at once start all n.
+                started = [pool.submit(_ready) for _ in range(processes)]
+            wait(started)
+            _pools[processes] = pool
+        return _pools[processes]
+
+
+def plan_table(
+    rows: pa.Table,
+    configs: AssignmentConfigs,
+    restore_rate: float | None,
+    created_at: int,
+    drains: Mapping[str, frozenset[str]] | None,
+    rate_source: RateSource,
+    schema: pa.Schema,
+) -> pa.Table:
+    """plan_record on Arrow: one group's rows in, its PLANNED_SCHEMA row out. Both conversions happen here, in
+    whichever process plans: a group's row holds hundreds of nested assignment structs, and converting them
+    where the engine calls the UDF (one GIL for every engine thread under Sail) was the stage's bottleneck."""
+    out = plan_record(rows.to_pandas(), configs, restore_rate, created_at, drains, rate_source)
+    return pa.Table.from_pylist([out], schema=schema)
 
 
 def planner_udf(
@@ -261,24 +311,25 @@ def planner_udf(
     rates: RestoreRates,
     created_at: int,
     processes: int,
+    schema: pa.Schema,
     drains: Mapping[str, frozenset[str]] | None = None,
-) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The applyInPandas function: one group's rows in, one PLANNED_SCHEMA row out."""
+) -> Callable[[pa.Table], pa.Table]:
+    """The applyInArrow function: one group's rows in, one PLANNED_SCHEMA row (``schema``) out."""
     driver = os.getpid()
 
-    def plan_one(rows: pd.DataFrame) -> pd.DataFrame:
-        rate, source = rates.for_group(str(rows["group_id"].iloc[0]))
+    def plan_one(rows: pa.Table) -> pa.Table:
+        rate, source = rates.for_group(str(rows.column("group_id")[0].as_py()))
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its group to a worker process and waits without the GIL.
-            job = worker_pool(processes).submit(plan_record, rows, configs, rate, created_at, drains, source)
+            job = worker_pool(processes).submit(plan_table, rows, configs, rate, created_at, drains, source, schema)
             out = job.result()
         else:  # a Python worker process of a JVM engine: already one process per core
-            out = plan_record(rows, configs, rate, created_at, drains, source)
+            out = plan_table(rows, configs, rate, created_at, drains, source, schema)
         done = next(_planned)
         if done % _PROGRESS_EVERY == 0:
             log.info("planned %d groups", done)
-        return pd.DataFrame([out])
+        return out
 
     return plan_one
 
@@ -323,8 +374,10 @@ def plan_groups(
 ) -> DataFrame:
     """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions, each estimated
     at its group's restore rate (``rates``)."""
-    udf = planner_udf(configs, rates, created_at, processes, drains)
-    return inputs.groupBy("group_id").applyInPandas(udf, PLANNED_SCHEMA)
+    # The engine parses the DDL (a round trip, once), pyspark maps it to Arrow as applyInArrow expects it.
+    schema = to_arrow_schema(inputs.sparkSession.createDataFrame([], PLANNED_SCHEMA).schema)
+    udf = planner_udf(configs, rates, created_at, processes, schema, drains)
+    return inputs.groupBy("group_id").applyInArrow(udf, PLANNED_SCHEMA)
 
 
 def _check_drains(lake: Lake, snapshot_id: str, drains: Mapping[str, frozenset[str]]) -> None:
