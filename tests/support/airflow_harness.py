@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -19,6 +18,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.local.airflow import LocalAirflow, _airflow_bin
 from jobs.polling import wait_until
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
+from tests.support.processes import FAULTHANDLER_ENV, wait_or_abort
 from tests.support.signing import signing_env
 
 DAG_ID = "rebalance_planning"
@@ -115,7 +115,7 @@ def start_dags_test(
         return subprocess.Popen(
             [*airflow_command, "dags", "test", DAG_ID, "--conf", json.dumps(dict(conf))],
             # faulthandler: a hang's every Python thread stack can be written to the log on demand (see finish).
-            env={**airflow.env(), **env, "PYTHONFAULTHANDLER": "1"},
+            env={**airflow.env(), **env, **FAULTHANDLER_ENV},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -160,22 +160,12 @@ def run_ids(airflow: LocalAirflow) -> set[str]:
 
 
 def finish(process: subprocess.Popen[bytes], log: Path, timeout_s: float = 300) -> int:
-    """Wait for `airflow dags test` to end. If it does not, SIGABRT makes faulthandler write every thread's Python
-    stack to ``log`` (it works even with the main thread stuck in native code, where SIGINT is never handled) and
-    the failure shows where it hung; the process is killed either way, so no test leaves it behind."""
+    """Wait for `airflow dags test` to end; if it does not, the failure shows its log's end with every thread's
+    stack (see wait_or_abort), and the process is killed either way, so no test leaves it behind."""
     try:
-        return process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGABRT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(30)
-        raise AssertionError(
-            f"airflow dags test did not end within {timeout_s:g} s; the end of its log, with every thread's stack:\n"
-            + log.read_text(errors="replace")[-12000:]
-        ) from None
+        return wait_or_abort(process, timeout_s, "airflow dags test")
+    except AssertionError as hung:
+        raise AssertionError(f"{hung}; the end of its log:\n" + log.read_text(errors="replace")[-12000:]) from None
 
 
 def snapshot_of(airflow: LocalAirflow, run_id: str) -> str:

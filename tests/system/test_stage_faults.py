@@ -22,10 +22,12 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.stage import StageInputError, resolve_snapshot
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import publish_reports, report, stateful_topology
+from tests.support.processes import wait_or_abort, with_faulthandler
 from tests.system.test_pipeline_cli import env  # noqa: F401  (fixture: the CLI's RBP_ settings)
 from tests.system.test_pipeline_e2e import seed_fleet
 
 REPO = Path(__file__).resolve().parents[2]
+STAGE_DEADLINE_S = 300  # a stage over this toy lake takes seconds; a hang shows its stacks instead of eating the run
 # Runs the CLI with Lake.merge wrapped: after the named table's commit the process kills itself.
 KILLED_AFTER = """
 import os, signal, sys
@@ -44,12 +46,24 @@ sys.exit(main(argv))
 
 
 def killed_after(table: str, *argv: str) -> None:
-    done = subprocess.run([sys.executable, "-c", KILLED_AFTER, table, *argv], cwd=REPO, timeout=600, check=False)
-    assert done.returncode == -signal.SIGKILL, f"the stage was not killed after {table} (exit {done.returncode})"
+    process = subprocess.Popen([sys.executable, "-c", KILLED_AFTER, table, *argv], cwd=REPO, env=with_faulthandler())
+    code = wait_or_abort(process, STAGE_DEADLINE_S, f"{argv[0]} to be killed after {table}")
+    assert code == -signal.SIGKILL, f"the stage was not killed after {table} (exit {code})"
 
 
 def cli(*argv: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "jobs.cli.main", *argv], cwd=REPO)
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli.main", *argv], cwd=REPO, env=with_faulthandler())
+
+
+def wait_all(*runs: subprocess.Popen[bytes]) -> list[int]:
+    """Every run's exit code; a run past the deadline fails the test with its threads' stacks (all are ended)."""
+    try:
+        return [wait_or_abort(run, STAGE_DEADLINE_S, f"run {n} of {len(runs)}") for n, run in enumerate(runs, 1)]
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+                run.wait(30)
 
 
 def rows(lake: Lake, table: str, snapshot_id: str) -> list[tuple[object, ...]]:
@@ -118,7 +132,7 @@ def test_two_planning_runs_at_once_plan_every_group_once(
     seed_fleet(broker, env)
     assert main(["extract", "--snapshot-id", "s1"]) == 0 and main(["lags"]) == 0
     runs = [cli("plan"), cli("plan")]
-    assert [r.wait(timeout=600) for r in runs] == [0, 0]
+    assert wait_all(*runs) == [0, 0]
     lake = Lake(spark, env.lake_root)
     plans = Counter(r["group_id"] for r in lake.read("plans", "s1").collect())
     assert plans == Counter({"orders": 1, "clicks": 1})
@@ -135,7 +149,7 @@ def test_publish_and_observe_at_once_lose_no_status(
     for command in (["extract"], ["lags"], ["plan"], ["validate"], ["approve", "--by", "bob"]):
         assert main(command) == 0, command
     runs = [cli("publish"), cli("observe")]
-    assert [r.wait(timeout=600) for r in runs] == [0, 0]
+    assert wait_all(*runs) == [0, 0]
     assert main(["observe"]) == 0
     lake = Lake(spark, env.lake_root)
     plans = lake.read("plans").collect()
