@@ -6,6 +6,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 
+def per_task(frame: DataFrame) -> DataFrame:
+    """``frame`` joined by sort-merge, never broadcast: it has rows per task (millions for a fleet). An engine sizes
+    a Delta read by its compressed Parquet files, so such a side can look small enough to broadcast while its hash
+    table needs hundreds of MB (Apache Spark ran out of memory that way at 10,000 groups). Sort-merge spills."""
+    return frame.hint("merge")
+
+
 def assignment_checks(assignments: DataFrame, reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
     """plan_assignments rows with known_instance, known_task and active_on_caught_up flags.
 
@@ -20,10 +27,10 @@ def assignment_checks(assignments: DataFrame, reports: DataFrame, tasks: DataFra
     first_held = assignments.groupBy("plan_id", "process_id", "task_id").agg(sf.min("step").alias("first_step"))
     rows = (
         assignments.join(instances, [*key, "process_id"], "left")
-        .join(known_tasks, [*key, "task_id"], "left")
-        .join(caught_up, [*key, "process_id", "task_id"], "left")
-        .join(anyone, [*key, "task_id"], "left")
-        .join(first_held, ["plan_id", "process_id", "task_id"], "left")
+        .join(per_task(known_tasks), [*key, "task_id"], "left")
+        .join(per_task(caught_up), [*key, "process_id", "task_id"], "left")
+        .join(per_task(anyone), [*key, "task_id"], "left")
+        .join(per_task(first_held), ["plan_id", "process_id", "task_id"], "left")
     )
     ok = (
         (sf.col("role") != "ACTIVE")
@@ -48,13 +55,13 @@ def assignment_checks(assignments: DataFrame, reports: DataFrame, tasks: DataFra
 def step_task_checks(assignments: DataFrame, tasks: DataFrame) -> DataFrame:
     """One row per (plan, step, task of the group) with the number of instances running it as active."""
     steps = assignments.select("plan_id", "snapshot_id", "group_id", "step").distinct()
-    universe = steps.join(tasks.select("snapshot_id", "group_id", "task_id"), ["snapshot_id", "group_id"])
+    universe = steps.join(per_task(tasks.select("snapshot_id", "group_id", "task_id")), ["snapshot_id", "group_id"])
     actives = (
         assignments.where(sf.col("role") == "ACTIVE")
         .groupBy("plan_id", "step", "task_id")
         .agg(sf.count(sf.lit(1)).alias("active_count"))
     )
-    return universe.join(actives, ["plan_id", "step", "task_id"], "left").select(
+    return universe.join(per_task(actives), ["plan_id", "step", "task_id"], "left").select(
         "plan_id",
         "step",
         "task_id",
@@ -85,10 +92,10 @@ def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, 
     """
     key = ["snapshot_id", "group_id"]
     stateful = tasks.where(sf.col("stateful")).select(*key, "task_id")
-    held = assignments.join(stateful, [*key, "task_id"], "left_semi")
+    held = assignments.join(per_task(stateful), [*key, "task_id"], "left_semi")
     steps = held.select("plan_id", *key, "step").distinct()
     at_snapshot = (
-        lags.where(sf.col("caught_up"))
+        per_task(lags.where(sf.col("caught_up")))
         .join(steps.select("plan_id", *key).distinct(), key)
         .select("plan_id", "process_id", "task_id", sf.lit(0).alias("caught_up_from"))
     )
@@ -98,11 +105,13 @@ def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, 
         .groupBy("plan_id", "process_id", "task_id")
         .agg(sf.min("caught_up_from").alias("caught_up_from"))
     )
-    universe = steps.join(stateful, key)
-    candidates = universe.join(caught_up, ["plan_id", "task_id"]).where(sf.col("caught_up_from") <= sf.col("step"))
+    universe = steps.join(per_task(stateful), key)
+    candidates = universe.join(per_task(caught_up), ["plan_id", "task_id"]).where(
+        sf.col("caught_up_from") <= sf.col("step")
+    )
     holders = held.select("plan_id", "step", "process_id", "task_id").distinct().withColumn("held", sf.lit(1))
     counted = (
-        candidates.join(holders, ["plan_id", "step", "process_id", "task_id"], "left")
+        candidates.join(per_task(holders), ["plan_id", "step", "process_id", "task_id"], "left")
         .groupBy("plan_id", "step", "task_id")
         .agg(
             sf.count(sf.lit(1)).alias("caught_up_instances"),
@@ -112,7 +121,7 @@ def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, 
     copies = plans.select("plan_id", (sf.col("num_standby_replicas") + 1).alias("copies"))
     rows = (
         universe.select("plan_id", "step", "task_id")
-        .join(counted, ["plan_id", "step", "task_id"], "left")
+        .join(per_task(counted), ["plan_id", "step", "task_id"], "left")
         .join(copies, "plan_id", "left")
         .select(
             "plan_id",
@@ -159,7 +168,7 @@ def balance_checks(assignments: DataFrame, plans: DataFrame, reports: DataFrame,
     last = last.drop("draining")
     held = (
         assignments.join(last.select("plan_id", "step"), ["plan_id", "step"], "left_semi")
-        .join(kinds, [*key, "task_id"])
+        .join(per_task(kinds), [*key, "task_id"])
         .select("plan_id", "process_id", "subtopology", "stateful", "role")
     )
     active, standby = sf.col("role") == "ACTIVE", sf.col("role") == "STANDBY"
@@ -187,7 +196,9 @@ def balance_checks(assignments: DataFrame, plans: DataFrame, reports: DataFrame,
         members.groupBy("plan_id", "num_standby_replicas")
         .agg(sf.count(sf.lit(1)).alias("n"), sf.sum("capacity").alias("total"), sf.max("capacity").alias("top"))
         .join(
-            last.join(kinds.where(sf.col("stateful")), key).groupBy("plan_id").agg(sf.count(sf.lit(1)).alias("s")),
+            last.join(per_task(kinds.where(sf.col("stateful"))), key)
+            .groupBy("plan_id")
+            .agg(sf.count(sf.lit(1)).alias("s")),
             "plan_id",
             "left",
         )
@@ -196,7 +207,7 @@ def balance_checks(assignments: DataFrame, plans: DataFrame, reports: DataFrame,
     replicas = sf.col("s") * (1 + sf.least(sf.col("n") - 1, sf.col("num_standby_replicas")))
     feasible = shape.select("plan_id", (sf.ceil(replicas * sf.col("top") / sf.col("total")) <= sf.col("s")).alias("ok"))
     subtopologies = (
-        last.join(kinds, key)
+        last.join(per_task(kinds), key)
         .groupBy("plan_id", "subtopology")
         .agg(sf.max(sf.col("stateful").cast("int")).alias("has_state"))
     )
