@@ -112,7 +112,7 @@ class LocalSparkConnect:
         env = {
             **os.environ,
             "SPARK_HOME": str(spark_home()),
-            # The Python UDF workers (applyInPandas planning) run our code: the same interpreter as ours.
+            # The Python UDF workers (the planning UDFs) run our code: the same interpreter as ours.
             "PYSPARK_PYTHON": self._python,
             "SPARK_LOG_DIR": str(self.work_dir),
             "SPARK_CONF_DIR": str(self.work_dir),
