@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 
 from assignor.task import TaskId
 from schemas import read_json
@@ -221,10 +222,9 @@ def check_report(key: str, value: bytes) -> dict[str, Any]:
         if below:
             detail = ", ".join(f"{t}={sums[t]}" for t in below[:5])
             raise ReportRejected(RejectReason.OFFSET_SUM_BELOW_SENTINEL, detail, group)
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(fields))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ReportRejected(RejectReason.SCHEMA_VIOLATION, f"at {where}: {error.message}", group)
+    violation = schema_violation(fields)
+    if violation is not None:
+        raise ReportRejected(RejectReason.SCHEMA_VIOLATION, violation, group)
     beyond = _out_of_bounds(fields)
     if beyond is not None:
         raise ReportRejected(RejectReason.SCHEMA_VIOLATION, beyond, group)
@@ -243,6 +243,34 @@ def check_report(key: str, value: bytes) -> dict[str, Any]:
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(read_json("state_report.schema.json"))
+
+
+@cache
+def _fast_validator() -> jsonschema_rs.Draft202012Validator:
+    return jsonschema_rs.Draft202012Validator(read_json("state_report.schema.json"))
+
+
+def schema_violation(fields: Mapping[str, Any]) -> str | None:
+    """Where and how the record breaks the JSON Schema, or None. The compiled (Rust) validator decides first
+    (~0.05 ms a report where ``jsonschema`` takes ~1.5: a minute and a half per 60,000 reports); a record it
+    refuses, or cannot take (an integer past 64 bits), gets ``jsonschema``'s best message. Where only the compiled
+    one refuses, its verdict stands: its ``pattern`` is ECMA-262's, as JSON Schema specifies, where Python's ``$``
+    also matches before a final newline."""
+    fast = _fast_validator()
+    try:
+        if fast.is_valid(fields):
+            return None
+        refused = next(iter(fast.iter_errors(fields)), None)
+    except Exception:  # it cannot represent the value: only jsonschema can judge it
+        refused = None
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(fields))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        return f"at {where}: {error.message}"
+    if refused is not None:
+        where = "/".join(str(p) for p in refused.instance_path) or "(top level)"
+        return f"at {where}: {refused.message}"
+    return None
 
 
 def _depth(value: Any) -> int:

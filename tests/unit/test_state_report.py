@@ -17,7 +17,9 @@ from assignor.protocol.state_report import (
     ReportRejected,
     StateReport,
     SubtopologyReport,
+    _validator,
     check_report,
+    schema_violation,
 )
 from assignor.runtime.group_assignor import MemberView, Subtopology, Topology
 from assignor.runtime.protocol import AssignmentInfo
@@ -152,3 +154,40 @@ def reports(draw: st.DrawFn) -> StateReport:
 @given(reports())
 def test_every_report_within_the_bounds_reads_back_equal(report: StateReport) -> None:
     assert StateReport.decode(report.key, report.encode()) == report
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+FIELDS = sorted(json.loads(runtime_report().encode()))
+
+
+@given(
+    field=st.sampled_from(FIELDS),
+    value=JSON | st.sampled_from(["0_1", "0_1\n", "01_1", "", "x" * 300, 2**63, -(2**70), 1.0, 1e20]),
+    drop=st.booleans(),
+)
+def test_the_compiled_schema_validator_refuses_everything_jsonschema_refuses(
+    field: str, value: object, drop: bool
+) -> None:
+    """The compiled validator's "valid" is final: it must never pass a record jsonschema refuses."""
+    fields = json.loads(runtime_report().encode())
+    if drop:
+        del fields[field]
+    else:
+        fields[field] = value
+    if list(_validator().iter_errors(fields)):
+        assert schema_violation(fields) is not None, f"{field}={value!r} passed only the compiled validator"
+
+
+def test_a_task_id_with_a_trailing_newline_is_refused_as_json_schema_specifies() -> None:
+    """Python's "$" matches before a final newline (so jsonschema passes "0_1\n"); JSON Schema's patterns are
+    ECMA-262, where it does not, and the report is rejected with the compiled validator's message."""
+    fields = json.loads(runtime_report().encode())
+    fields["active_tasks"] = ["0_1\n"]
+    assert not list(_validator().iter_errors(fields))
+    with pytest.raises(ReportRejected, match=r"at active_tasks/0: .* does not match") as rejected:
+        check_report("orders/p1", json.dumps(fields).encode())
+    assert rejected.value.code is RejectReason.SCHEMA_VIOLATION
