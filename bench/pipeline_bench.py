@@ -83,6 +83,14 @@ def load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def rss_mb() -> float:
+    """Resident memory of this process now, in MiB: after each stage, it shows which one holds on to memory."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process and of its finished children (planner workers), in MiB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -108,6 +116,7 @@ def bench(
     """Time lags, plan and validate for one fleet size on the engine at ``remote`` (None: Sail), and the floor."""
     fleet = synthetic_fleet(groups, seed=seed)
     intake = intake_records(fleet_records(fleet), fleet_partitions(fleet), CAPTURED_AT, 10**13)
+    console.log(f"{groups} groups: fleet and intake built; RSS {rss_mb():,.0f} MiB")
     rows: list[dict[str, Any]] = []
     with lake_dir(keep, groups) as tmp, spark_session(remote) as spark:
         settings = Settings(lake_root=tmp / "lake", kip441=Kip441Settings(num_standby_replicas=1))
@@ -115,15 +124,27 @@ def bench(
         state = BrokerState(fleet_partitions(fleet), fleet_end_offsets(fleet), {})
         start = time.perf_counter()
         write_snapshot(lake, "bench", CAPTURED_AT, intake, state)
-        console.log(f"{groups} groups: bronze written in {time.perf_counter() - start:.1f} s")
+        console.log(f"{groups} groups: bronze written in {time.perf_counter() - start:.1f} s; RSS {rss_mb():,.0f} MiB")
         lags, lag_s = timed(lambda: run_lags(lake, settings, "bench"))
-        rows.append({"stage": "lags", "rows": lags.outcomes[0].inserted, "seconds": lag_s, "load": load()})
+        rows.append(
+            {"stage": "lags", "rows": lags.outcomes[0].inserted, "seconds": lag_s, "load": load(), "rss_mb": rss_mb()}
+        )
         console.log(f"lags: {lag_s:.1f} s")
         plan, plan_s = timed(lambda: run_plan(lake, settings, "bench"))
-        rows.append({"stage": "plan", "rows": plan.outcomes[0].inserted, "seconds": plan_s, "load": load()})
+        rows.append(
+            {"stage": "plan", "rows": plan.outcomes[0].inserted, "seconds": plan_s, "load": load(), "rss_mb": rss_mb()}
+        )
         console.log(f"plan: {plan_s:.1f} s ({dict(plan.counts)})")
         validate, validate_s = timed(lambda: run_validate(lake, settings, "bench"))
-        rows.append({"stage": "validate", "rows": sum(validate.counts.values()), "seconds": validate_s, "load": load()})
+        rows.append(
+            {
+                "stage": "validate",
+                "rows": sum(validate.counts.values()),
+                "seconds": validate_s,
+                "load": load(),
+                "rss_mb": rss_mb(),
+            }
+        )
         console.log(f"validate: {validate_s:.1f} s ({dict(validate.counts)})")
         assignments = plan.outcomes[1].inserted
     total = lag_s + plan_s + validate_s

@@ -16,6 +16,7 @@ log = logging.getLogger(__name__)
 # as long as a stage or a test session and may wait longer than that between queries (a human approval, a slow
 # broker test), so the embedded engine keeps them for a day.
 SAIL_IDLE_SESSION_TIMEOUT_S = 86_400
+SAIL_LOG_FILTER = "info,sail_plan::resolver::query::misc=error"
 
 
 class EngineError(RuntimeError):
@@ -48,6 +49,9 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
     else:
         # Sail reads its configuration from the environment when the server is built, and from nowhere else.
         os.environ["SAIL_SPARK__SESSION_TIMEOUT_SECS"] = str(idle_timeout_s)
+        # Sail takes join hints as no-ops and warns once per hint per query (dozens a validate, from the
+        # sort-merge hints Apache Spark needs); its other logs stay. An operator's RUST_LOG wins.
+        os.environ.setdefault("RUST_LOG", SAIL_LOG_FILTER)
         server = SparkConnectServer(port=0)
         server.start(background=True)
         address = server.listening_address
