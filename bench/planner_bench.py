@@ -328,7 +328,8 @@ def _one_lagging(group: GroupState, rng: random.Random) -> GroupState:
                 task_offset_sums=sums,
             )
         )
-    behind = {t: ends[t] - rng.randint(20_000, 400_000) for t in gone.previous_active | gone.previous_standby}
+    # A changelog shorter than the lag drawn leaves the store empty (offset sum 0), never a negative sum.
+    behind = {t: max(0, ends[t] - rng.randint(20_000, 400_000)) for t in gone.previous_active | gone.previous_standby}
     restarted = replace(gone, previous_active=frozenset(), previous_standby=frozenset(), task_offset_sums=behind)
     return replace(group, clients=(restarted, *clients))
 
