@@ -93,6 +93,11 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def stage_row(stage: str, rows: int, seconds: float) -> dict[str, Any]:
+    """One stage's row, with the load and this process's RSS right after it."""
+    return {"stage": stage, "rows": rows, "seconds": seconds, "load": load(), "rss_mb": rss_mb()}
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process and of its finished children (planner workers), in MiB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -150,37 +155,13 @@ def bench(
         with spark_session(remote) as spark:
             lake = Lake(spark, settings.lake_root)
             lags, lag_s = timed(lambda: run_lags(lake, settings, "bench"))
-            rows.append(
-                {
-                    "stage": "lags",
-                    "rows": lags.outcomes[0].inserted,
-                    "seconds": lag_s,
-                    "load": load(),
-                    "rss_mb": rss_mb(),
-                }
-            )
+            rows.append(stage_row("lags", lags.outcomes[0].inserted, lag_s))
             console.log(f"lags: {lag_s:.1f} s")
             plan, plan_s = timed(lambda: run_plan(lake, settings, "bench"))
-            rows.append(
-                {
-                    "stage": "plan",
-                    "rows": plan.outcomes[0].inserted,
-                    "seconds": plan_s,
-                    "load": load(),
-                    "rss_mb": rss_mb(),
-                }
-            )
+            rows.append(stage_row("plan", plan.outcomes[0].inserted, plan_s))
             console.log(f"plan: {plan_s:.1f} s ({dict(plan.counts)})")
             validate, validate_s = timed(lambda: run_validate(lake, settings, "bench"))
-            rows.append(
-                {
-                    "stage": "validate",
-                    "rows": sum(validate.counts.values()),
-                    "seconds": validate_s,
-                    "load": load(),
-                    "rss_mb": rss_mb(),
-                }
-            )
+            rows.append(stage_row("validate", sum(validate.counts.values()), validate_s))
             console.log(f"validate: {validate_s:.1f} s ({dict(validate.counts)})")
             assignments = plan.outcomes[1].inserted
     total = lag_s + plan_s + validate_s
