@@ -18,7 +18,7 @@ from types import TracebackType
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir
+from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir, private_tmpdir
 from jobs.processes import free_port, spawn, stop_group
 
 log = logging.getLogger(__name__)
@@ -180,6 +180,11 @@ class EmbeddedBroker:
         return self.data_dir / "server.log"
 
     @property
+    def jvm_tmp(self) -> Path:
+        """The JVM's java.io.tmpdir (emptied at every start)."""
+        return self.data_dir / "jvm-tmp"
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
@@ -210,6 +215,7 @@ class EmbeddedBroker:
             "-XX:TieredStopAtLevel=1",  # C1 only: starts in half the time, plenty for a test broker
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
+            private_tmpdir(self.jvm_tmp),
             f"-Dlog4j2.configurationFile={log4j}",
             "-cp",
             classpath,

@@ -21,6 +21,14 @@ class JvmArtifactsError(RuntimeError):
     """Maven could not provide the jars (no `mvn`, no registry, or an unknown artifact)."""
 
 
+def private_tmpdir(folder: Path) -> str:
+    """The JVM option putting ``java.io.tmpdir`` in ``folder``, emptied first. Native libraries (lz4-java's) are
+    unpacked there and removed only on a clean exit: a killed JVM would otherwise leave them in /tmp for good."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return f"-Djava.io.tmpdir={folder.resolve()}"
+
+
 def _pom_text(name: str, package: str) -> str:
     return (files(package) / name / "pom.xml").read_text(encoding="utf-8")
 

@@ -48,6 +48,8 @@ def server_conf(port: int, host: str, work_dir: Path, cores: int, driver_memory_
         "spark.sql.catalogImplementation": "in-memory",
         "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
         "spark.local.dir": str(work_dir / "tmp"),
+        # The driver's java.io.tmpdir too: lz4-java unpacks its native library there (see private_tmpdir).
+        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={(work_dir / 'tmp').resolve()}",
         "spark.ui.enabled": "false",
         # Small local jobs: a few shuffle partitions, not 200 tasks of nothing each.
         "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),

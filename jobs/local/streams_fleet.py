@@ -28,6 +28,7 @@ from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
 from jobs.local.fleet_events import Event, EventSource, last_event, processing, processing_intervals
+from jobs.local.jvm import private_tmpdir
 from jobs.polling import wait_until
 from jobs.processes import spawn, stop_group
 
@@ -178,6 +179,7 @@ class StreamsFleet:
         shutil.copyfile(jar or reference_app_jar(), self.jar)
         self.instances: dict[str, StreamsInstance] = {}
         self._admin: AdminClient | None = None
+        self._tmpdir = private_tmpdir(config.root / "jvm-tmp")
 
     def state_dir(self, name: str) -> Path:
         return self.config.root / name
@@ -195,7 +197,7 @@ class StreamsFleet:
     def _java(self) -> list[str]:
         props = [f"-D{k}={v}" for k, v in _LOG_LEVELS.items()]
         c = self.config
-        return [c.java, f"-Xmx{c.heap_mb}m", *c.jvm_options, *props, "-jar", str(self.jar)]
+        return [c.java, f"-Xmx{c.heap_mb}m", self._tmpdir, *c.jvm_options, *props, "-jar", str(self.jar)]
 
     def start(self, name: str) -> StreamsInstance:
         """Start (or restart, keeping its state directory) one instance."""

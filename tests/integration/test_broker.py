@@ -145,3 +145,15 @@ def test_the_broker_dies_with_its_parent(tmp_path: Path) -> None:
         return "State:\tZ" in Path(f"/proc/{jvm}/status").read_text()
 
     wait_until(gone, 30, f"the broker JVM {jvm} to stop after its parent was killed")
+
+
+def test_the_brokers_native_libraries_unpack_into_its_own_folder(broker: EmbeddedBroker) -> None:
+    # lz4-java unpacks a native library into java.io.tmpdir, removed only on a clean exit: in /tmp, every
+    # killed broker would leave one behind for good.
+    ensure_topics({"bootstrap.servers": broker.bootstrap}, [TopicSpec("lz4", 1)])
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": "lz4", "linger.ms": 5})
+    for i in range(100):
+        producer.produce("lz4", key=b"k", value=b"x" * 100 + str(i).encode())
+    assert producer.flush(30) == 0
+    assert read_all(broker.bootstrap, "lz4", 100)[-1] == (b"k", b"x" * 100 + b"99")
+    wait_until(lambda: any(broker.jvm_tmp.glob("liblz4-java*.so")), 30, f"lz4-java unpacked in {broker.jvm_tmp}")

@@ -72,6 +72,10 @@ def test_spark_connect_command_serves_delta_until_interrupted(tmp_path: Path) ->
             )
             history = spark.sql(f"DESCRIBE HISTORY delta.`{lake.path('plan_baselines')}`").collect()
             assert any(str(h["engineInfo"]).startswith("Apache-Spark/") for h in history)
+        # Native libraries (lz4-java's) unpack into the server's own scratch, removed with it, not into /tmp.
+        found = subprocess.run(["pgrep", "-af", f"binding.port={port}"], capture_output=True, text=True, check=False)
+        scratch = re.findall(r"-Djava\.io\.tmpdir=(\S+)", found.stdout)
+        assert scratch and all(re.search(r"/rbp-spark-[^/]+/tmp$", s) for s in scratch), found.stdout
     except BaseException:
         stop_group(process, 30)  # the failure above is the one to report, not how the command then ended
         raise
