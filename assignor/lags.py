@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from assignor.configs import AssignmentConfigs
 from assignor.state import GroupState
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
+
+if TYPE_CHECKING:
+    from assignor.assignment import GroupAssignment
 
 
 def task_lag(offset_sum: int | None, end_offset_sum: int) -> int:
@@ -100,6 +104,37 @@ class LagIndex:
             caught_up_reporters=caught_up,
             best_reported_rank=best,
         )
+
+    def after_catch_up(self, assignment: GroupAssignment, stateful: frozenset[TaskId]) -> LagIndex:
+        """LagIndex.of the group catch_up_fully(group, assignment) returns, derived from this index: held replicas
+        report the log end (running actives -2), actives that stopped checkpoint there, other lags stay."""
+        held: dict[TaskId, dict[str, int]] = {}
+        for pid in self.process_ids:
+            ca = assignment.clients[pid]
+            for task in (ca.standby | ca.warmup) & stateful:
+                held.setdefault(task, {})[pid] = 0
+            for task in ca.active & stateful:
+                held.setdefault(task, {})[pid] = LATEST_OFFSET
+        acceptable = self.acceptable_recovery_lag
+        reported = dict(self.reported)
+        caught_up = dict(self.caught_up_reporters)
+        best = dict(self.best_reported_rank)
+        for task in held.keys() | self.reported.keys():
+            before = self.reported.get(task, {})
+            after = {pid: 0 if lag == LATEST_OFFSET else lag for pid, lag in before.items()}
+            after.update(held.get(task, {}))
+            if after == before:
+                continue  # the steady state of a schedule: keep the task's entries as they are
+            reported[task] = after
+            up = sorted(pid for pid, lag in after.items() if lag == LATEST_OFFSET or 0 <= lag <= acceptable)
+            # -2 sorts before every caught-up lag, -3 before every lagging one: ranks order as lags do.
+            if up:
+                caught_up[task] = up
+                best[task] = (0, min(after[pid] for pid in up))
+            else:
+                caught_up.pop(task, None)
+                best[task] = (1, min(after.values()))
+        return LagIndex(self.process_ids, self.ends, reported, acceptable, caught_up, best)
 
     def lag(self, process_id: str, task: TaskId) -> int:
         """The lag of one client on one stateful task."""

@@ -230,7 +230,7 @@ def _walk(
         if count > limit:  # pragma: no cover - every step warms up or completes at least one move
             raise RuntimeError(f"schedule did not reach the target within {limit} steps")
         state = catch_up_fully(state, step)
-        state_lags = LagIndex.of(state, configs)
+        state_lags = state_lags.after_catch_up(step, state.stateful_tasks)
 
 
 def _schedule(
