@@ -64,6 +64,11 @@ class ActiveCosts:
             return 0
         return default if pid is None else self._reported_restore[task].get(pid, default)
 
+    def restore_prices(self, task: TaskId) -> tuple[int, Mapping[str, int]]:
+        """restore() of every client at once: (a client without state, the clients that reported)."""
+        default = self._default_restore.get(task)
+        return (0, {}) if default is None else (default, self._reported_restore[task])
+
     def move(self, task: TaskId, pid: str | None) -> int:
         """1 when the task had an owner and ``pid`` (None: someone new) is not it."""
         owners = self.previous_owners.get(task, frozenset())
@@ -252,14 +257,18 @@ def _solve_by_flow(
     direct: list[tuple[int, TaskId, str]] = []
     pooled: dict[Part, list[tuple[int, TaskId]]] = defaultdict(list)
     pool_node: dict[Part, int] = {}
+    no_owners: frozenset[str] = frozenset()
     for task in costs.tasks:
         part = (task.subtopology, task in costs.stateful)
         candidates = costs.direct_candidates(task)
-        pool_restore = costs.restore(task, None)
-        if any(costs.restore(task, pid) > pool_restore for pid in candidates):
+        # restore() and move() of every candidate, priced from the task's tables (asked for every edge)
+        pool_restore, restores = costs.restore_prices(task)
+        if any(restores.get(pid, pool_restore) > pool_restore for pid in candidates):
             candidates = pids
-        edges = [(costs.restore(task, pid) * scale + costs.move(task, pid) * move_weight, pid) for pid in candidates]
-        pool_cost = pool_restore * scale + costs.move(task, None) * move_weight
+        owners = costs.previous_owners.get(task, no_owners)
+        moved = move_weight if owners else 0
+        edges = [(restores.get(pid, pool_restore) * scale + (0 if pid in owners else moved), pid) for pid in candidates]
+        pool_cost = pool_restore * scale + moved
         best_direct = min((c for c, _ in edges), default=None)
         use_pool = candidates is not pids and (best_direct is None or pool_cost < best_direct)
         cheapest = pool_cost if use_pool or best_direct is None else best_direct
