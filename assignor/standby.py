@@ -220,7 +220,7 @@ def _shift_path(
             if task is not None:
                 return [(src, taker, task)]
     wanted = set(targets)
-    came_from: dict[str, tuple[str, TaskId]] = {}
+    came_from: dict[str, str] = {}
     frontier = [src]
     while frontier:
         reached: list[str] = []
@@ -228,18 +228,27 @@ def _shift_path(
             for taker in placement.process_ids:
                 if taker == src or taker in came_from:
                     continue
-                task = _movable(placement, giver, taker, spread, preference, keep_spread=False)
-                if task is not None:
-                    came_from[taker] = (giver, task)
+                if _takes_any(placement, giver, taker):
+                    came_from[taker] = giver
                     reached.append(taker)
         hit = [t for t in reached if t in wanted]
         if hit:
             node = least_loaded(placement.assigned_load, hit) or hit[0]
             path: list[tuple[str, str, TaskId]] = []
             while node != src:
-                giver, task = came_from[node]
+                giver = came_from[node]
+                # Which standby moves is chosen only along the path found (nothing moves during the search).
+                task = _movable(placement, giver, node, spread, preference, keep_spread=False)
+                if task is None:  # pragma: no cover - _takes_any found one
+                    return []
                 path.append((giver, node, task))
                 node = giver
             return path[::-1]
         frontier = reached
     return []
+
+
+def _takes_any(placement: Placement, giver: str, taker: str) -> bool:
+    """Whether ``taker`` could take over one of ``giver``'s standbys (it holds the task in no role)."""
+    active, standby, warmup = placement.active[taker], placement.standby[taker], placement.warmup[taker]
+    return any(t not in active and t not in standby and t not in warmup for t in placement.standby[giver])
