@@ -81,23 +81,22 @@ def _keep_caught_up_copies(
     caught_up = lags.caught_up_clients(task)
     if not caught_up:
         return
-    missing = min(len(caught_up), copies) - sum(1 for p in caught_up if placement.holds(p, task))
+    without = [p for p in caught_up if not placement.holds(p, task)]
+    missing = min(len(caught_up), copies) - (len(caught_up) - len(without))
     if missing <= 0:
         return
     # Target standbys give way before the target owner (its move is what the plan is waiting for), the
     # least caught up first.
-    cold = sorted(
-        (p for p in placement.process_ids if task in placement.standby[p] and not lags.caught_up(p, task)),
-        key=lambda p: (p == owner, _descending(lags.rank(p, task)), p),
-    )
+    cold = [p for p in placement.process_ids if task in placement.standby[p] and not lags.caught_up(p, task)]
     if not cold:
         return
+    if len(cold) > 1:
+        cold.sort(key=lambda p: (p == owner, _descending(lags.rank(p, task)), p))
     # Clients that kept a copy before first: their replica needs no restore at all. Priorities as they are
     # before any hand-over, as a Candidates polled without offers would give them.
-    spare = sorted(
-        ((task not in held_before[p], placement.assigned_load(p)), p) for p in caught_up if not placement.holds(p, task)
-    )
-    for giver, (_, keeper) in zip(cold[:missing], spare, strict=False):
+    spare = [((task not in held_before[p], placement.assigned_load(p)), p) for p in without]
+    keepers = [min(spare)] if missing == 1 or len(cold) == 1 else sorted(spare)
+    for giver, (_, keeper) in zip(cold[:missing], keepers, strict=False):
         placement.standby[giver].discard(task)
         placement.standby[keeper].add(task)
         if budget.take():
