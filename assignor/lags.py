@@ -186,6 +186,10 @@ class LagIndex:
     def owed_total(self, process_id: str, tasks: Iterable[TaskId]) -> int:
         """owed() summed over stateful ``tasks`` of one client (inlined: plans sum it for every replica of
         every step)."""
+        if isinstance(tasks, (set, frozenset)):
+            # Replicas running or at the log end (lag -2 or 0) owe nothing: after a schedule's first step, most.
+            none: frozenset[TaskId] = frozenset()
+            tasks = tasks - self.running.get(process_id, none) - self.at_log_end.get(process_id, none)
         reported, ends, acceptable = self.reported, self.ends, self.acceptable_recovery_lag
         total = 0
         for task in tasks:
