@@ -490,10 +490,12 @@ def solve_standby_target(
     edges: list[tuple[int, TaskId, str]] = []
     for task in stateful:
         # Each task starts on its `replicas` cheapest clients; the flow moves only what the windows forbid.
+        default, restores = costs.restore_prices(task)
+        owner = owners[task]
         ranked = sorted(
-            (costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1), i, pid)
+            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), i, pid)
             for i, pid in enumerate(pids)
-            if owners[task] != pid
+            if owner != pid
         )
         node = net.node(supply=replicas, potential=-ranked[replicas - 1][0])
         for rank, (cost, _, pid) in enumerate(ranked):
