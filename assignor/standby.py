@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from assignor.candidates import Candidates, least_loaded
 from assignor.placement import Placement
@@ -92,15 +93,21 @@ def place_standbys(
 def _best_standby_client(
     placement: Placement, task: TaskId, spread: TagSpread | None, preference: Preference | None
 ) -> str | None:
-    """A client without the task: fewest repeated rack tag values, then ``preference``, then least loaded."""
-    return least_loaded(
-        lambda p: (
-            spread.conflicts(p, task) if spread is not None else 0,
-            preference(p, task) if preference is not None else (),
-            placement.assigned_load(p),
-        ),
-        [p for p in placement.process_ids if not placement.holds(p, task)],
-    )
+    """A client without the task: fewest repeated rack tag values, then ``preference``, then least loaded (ties
+    by process id, as least_loaded breaks them; written out because every standby of a plan is placed here)."""
+    best: tuple[Any, ...] | None = None
+    for pid in placement.process_ids:
+        if placement.holds(pid, task):
+            continue
+        key = (
+            spread.conflicts(pid, task) if spread is not None else 0,
+            preference(pid, task) if preference is not None else (),
+            placement.assigned_load(pid),
+            pid,
+        )
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[-1]
 
 
 def _keep_standbys(
