@@ -96,17 +96,17 @@ def _best_standby_client(
     """A client without the task: fewest repeated rack tag values, then ``preference``, then least loaded (ties
     by process id, as least_loaded breaks them; written out because every standby of a plan is placed here)."""
     best: tuple[Any, ...] | None = None
+    best_rank: tuple[Any, ...] = ()
     for pid in placement.process_ids:
         if placement.holds(pid, task):
             continue
-        key = (
-            spread.conflicts(pid, task) if spread is not None else 0,
-            preference(pid, task) if preference is not None else (),
-            placement.assigned_load(pid),
-            pid,
-        )
+        conflicts = spread.conflicts(pid, task) if spread is not None else 0
+        rank = (conflicts, preference(pid, task) if preference is not None else ())
+        if best is not None and rank > best_rank:
+            continue  # worse before the load is compared: the load cannot make up for it
+        key = (*rank, placement.assigned_load(pid), pid)
         if best is None or key < best:
-            best = key
+            best, best_rank = key, rank
     return None if best is None else best[-1]
 
 
