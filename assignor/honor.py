@@ -47,15 +47,16 @@ def move_order(
 def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str]) -> str:
     """Where a task stays active while its target owner restores: H1-safe, least disruptive."""
     caught_up = lags.caught_up_clients(task)
+    previous = placement.previous_owner_of(task)
     if caught_up:
-        current = [p for p in caught_up if p in placement.previous_owner_of(task)]
+        current = [p for p in caught_up if p in previous]
         if current:
             return current[0]
         in_target_standbys = [p for p in caught_up if p in standbys]
         return least_loaded(placement.assigned_load, in_target_standbys or caught_up) or caught_up[0]
     best = lags.best_rank(task)
     tied = [p for p in placement.process_ids if lags.rank(p, task) == best]
-    current = [p for p in tied if p in placement.previous_owner_of(task)]
+    current = [p for p in tied if p in previous]
     return current[0] if current else tied[0]
 
 
@@ -81,13 +82,14 @@ def _keep_caught_up_copies(
     caught_up = lags.caught_up_clients(task)
     if not caught_up:
         return
-    without = [p for p in caught_up if not placement.holds(p, task)]
+    active, standby, warmup = placement.active, placement.standby, placement.warmup
+    without = [p for p in caught_up if task not in active[p] and task not in standby[p] and task not in warmup[p]]
     missing = min(len(caught_up), copies) - (len(caught_up) - len(without))
     if missing <= 0:
         return
     # Target standbys give way before the target owner (its move is what the plan is waiting for), the
     # least caught up first.
-    cold = [p for p in placement.process_ids if task in placement.standby[p] and not lags.caught_up(p, task)]
+    cold = [p for p in placement.process_ids if task in standby[p] and not lags.caught_up(p, task)]
     if not cold:
         return
     if len(cold) > 1:
