@@ -65,17 +65,8 @@ def restore_replicas(
 
 
 def _checkpointed(client: ClientState, ends: Mapping[TaskId, int]) -> dict[TaskId, int]:
-    """The client's offset sums once it stops running its actives (checkpoint() of each): -2 usually marks only
-    its previous actives, so those are fixed first and the rest scanned only if a -2 is left."""
-    sums = dict(client.task_offset_sums)
-    for task in client.previous_active:
-        if sums.get(task) == LATEST_OFFSET:
-            sums[task] = ends.get(task, 0)
-    if LATEST_OFFSET in sums.values():
-        for task, offset_sum in sums.items():
-            if offset_sum == LATEST_OFFSET:
-                sums[task] = ends.get(task, 0)
-    return sums
+    """The client's offset sums once it stops running its actives (checkpoint() of each), in one pass."""
+    return {t: (ends.get(t, 0) if s == LATEST_OFFSET else s) for t, s in client.task_offset_sums.items()}
 
 
 def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState:
@@ -93,9 +84,7 @@ def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState
             shown = ", ".join(str(t) for t in sorted(unknown)[:5])
             raise InvalidGroupState(f"client {client.process_id!r}: assignment holds tasks not in the group: {shown}")
         sums = _checkpointed(client, ends)
-        for task in previous_standby & stateful:
-            sums[task] = ends.get(task, 0)
-        for task in ca.active & stateful:
-            sums[task] = LATEST_OFFSET
+        sums.update({task: ends.get(task, 0) for task in previous_standby & stateful})
+        sums.update(dict.fromkeys(ca.active & stateful, LATEST_OFFSET))
         clients.append(evolved_client(client, ca.active, previous_standby, sums))
     return evolved_group(group, clients)

@@ -35,9 +35,9 @@ class FlowNetwork:
     def arc(self, tail: int, head: int, low: int, high: int, cost: int, flow: int) -> int:
         """A new arc carrying ``flow`` (within its bounds) to start with; returns its id."""
         index = len(self.head) // 2
-        self.head += [head, tail]
-        self.residual += [high - flow, flow - low]
-        self.cost += [cost, -cost]
+        self.head.extend((head, tail))
+        self.residual.extend((high - flow, flow - low))
+        self.cost.extend((cost, -cost))
         self.adjacency[tail].append(2 * index)
         self.adjacency[head].append(2 * index + 1)
         self.supply[tail] -= flow
@@ -56,6 +56,7 @@ class FlowNetwork:
         excess = self.supply  # supply not yet routed: > 0 excess, < 0 deficit
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
         sources = {v for v, amount in enumerate(excess) if amount > 0}
+        heappush, heappop = heapq.heappush, heapq.heappop
         while True:
             if not sources:
                 return True
@@ -69,7 +70,7 @@ class FlowNetwork:
                 distance[v] = 0
             target = -1
             while heap:
-                d, u = heapq.heappop(heap)
+                d, u = heappop(heap)
                 if done[u]:
                     continue
                 done[u] = True
@@ -77,18 +78,16 @@ class FlowNetwork:
                 if excess[u] < 0:
                     target = u
                     break
-                pu = potential[u]
+                base = d + potential[u]  # integers: the same sums in any order
                 for a in adjacency[u]:
-                    if residual[a] <= 0:
-                        continue
-                    v = head[a]
-                    if done[v]:
-                        continue
-                    nd = d + cost[a] + pu - potential[v]
-                    if nd < distance[v]:
-                        distance[v] = nd
-                        parent[v] = a
-                        heapq.heappush(heap, (nd, v))
+                    if residual[a] > 0:
+                        v = head[a]
+                        if not done[v]:
+                            nd = base + cost[a] - potential[v]
+                            if nd < distance[v]:
+                                distance[v] = nd
+                                parent[v] = a
+                                heappush(heap, (nd, v))
             if target < 0:
                 return False
             # Raising every potential by min(distance, reach) keeps reduced costs non-negative; shifted by -reach,

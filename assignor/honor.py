@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from assignor.assignment import GroupAssignment
-from assignor.candidates import Candidates, least_loaded
+from assignor.candidates import least_loaded
 from assignor.configs import AssignmentConfigs
 from assignor.end_state import adapt_target
 from assignor.lags import LagIndex
 from assignor.movement import WarmupBudget
 from assignor.placement import Placement
 from assignor.state import GroupState
-from assignor.task import TaskId
+from assignor.task import LATEST_OFFSET, TaskId
 
 
 def honor_plan(
@@ -47,16 +47,21 @@ def move_order(
 def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str]) -> str:
     """Where a task stays active while its target owner restores: H1-safe, least disruptive."""
     caught_up = lags.caught_up_clients(task)
+    previous = placement.previous_owner_of(task)
     if caught_up:
-        current = [p for p in caught_up if p in placement.previous_owner_of(task)]
+        current = [p for p in caught_up if p in previous]
         if current:
             return current[0]
         in_target_standbys = [p for p in caught_up if p in standbys]
         return least_loaded(placement.assigned_load, in_target_standbys or caught_up) or caught_up[0]
     best = lags.best_rank(task)
     tied = [p for p in placement.process_ids if lags.rank(p, task) == best]
-    current = [p for p in tied if p in placement.previous_owner_of(task)]
+    current = [p for p in tied if p in previous]
     return current[0] if current else tied[0]
+
+
+def _descending(rank: tuple[int, int]) -> tuple[int, int]:
+    return (-rank[0], -rank[1])
 
 
 def _keep_caught_up_copies(
@@ -77,24 +82,23 @@ def _keep_caught_up_copies(
     caught_up = lags.caught_up_clients(task)
     if not caught_up:
         return
-    missing = min(len(caught_up), copies) - sum(1 for p in caught_up if placement.holds(p, task))
+    active, standby, warmup = placement.active, placement.standby, placement.warmup
+    without = [p for p in caught_up if task not in active[p] and task not in standby[p] and task not in warmup[p]]
+    missing = min(len(caught_up), copies) - (len(caught_up) - len(without))
     if missing <= 0:
         return
-    # Clients that kept a copy before first: their replica needs no restore at all.
-    spare = Candidates(
-        lambda p: (task not in held_before[p], placement.assigned_load(p)),
-        (p for p in caught_up if not placement.holds(p, task)),
-    )
     # Target standbys give way before the target owner (its move is what the plan is waiting for), the
     # least caught up first.
-    cold = sorted(
-        (p for p in placement.process_ids if task in placement.standby[p] and not lags.caught_up(p, task)),
-        key=lambda p: (p == owner, tuple(-x for x in lags.rank(p, task)), p),
-    )
-    for giver in cold[:missing]:
-        keeper = spare.poll(task)
-        if keeper is None:  # pragma: no cover - `missing` counts caught-up clients without a copy
-            return
+    cold = [p for p in placement.process_ids if task in standby[p] and not lags.caught_up(p, task)]
+    if not cold:
+        return
+    if len(cold) > 1:
+        cold.sort(key=lambda p: (p == owner, _descending(lags.rank(p, task)), p))
+    # Clients that kept a copy before first: their replica needs no restore at all. Priorities as they are
+    # before any hand-over, as a Candidates polled without offers would give them.
+    spare = [((task not in held_before[p], placement.assigned_load(p)), p) for p in without]
+    keepers = [min(spare)] if missing == 1 or len(cold) == 1 else sorted(spare)
+    for giver, (_, keeper) in zip(cold[:missing], keepers, strict=False):
         placement.standby[giver].discard(task)
         placement.standby[keeper].add(task)
         if budget.take():
@@ -124,68 +128,94 @@ def honor_step(
     in. Under full catch-up each of those still needs a warmup at a later step: nothing else changes for its
     task until it gets one (a lower bound the planner uses to stop following a schedule early)."""
     lags = lags if lags is not None else LagIndex.of(group, configs)
-    placement = Placement(group)
-    budget = WarmupBudget(configs.max_warmup_replicas)
-    owners = target.active_owners()
-    holders: dict[TaskId, list[str]] = {}
-    for pid, ca in target.clients.items():
-        for task in ca.standby:
-            holders.setdefault(task, []).append(pid)
-    standby_holders = {task: frozenset(pids) for task, pids in holders.items()}
     first = order if order is not None else move_order(target, group, configs, lags)
-    ordered = [t for t in dict.fromkeys(first) if t in group.stateful_tasks]
-    seen = set(ordered)
-    pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]
-    lenders: list[tuple[str, TaskId]] = []
-    copies = 1 + configs.num_standby_replicas
-    caught_up = lags.caught_up
-    kept: set[TaskId] = set()  # tasks already on `copies` caught-up clients: K1 holds for them as placed
-    waiting = 0
-    for task in pending:
-        owner = owners[task]
-        standbys = standby_holders.get(task, frozenset())
-        if caught_up(owner, task):
-            placement.assign_active(owner, task)
+    return Honoring(target, group, first).step(group, configs, lags)
+
+
+class Honoring:
+    """A target as every honor_step towards it reads it (owners, standby holders, the order tasks go in), built
+    once for all the steps of a schedule. ``group``: any state of the schedule (only its tasks are read)."""
+
+    __slots__ = ("owners", "pending", "standby_holders", "stateless", "target")
+
+    def __init__(self, target: GroupAssignment, group: GroupState, order: Sequence[TaskId]) -> None:
+        self.target = target
+        self.owners = target.active_owners()
+        holders: dict[TaskId, list[str]] = {}
+        for pid, ca in target.clients.items():
+            for task in ca.standby:
+                holders.setdefault(task, []).append(pid)
+        self.standby_holders = {task: frozenset(pids) for task, pids in holders.items()}
+        ordered = [t for t in dict.fromkeys(order) if t in group.stateful_tasks]
+        seen = set(ordered)
+        self.pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]
+        self.stateless = sorted(group.stateless_tasks)
+
+    def step(self, group: GroupState, configs: AssignmentConfigs, lags: LagIndex) -> tuple[GroupAssignment, int]:
+        """honor_step's result for ``group`` (``lags``: its lags)."""
+        placement = Placement(group)
+        budget = WarmupBudget(configs.max_warmup_replicas)
+        owners, standby_holders, pending = self.owners, self.standby_holders, self.pending
+        lenders: list[tuple[str, TaskId]] = []
+        copies = 1 + configs.num_standby_replicas
+        caught_up = lags.caught_up
+        reported, ends, acceptable = lags.reported, lags.ends, lags.acceptable_recovery_lag
+        active, standby = placement.active, placement.standby
+        no_standbys: frozenset[str] = frozenset()
+        no_lags: Mapping[str, int] = {}
+        kept: set[TaskId] = set()  # tasks already on `copies` caught-up clients: K1 holds for them as placed
+        waiting = 0
+        for task in pending:
+            owner = owners[task]
+            standbys = standby_holders.get(task, no_standbys)
+            # caught_up(), assign_active() and standby_of() inlined for the common case, a task that stays where
+            # it is: every step of a schedule passes every task and replica through here.
+            task_lags, end = reported.get(task, no_lags), ends.get(task, 0)
+            lag = task_lags.get(owner, end)
+            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+                active[owner].add(task)
+                placement.owner[task] = owner
+                up = 1
+                for pid in standbys:
+                    standby[pid].add(task)
+                    lag = task_lags.get(pid, end)
+                    up += lag == LATEST_OFFSET or 0 <= lag <= acceptable
+                if up >= copies:
+                    kept.add(task)
+                continue
+            if lags.rank(owner, task) == lags.best_rank(task):
+                placement.assign_active(owner, task)
+                placement.standby_of(task, standbys)
+                continue
+            keeper = _keeper(placement, lags, task, owner, standbys)
+            placement.assign_active(keeper, task)
+            if keeper in standbys:
+                # The keeper holds a target standby: the target owner restores in that standby slot, for free.
+                placement.standby_of(task, (standbys - {keeper}) | {owner})
+                continue
+            restoring = [p for p in standbys if not caught_up(p, task)]
+            if restoring:
+                # A target standby that must restore anyway lends its slot to the target owner for this step:
+                # the owner restores without warmup budget; the lender warms up too if budget is left at the end.
+                lender = max(restoring, key=lambda p: (lags.rank(p, task), p))
+                placement.standby_of(task, (standbys - {lender}) | {owner})
+                lenders.append((lender, task))
+                continue
             placement.standby_of(task, standbys)
-            up = 1
-            for pid in standbys:
-                up += caught_up(pid, task)
-            if up >= copies:
-                kept.add(task)
-            continue
-        if lags.rank(owner, task) == lags.best_rank(task):
-            placement.assign_active(owner, task)
-            placement.standby_of(task, standbys)
-            continue
-        keeper = _keeper(placement, lags, task, owner, standbys)
-        placement.assign_active(keeper, task)
-        if keeper in standbys:
-            # The keeper holds a target standby: the target owner restores in that standby slot, for free.
-            placement.standby_of(task, (standbys - {keeper}) | {owner})
-            continue
-        restoring = [p for p in standbys if not lags.caught_up(p, task)]
-        if restoring:
-            # A target standby that must restore anyway lends its slot to the target owner for this step:
-            # the owner restores without warmup budget; the lender warms up too if budget is left at the end.
-            lender = max(restoring, key=lambda p: (lags.rank(p, task), p))
-            placement.standby_of(task, (standbys - {lender}) | {owner})
-            lenders.append((lender, task))
-            continue
-        placement.standby_of(task, standbys)
-        if budget.take():
-            placement.warmup[owner].add(task)
-        else:
-            waiting += 1
-    held_before = {c.process_id: c.previous_active | c.previous_standby for c in group.clients}
-    for task in pending:
-        if task not in kept:
-            _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
-    # Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
-    # this, a lender would wait a whole probing interval after the move before it starts.
-    for lender, task in lenders:
-        if not placement.holds(lender, task) and budget.take():
-            placement.warmup[lender].add(task)
-    for task in sorted(group.stateless_tasks):
-        placement.assign_active(owners[task], task)
-    live = placement.freeze(probing_rebalance_needed=False)
-    return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != target.clients), waiting
+            if budget.take():
+                placement.warmup[owner].add(task)
+            else:
+                waiting += 1
+        held_before = {c.process_id: c.previous_active | c.previous_standby for c in group.clients}
+        for task in pending:
+            if task not in kept:
+                _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
+        # Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
+        # this, a lender would wait a whole probing interval after the move before it starts.
+        for lender, task in lenders:
+            if not placement.holds(lender, task) and budget.take():
+                placement.warmup[lender].add(task)
+        for task in self.stateless:
+            placement.assign_active(owners[task], task)
+        live = placement.freeze(probing_rebalance_needed=False)
+        return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != self.target.clients), waiting

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from assignor.configs import AssignmentConfigs
 from assignor.state import GroupState
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
+
+if TYPE_CHECKING:
+    from assignor.assignment import GroupAssignment
 
 
 def task_lag(offset_sum: int | None, end_offset_sum: int) -> int:
@@ -59,6 +63,10 @@ class LagIndex:
     acceptable_recovery_lag: int
     caught_up_reporters: Mapping[TaskId, Sequence[str]]  # sorted by process id
     best_reported_rank: Mapping[TaskId, tuple[int, int]]
+    # Per client, the stateful tasks it runs (lag -2) and those it holds at the log end (lag 0): what a step
+    # under full catch-up changes (after_catch_up).
+    running: Mapping[str, frozenset[TaskId]]
+    at_log_end: Mapping[str, frozenset[TaskId]]
 
     @classmethod
     def of(cls, group: GroupState, configs: AssignmentConfigs) -> LagIndex:
@@ -69,8 +77,12 @@ class LagIndex:
         reported: dict[TaskId, dict[str, int]] = {}
         caught_up: dict[TaskId, list[str]] = {}
         best: dict[TaskId, tuple[int, int]] = {}
+        running: dict[str, frozenset[TaskId]] = {}
+        at_log_end: dict[str, frozenset[TaskId]] = {}
         for client in group.clients:
             pid = client.process_id
+            runs: list[TaskId] = []
+            at_end: list[TaskId] = []
             for task, offset_sum in client.task_offset_sums.items():
                 if task not in stateful:
                     continue
@@ -84,12 +96,17 @@ class LagIndex:
                 if task_lags is None:
                     task_lags = reported[task] = {}
                 task_lags[pid] = lag
+                if lag == LATEST_OFFSET:
+                    runs.append(task)
+                elif lag == 0:
+                    at_end.append(task)
                 rank = (0 if lag == LATEST_OFFSET or 0 <= lag <= acceptable else 1, lag)
                 if rank[0] == 0:
                     caught_up.setdefault(task, []).append(pid)
                 previous = best.get(task)
                 if previous is None or rank < previous:
                     best[task] = rank
+            running[pid], at_log_end[pid] = frozenset(runs), frozenset(at_end)
         for pids in caught_up.values():
             pids.sort()
         return cls(
@@ -99,7 +116,54 @@ class LagIndex:
             acceptable_recovery_lag=acceptable,
             caught_up_reporters=caught_up,
             best_reported_rank=best,
+            running=running,
+            at_log_end=at_log_end,
         )
+
+    def after_catch_up(self, assignment: GroupAssignment, stateful: frozenset[TaskId]) -> LagIndex:
+        """LagIndex.of the group catch_up_fully(group, assignment) returns, derived from this index: held replicas
+        report the log end (running actives -2), actives that stopped checkpoint there, other lags stay; only the
+        tasks where that changes a lag are re-ranked."""
+        empty: frozenset[TaskId] = frozenset()
+        running: dict[str, frozenset[TaskId]] = {}
+        at_log_end: dict[str, frozenset[TaskId]] = {}
+        holding: list[tuple[str, frozenset[TaskId], frozenset[TaskId]]] = []
+        changed: set[TaskId] = set()
+        for pid in self.process_ids:
+            ca = assignment.clients[pid]
+            active = ca.active & stateful
+            held = (ca.standby | ca.warmup) & stateful  # an active held twice stays running (catch_up_fully)
+            was_running, was_at_end = self.running.get(pid, empty), self.at_log_end.get(pid, empty)
+            if active == was_running and held <= was_at_end:  # a client whose replicas stay put: no lag changes
+                running[pid], at_log_end[pid] = was_running, was_at_end
+                continue
+            changed |= active ^ was_running
+            changed |= held - was_at_end - active
+            running[pid] = active
+            at_log_end[pid] = (was_at_end | was_running | held) - active
+            holding.append((pid, active, held | (was_running - active)))  # stopped actives checkpoint at the end
+        updates: dict[TaskId, dict[str, int]] = {task: {} for task in changed}
+        for pid, active, at_end in holding:
+            for task in at_end & changed:
+                updates[task][pid] = 0
+            for task in active & changed:
+                updates[task][pid] = LATEST_OFFSET
+        acceptable = self.acceptable_recovery_lag
+        reported = dict(self.reported)
+        caught_up = dict(self.caught_up_reporters)
+        best = dict(self.best_reported_rank)
+        for task, update in updates.items():
+            after = {**self.reported.get(task, {}), **update}
+            reported[task] = after
+            up = sorted(pid for pid, lag in after.items() if lag == LATEST_OFFSET or 0 <= lag <= acceptable)
+            # -2 sorts before every caught-up lag, -3 before every lagging one: ranks order as lags do.
+            if up:
+                caught_up[task] = up
+                best[task] = (0, min(after[pid] for pid in up))
+            else:
+                caught_up.pop(task, None)
+                best[task] = (1, min(after.values()))
+        return LagIndex(self.process_ids, self.ends, reported, acceptable, caught_up, best, running, at_log_end)
 
     def lag(self, process_id: str, task: TaskId) -> int:
         """The lag of one client on one stateful task."""
@@ -122,6 +186,10 @@ class LagIndex:
     def owed_total(self, process_id: str, tasks: Iterable[TaskId]) -> int:
         """owed() summed over stateful ``tasks`` of one client (inlined: plans sum it for every replica of
         every step)."""
+        if isinstance(tasks, (set, frozenset)):
+            # Replicas running or at the log end (lag -2 or 0) owe nothing: after a schedule's first step, most.
+            none: frozenset[TaskId] = frozenset()
+            tasks = tasks - self.running.get(process_id, none) - self.at_log_end.get(process_id, none)
         reported, ends, acceptable = self.reported, self.ends, self.acceptable_recovery_lag
         total = 0
         for task in tasks:

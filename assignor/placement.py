@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cached_property
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.state import GroupState
@@ -15,13 +16,17 @@ class Placement:
     def __init__(self, group: GroupState) -> None:
         self.process_ids: tuple[str, ...] = tuple(sorted(c.process_id for c in group.clients))
         self.capacity: dict[str, int] = {c.process_id: c.capacity for c in group.clients}
-        self.tags: dict[str, dict[str, str]] = {c.process_id: dict(c.client_tags) for c in group.clients}
         self.active: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.standby: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.warmup: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.owner: dict[TaskId, str] = {}
         self._clients = group.clients
         self._previous_owners: dict[TaskId, set[str]] | None = None  # built on first use (honoring only)
+
+    @cached_property
+    def tags(self) -> dict[str, dict[str, str]]:
+        """Each client's rack tags, copied on first use (only standby placement reads them)."""
+        return {c.process_id: dict(c.client_tags) for c in self._clients}
 
     def previous_owner_of(self, task: TaskId) -> set[str]:
         """The clients that ran the task as an active before this rebalance (normally one)."""

@@ -16,7 +16,7 @@ from assignor.configs import AssignmentConfigs
 from assignor.end_state import plan_target, previous_owners, targets_within_moves, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
-from assignor.honor import honor_step, move_order
+from assignor.honor import Honoring, move_order
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.state import GroupState
@@ -221,15 +221,16 @@ def _walk(
     copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
     limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
     state, state_lags = group, lags
+    honoring = Honoring(target, group, order)
     for count in itertools.count(1):
-        step, waiting = honor_step(target, state, configs, order, state_lags)
+        step, waiting = honoring.step(state, configs, state_lags)
         yield _Step(step, state, state_lags, waiting)
         if not step.probing_rebalance_needed:
             return
         if count > limit:  # pragma: no cover - every step warms up or completes at least one move
             raise RuntimeError(f"schedule did not reach the target within {limit} steps")
         state = catch_up_fully(state, step)
-        state_lags = LagIndex.of(state, configs)
+        state_lags = state_lags.after_catch_up(step, state.stateful_tasks)
 
 
 def _schedule(

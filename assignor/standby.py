@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from assignor.candidates import Candidates, least_loaded
 from assignor.placement import Placement
@@ -92,15 +93,21 @@ def place_standbys(
 def _best_standby_client(
     placement: Placement, task: TaskId, spread: TagSpread | None, preference: Preference | None
 ) -> str | None:
-    """A client without the task: fewest repeated rack tag values, then ``preference``, then least loaded."""
-    return least_loaded(
-        lambda p: (
-            spread.conflicts(p, task) if spread is not None else 0,
-            preference(p, task) if preference is not None else (),
-            placement.assigned_load(p),
-        ),
-        [p for p in placement.process_ids if not placement.holds(p, task)],
-    )
+    """A client without the task: fewest repeated rack tag values, then ``preference``, then least loaded (ties
+    by process id, as least_loaded breaks them; written out because every standby of a plan is placed here)."""
+    best: tuple[Any, ...] | None = None
+    best_rank: tuple[Any, ...] = ()
+    for pid in placement.process_ids:
+        if placement.holds(pid, task):
+            continue
+        conflicts = spread.conflicts(pid, task) if spread is not None else 0
+        rank = (conflicts, preference(pid, task) if preference is not None else ())
+        if best is not None and rank > best_rank:
+            continue  # worse before the load is compared: the load cannot make up for it
+        key = (*rank, placement.assigned_load(pid), pid)
+        if best is None or key < best:
+            best, best_rank = key, rank
+    return None if best is None else best[-1]
 
 
 def _keep_standbys(
@@ -220,7 +227,7 @@ def _shift_path(
             if task is not None:
                 return [(src, taker, task)]
     wanted = set(targets)
-    came_from: dict[str, tuple[str, TaskId]] = {}
+    came_from: dict[str, str] = {}
     frontier = [src]
     while frontier:
         reached: list[str] = []
@@ -228,18 +235,27 @@ def _shift_path(
             for taker in placement.process_ids:
                 if taker == src or taker in came_from:
                     continue
-                task = _movable(placement, giver, taker, spread, preference, keep_spread=False)
-                if task is not None:
-                    came_from[taker] = (giver, task)
+                if _takes_any(placement, giver, taker):
+                    came_from[taker] = giver
                     reached.append(taker)
         hit = [t for t in reached if t in wanted]
         if hit:
             node = least_loaded(placement.assigned_load, hit) or hit[0]
             path: list[tuple[str, str, TaskId]] = []
             while node != src:
-                giver, task = came_from[node]
+                giver = came_from[node]
+                # Which standby moves is chosen only along the path found (nothing moves during the search).
+                task = _movable(placement, giver, node, spread, preference, keep_spread=False)
+                if task is None:  # pragma: no cover - _takes_any found one
+                    return []
                 path.append((giver, node, task))
                 node = giver
             return path[::-1]
         frontier = reached
     return []
+
+
+def _takes_any(placement: Placement, giver: str, taker: str) -> bool:
+    """Whether ``taker`` could take over one of ``giver``'s standbys (it holds the task in no role)."""
+    active, standby, warmup = placement.active[taker], placement.standby[taker], placement.warmup[taker]
+    return any(t not in active and t not in standby and t not in warmup for t in placement.standby[giver])

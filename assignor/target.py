@@ -64,6 +64,11 @@ class ActiveCosts:
             return 0
         return default if pid is None else self._reported_restore[task].get(pid, default)
 
+    def restore_prices(self, task: TaskId) -> tuple[int, Mapping[str, int]]:
+        """restore() of every client at once: (a client without state, the clients that reported)."""
+        default = self._default_restore.get(task)
+        return (0, {}) if default is None else (default, self._reported_restore[task])
+
     def move(self, task: TaskId, pid: str | None) -> int:
         """1 when the task had an owner and ``pid`` (None: someone new) is not it."""
         owners = self.previous_owners.get(task, frozenset())
@@ -243,33 +248,41 @@ def _solve_by_flow(
     scale, move_weight = n_tasks + 1, 1
     if moves_first:  # Python ints: the flow's costs and distances stay exact however large this gets
         scale = 1
-        move_weight = 1 + sum(max(costs.restore(t, p) for p in (None, *pids)) for t in costs.tasks)
+        move_weight = 1 + sum(max(d, max(r.values(), default=d)) for d, r in map(costs.restore_prices, costs.tasks))
     net = FlowNetwork()
     parts = _Parts.of(costs)
     stateful_count = sum(1 for t in costs.tasks if t in costs.stateful)
-    entry = {(pid, part): net.node() for pid in pids for part in parts.size}
-    inflow = dict.fromkeys(entry, 0)
+    entry: dict[Part, dict[str, int]] = {part: {} for part in parts.size}  # (part, client) -> node
+    for pid in pids:
+        for part in parts.size:
+            entry[part][pid] = net.node()
+    inflow = {part: dict.fromkeys(pids, 0) for part in parts.size}
     direct: list[tuple[int, TaskId, str]] = []
     pooled: dict[Part, list[tuple[int, TaskId]]] = defaultdict(list)
     pool_node: dict[Part, int] = {}
+    no_owners: frozenset[str] = frozenset()
     for task in costs.tasks:
         part = (task.subtopology, task in costs.stateful)
         candidates = costs.direct_candidates(task)
-        pool_restore = costs.restore(task, None)
-        if any(costs.restore(task, pid) > pool_restore for pid in candidates):
+        # restore() and move() of every candidate, priced from the task's tables (asked for every edge)
+        pool_restore, restores = costs.restore_prices(task)
+        if any(restores.get(pid, pool_restore) > pool_restore for pid in candidates):
             candidates = pids
-        edges = [(costs.restore(task, pid) * scale + costs.move(task, pid) * move_weight, pid) for pid in candidates]
-        pool_cost = pool_restore * scale + costs.move(task, None) * move_weight
-        best_direct = min((c for c, _ in edges), default=None)
+        owners = costs.previous_owners.get(task, no_owners)
+        moved = move_weight if owners else 0
+        edges = [(restores.get(pid, pool_restore) * scale + (0 if pid in owners else moved), pid) for pid in candidates]
+        pool_cost = pool_restore * scale + moved
+        best_direct = min(edges)[0] if edges else None
         use_pool = candidates is not pids and (best_direct is None or pool_cost < best_direct)
         cheapest = pool_cost if use_pool or best_direct is None else best_direct
         node = net.node(supply=1, potential=-cheapest)
         taken = use_pool
+        part_entry, part_inflow = entry[part], inflow[part]
         for cost, pid in edges:
             flow = 1 if not taken and cost == cheapest else 0
             taken = taken or flow == 1
-            direct.append((net.arc(node, entry[(pid, part)], 0, 1, cost, flow), task, pid))
-            inflow[(pid, part)] += flow
+            direct.append((net.arc(node, part_entry[pid], 0, 1, cost, flow), task, pid))
+            part_inflow[pid] += flow
         if candidates is not pids:
             if part not in pool_node:
                 pool_node[part] = net.node()
@@ -277,7 +290,7 @@ def _solve_by_flow(
             pooled[part].append((net.arc(node, pool_node[part], 0, 1, pool_cost, flow), task))
     spread: dict[Part, dict[str, int]] = {}
     for part, pool in sorted(pool_node.items()):
-        spread[part] = {pid: net.arc(pool, entry[(pid, part)], 0, n_tasks, 0, 0) for pid in pids}
+        spread[part] = {pid: net.arc(pool, entry[part][pid], 0, n_tasks, 0, 0) for pid in pids}
     sink = net.node(supply=-n_tasks)
 
     def forward(tail: int, head: int, arriving: int, share: tuple[int, int]) -> int:
@@ -296,7 +309,7 @@ def _solve_by_flow(
                 kinds[kind] = (net.node(), 0)
             node, arriving = kinds[kind]
             share = _share(size, cap, all_capacity) if part in parts.bounded else (0, n_tasks)
-            sent = forward(entry[(pid, part)], node, inflow[(pid, part)], share)
+            sent = forward(entry[part][pid], node, inflow[part][pid], share)
             kinds[kind] = (node, arriving + sent)
         arriving = 0
         for kind, (node, sent) in sorted(kinds.items()):
@@ -481,10 +494,12 @@ def solve_standby_target(
     edges: list[tuple[int, TaskId, str]] = []
     for task in stateful:
         # Each task starts on its `replicas` cheapest clients; the flow moves only what the windows forbid.
+        default, restores = costs.restore_prices(task)
+        owner = owners[task]
         ranked = sorted(
-            (costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1), i, pid)
+            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), i, pid)
             for i, pid in enumerate(pids)
-            if owners[task] != pid
+            if owner != pid
         )
         node = net.node(supply=replicas, potential=-ranked[replicas - 1][0])
         for rank, (cost, _, pid) in enumerate(ranked):

@@ -7,7 +7,17 @@ import random
 import pytest
 from hypothesis import given
 
-from assignor import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, AssignmentConfigs, ClientState, GroupState, TaskId, compute_lags
+from assignor import (
+    LATEST_OFFSET,
+    UNKNOWN_OFFSET_SUM,
+    AssignmentConfigs,
+    ClientState,
+    GroupState,
+    TaskId,
+    assign_high_availability,
+    compute_lags,
+)
+from assignor.catch_up import catch_up_fully
 from assignor.lags import LagIndex, lag_is_caught_up
 from tests.support.strategies import Case, cases
 
@@ -67,3 +77,13 @@ def test_index_of_a_big_sparse_group_stores_only_reports() -> None:
     group = GroupState(clients, frozenset(tasks), changelog_end_offset_sums=dict.fromkeys(tasks, 10**6))
     index = LagIndex.of(group, AssignmentConfigs())
     assert sum(len(v) for v in index.reported.values()) <= 50
+
+
+@given(cases(max_clients=8, max_tasks=40))
+def test_index_after_full_catch_up_equals_reindexing_the_caught_up_group(case: Case) -> None:
+    group, configs = case.group, case.configs
+    lags = LagIndex.of(group, configs)
+    for _ in range(3):  # a schedule's first steps: KIP-441's assignment of each state in turn
+        assignment = assign_high_availability(group, configs)
+        group, lags = catch_up_fully(group, assignment), lags.after_catch_up(assignment, group.stateful_tasks)
+        assert lags == LagIndex.of(group, configs)
