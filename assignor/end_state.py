@@ -47,18 +47,24 @@ def active_costs(group: GroupState, lags: LagIndex) -> ActiveCosts:
     )
 
 
-def plan_target(group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None) -> GroupAssignment:
-    """The balanced end state (no warmups) that restores and moves as little as possible."""
-    costs = active_costs(group, lags if lags is not None else LagIndex.of(group, configs))
+def plan_target(
+    group: GroupState, configs: AssignmentConfigs, lags: LagIndex | None = None, costs: ActiveCosts | None = None
+) -> GroupAssignment:
+    """The balanced end state (no warmups) that restores and moves as little as possible (``costs``: the group's
+    active_costs, if the caller has them)."""
+    if costs is None:
+        costs = active_costs(group, lags if lags is not None else LagIndex.of(group, configs))
     return _with_standbys(solve_active_target(costs), group, configs, costs)
 
 
 def targets_within_moves(
-    group: GroupState, configs: AssignmentConfigs, lags: LagIndex, max_moves: int
+    group: GroupState, configs: AssignmentConfigs, lags: LagIndex, max_moves: int, costs: ActiveCosts | None = None
 ) -> list[GroupAssignment]:
     """Balanced end states moving at most ``max_moves`` actives, least restore first (see
-    solve_active_targets_within): none when no balanced target moves that few."""
-    costs = active_costs(group, lags)
+    solve_active_targets_within): none when no balanced target moves that few. ``costs``: the group's
+    active_costs, if the caller has them (plan_group prices the group once for both targets)."""
+    if costs is None:
+        costs = active_costs(group, lags)
     return [_with_standbys(owners, group, configs, costs) for owners in solve_active_targets_within(costs, max_moves)]
 
 

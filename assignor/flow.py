@@ -57,20 +57,24 @@ class FlowNetwork:
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
         sources = {v for v, amount in enumerate(excess) if amount > 0}
         heappush, heappop = heapq.heappush, heapq.heappop
+        n = len(excess)
         while True:
             if not sources:
                 return True
             # Lists indexed by node, not dicts: these networks are small and rebuilt per search.
-            distance: list[float] = len(excess) * [math.inf]
-            done = len(excess) * [False]
-            parent = len(excess) * [-1]
+            distance: list[float] = n * [math.inf]
+            done = n * [False]
+            parent = n * [-1]
             order: list[int] = []
-            heap = [(0, v) for v in sorted(sources)]
+            # Entries are d * n + node, one int ordering exactly as the pair (d, node) would (0 <= node < n, floor
+            # division for any d): cheaper to compare than tuples, and the nodes settle in the same order.
+            heap = sorted(sources)
             for v in sources:
                 distance[v] = 0
             target = -1
+            d = 0
             while heap:
-                d, u = heappop(heap)
+                d, u = divmod(heappop(heap), n)
                 if done[u]:
                     continue
                 done[u] = True
@@ -87,7 +91,7 @@ class FlowNetwork:
                             if nd < distance[v]:
                                 distance[v] = nd
                                 parent[v] = a
-                                heappush(heap, (nd, v))
+                                heappush(heap, nd * n + v)
             if target < 0:
                 return False
             # Raising every potential by min(distance, reach) keeps reduced costs non-negative; shifted by -reach,

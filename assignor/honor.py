@@ -79,14 +79,24 @@ def _keep_caught_up_copies(
     KIP-441 drops a caught-up standby only once its replacement has caught up; losing the active's client
     before then would mean a full restore.
     """
-    caught_up = lags.caught_up_clients(task)
+    # Beyond the acceptable lag only reporters can be caught up (LagIndex.caught_up_clients, inlined: every step of
+    # a schedule asks this about every task not yet known to be kept).
+    if lags.ends.get(task, 0) > lags.acceptable_recovery_lag:
+        caught_up = lags.caught_up_reporters.get(task, ())
+    else:
+        caught_up = lags.caught_up_clients(task)
     if not caught_up:
         return
     active, standby, warmup = placement.active, placement.standby, placement.warmup
+    needed = min(len(caught_up), copies)
+    held = 0
+    for p in caught_up:  # most tasks already have enough caught-up copies: stop counting once they do
+        if task in active[p] or task in standby[p] or task in warmup[p]:
+            held += 1
+            if held >= needed:
+                return
     without = [p for p in caught_up if task not in active[p] and task not in standby[p] and task not in warmup[p]]
-    missing = min(len(caught_up), copies) - (len(caught_up) - len(without))
-    if missing <= 0:
-        return
+    missing = needed - held
     # Target standbys give way before the target owner (its move is what the plan is waiting for), the
     # least caught up first.
     cold = [p for p in placement.process_ids if task in standby[p] and not lags.caught_up(p, task)]

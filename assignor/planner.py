@@ -13,14 +13,14 @@ from typing import NamedTuple
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
-from assignor.end_state import plan_target, previous_owners, targets_within_moves, without_clients
+from assignor.end_state import active_costs, plan_target, previous_owners, targets_within_moves, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import Honoring, move_order
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.state import GroupState
-from assignor.target import EXACT_MODEL_MAX_TASKS
+from assignor.target import EXACT_MODEL_MAX_TASKS, ActiveCosts
 from assignor.task import TaskId
 
 
@@ -94,7 +94,8 @@ def plan_group(
         walk = _walk(target, group, configs, lags, order)
         # KIP-441 cannot drain (it balances over every live member), so there is no baseline to compare with.
         return _schedule(target, group, configs, restore_rate, lags, order, walk, draining=frozenset(draining))
-    target = plan_target(group, configs, lags)
+    costs = active_costs(group, lags)
+    target = plan_target(group, configs, lags, costs)
     order = move_order(target, group, configs, lags)
     plan = _schedule(target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order))
     if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
@@ -103,7 +104,7 @@ def plan_group(
             kip441 = _BaselineWalk(baseline, group, configs, lags)
             if kip441.beaten_by(plan):
                 return plan
-            return _within_moves(group, configs, restore_rate, lags, kip441) or kip441.plan(restore_rate)
+            return _within_moves(group, configs, restore_rate, lags, costs, kip441) or kip441.plan(restore_rate)
     return plan
 
 
@@ -111,7 +112,12 @@ _NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
 
 
 def _within_moves(
-    group: GroupState, configs: AssignmentConfigs, restore_rate: float, lags: LagIndex, kip441: _BaselineWalk
+    group: GroupState,
+    configs: AssignmentConfigs,
+    restore_rate: float,
+    lags: LagIndex,
+    costs: ActiveCosts,
+    kip441: _BaselineWalk,
 ) -> GroupPlan | None:
     """The least-restore plan never worse than following KIP-441's end state in any metric, among targets that
     move no more than that end state does, if one is found; else None.
@@ -121,7 +127,7 @@ def _within_moves(
     within the end state's move count (targets_within_moves) are scheduled in turn, and the first that is never
     worse in moves, warmups, rounds and restore is kept.
     """
-    for target in targets_within_moves(group, configs, lags, kip441.moves):
+    for target in targets_within_moves(group, configs, lags, kip441.moves, costs):
         if target == kip441.target or validity_violations(target, group, configs):
             continue
         if balance_violations(target, group, replicas=False):
