@@ -34,8 +34,8 @@ import os, signal, sys
 from jobs.lakehouse.lake import Lake
 table, argv = sys.argv[1], sys.argv[2:]
 merge = Lake.merge
-def merge_then_die(self, name, rows, update=()):
-    outcome = merge(self, name, rows, update)
+def merge_then_die(self, name, *args, **kwargs):
+    outcome = merge(self, name, *args, **kwargs)
     if name == table:
         os.kill(os.getpid(), signal.SIGKILL)
     return outcome
@@ -122,6 +122,47 @@ def test_a_plan_killed_between_its_writes_converges_on_a_clean_runs_plans(
         r["group_id"]: (r["status"], r["moves"], r["rounds"]) for r in clean.read("plans", "s1").collect()
     }
     assert sorted(retried) == ["clicks", "orders"]
+
+
+def test_lags_and_validate_killed_after_their_first_bucket_converge_on_a_clean_runs_result(
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RBP_STAGE_BUCKET_GROUPS", "1")  # the two groups, one bucket each
+    seed_fleet(broker, env)
+    assert main(["extract", "--snapshot-id", "s1"]) == 0
+    clean_root = env.lake_root.with_name("clean-lake")
+    shutil.copytree(env.lake_root, clean_root)
+    lake = Lake(spark, env.lake_root)
+    killed_after("task_lags", "lags")
+    assert len({r[1] for r in rows(lake, "task_lags", "s1")}) == 1, "the kill came after the first bucket"
+    assert main(["lags"]) == 0 and main(["plan"]) == 0
+    killed_after("plans", "validate")
+    statuses = Counter(r["status"] for r in lake.read("plans", "s1").collect())
+    assert statuses["PENDING"] == 1 and statuses.total() == 2, "the kill came after the first bucket's plans"
+    assert main(["validate"]) == 0
+    versions = {t: lake.version(t) for t in ("task_lags", "plans", "validation_results")}
+    assert main(["lags"]) == 0 and main(["validate"]) == 0  # finished: nothing new is written
+    assert {t: lake.version(t) for t in versions} == versions
+    monkeypatch.setenv("RBP_LAKE_ROOT", str(clean_root))
+    monkeypatch.setenv("RBP_STAGE_BUCKET_GROUPS", "10000")
+    assert main(["lags"]) == 0 and main(["plan"]) == 0 and main(["validate"]) == 0
+    clean = Lake(spark, clean_root)
+    assert rows(lake, "task_lags", "s1") == rows(clean, "task_lags", "s1")
+
+    def verdicts(at: Lake) -> dict[str, tuple[object, ...]]:
+        return {r["group_id"]: (r["status"], r["reason"], r["target_digest"]) for r in at.read("plans", "s1").collect()}
+
+    def results(at: Lake) -> list[tuple[object, ...]]:
+        return sorted(
+            (r["plan_id"], r["expectation"], r["success"], r["unexpected_count"])
+            for r in at.read("validation_results").collect()
+        )
+
+    assert verdicts(lake) == verdicts(clean) and sorted(verdicts(lake)) == ["clicks", "orders"]
+    assert results(lake) == results(clean) and results(lake)
 
 
 def test_two_planning_runs_at_once_plan_every_group_once(
