@@ -11,6 +11,8 @@ lags, plan and validate within 60 s; pipeline / floor at most 1.2; 100,000 group
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import json
 import logging
 import os
@@ -19,7 +21,7 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -138,17 +140,36 @@ def write_fleet(
         if configs is not None:
             floor_s += floor(group_states(chunk), configs)
         console.log(f"{first + len(chunk):,} of {groups:,} groups written; RSS {rss_mb():,.0f} MiB")
-    console.log(f"{groups:,} groups: bronze written in {written_s:.1f} s")
+    del chunk, intake
+    console.log(f"{groups:,} groups: bronze written in {written_s:.1f} s; RSS {rss_mb():,.0f} MiB")
+    release_memory()
+    console.log(f"RSS {rss_mb():,.0f} MiB once the fleet's freed memory is handed back")
     return floor_s
 
 
+def release_memory() -> None:
+    """Hand the heap's free pages back to the system: the fleet's objects are gone once bronze is written, but
+    glibc keeps the freed memory of its many arenas (Python's and the in-process engine's threads') mapped."""
+    gc.collect()
+    with suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def bench(
-    groups: int, seed: int, console: Console, skip_floor: bool, remote: str | None, keep: Path | None
+    groups: int,
+    seed: int,
+    console: Console,
+    skip_floor: bool,
+    remote: str | None,
+    keep: Path | None,
+    bucket_groups: int | None = None,
 ) -> list[dict[str, Any]]:
     """Time lags, plan and validate for one fleet size on the engine at ``remote`` (None: Sail), and the floor."""
     rows: list[dict[str, Any]] = []
     with lake_dir(keep, groups) as tmp:
         settings = Settings(lake_root=tmp / "lake", kip441=Kip441Settings(num_standby_replicas=1))
+        if bucket_groups is not None:
+            settings = settings.model_copy(update={"stage_bucket_groups": bucket_groups})
         configs = None if skip_floor else settings.kip441.configs()
         floor_s = write_fleet(settings.lake_root, remote, groups, seed, console, configs)
         floor_load = load()
@@ -175,6 +196,7 @@ def bench(
         row["groups"] = groups
         row["engine"] = "sail" if remote is None else "spark"
         row["plan_assignments"] = assignments
+        row["bucket_groups"] = settings.stage_bucket_groups
         if "seconds" in row:
             row["rows_per_s"] = row["rows"] / row["seconds"] if row["seconds"] else None
     return rows
@@ -201,6 +223,7 @@ def main() -> None:
     parser.add_argument("--engine", choices=("sail", "spark"), default="sail", help="embedded Sail or Apache Spark")
     parser.add_argument("--remote", help="with --engine spark: an existing Spark Connect server (default: start one)")
     parser.add_argument("--lake", type=Path, help="keep each fleet's lake under this folder for inspection")
+    parser.add_argument("--bucket-groups", type=int, help="groups per bucket in each stage (default: the setting's)")
     # The synthetic fleet reaches the server as local data, held in the driver's heap while bronze is written:
     # 1 GB runs out at 10,000 groups.
     parser.add_argument(
@@ -212,7 +235,7 @@ def main() -> None:
     results = []
     with engine(args.engine, args.remote, args.driver_memory_mb, console) as remote:
         for groups in args.groups:
-            for row in bench(groups, args.seed, console, args.skip_floor, remote, args.lake):
+            for row in bench(groups, args.seed, console, args.skip_floor, remote, args.lake, args.bucket_groups):
                 print(json.dumps({"bench": "pipeline", **row}), flush=True)
                 results.append(row)
     name = "embedded Sail" if args.engine == "sail" else "Apache Spark with delta-spark"

@@ -151,6 +151,12 @@ class Settings(BaseSettings):
         "manager's id: FAB's number from `airflow users list`, the simple auth manager's username; the name is what "
         "the approval page shows); empty: any",
     )
+    stage_bucket_groups: int = Field(
+        default=10_000,
+        ge=1,
+        description="groups a stage (lags, plan, validate) queries and writes at once: its memory follows this, "
+        "not the fleet's size",
+    )
     planner_processes: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"
     )

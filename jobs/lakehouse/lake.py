@@ -34,6 +34,11 @@ class MergeOutcome:
     def changed(self) -> bool:
         return self.inserted + self.updated > 0
 
+    @classmethod
+    def total(cls, table: str, parts: Sequence[MergeOutcome], version: int) -> MergeOutcome:
+        """Several MERGEs into ``table`` (a stage's buckets) as one; ``version``: the table's after the last."""
+        return cls(table, sum(p.inserted for p in parts), sum(p.updated for p in parts), version)
+
 
 _PRIMITIVES = {"string": "string", "bigint": "long", "int": "integer", "boolean": "boolean", "double": "double"}
 
@@ -62,6 +67,50 @@ class DuplicateKeys(ValueError):
 
 def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The part of a table one write's rows lie in: one snapshot, optionally only the groups from ``first``
+    (inclusive) to ``before`` (exclusive; None: unbounded). A MERGE within a scope reads only that part of its
+    target, so its cost follows the write, not the table's history or the rest of the fleet."""
+
+    snapshot_id: str
+    first: str | None = None
+    before: str | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        bounded = self.first is not None or self.before is not None
+        return ("snapshot_id", "group_id") if bounded else ("snapshot_id",)
+
+    def of(self, frame: DataFrame, alias: str | None = None) -> DataFrame:
+        """``frame``'s rows inside the scope (``alias``: the columns' qualifier, if any)."""
+        return frame.where(self.column(alias))
+
+    def column(self, alias: str | None = None) -> Column:
+        def col(name: str) -> Column:
+            return sf.col(f"{alias}.{name}" if alias else name)
+
+        inside = col("snapshot_id") == self.snapshot_id
+        if self.first is not None:
+            inside = inside & (col("group_id") >= self.first)
+        if self.before is not None:
+            inside = inside & (col("group_id") < self.before)
+        return inside
+
+    def sql(self, alias: str) -> str:
+        """The scope as a SQL condition on ``alias``'s columns."""
+        parts = [f"{alias}.`snapshot_id` = {_sql_string(self.snapshot_id)}"]
+        if self.first is not None:
+            parts.append(f"{alias}.`group_id` >= {_sql_string(self.first)}")
+        if self.before is not None:
+            parts.append(f"{alias}.`group_id` < {_sql_string(self.before)}")
+        return " AND ".join(parts)
+
+
+class OutsideScope(ValueError):
+    """A write within a scope holds rows outside it: a bug in the caller, never merged."""
 
 
 class Lake:
@@ -161,13 +210,26 @@ class Lake:
             ]
         )
 
-    def merge(self, name: str, rows: DataFrame, update: Sequence[str] = ()) -> MergeOutcome:
+    def merge(
+        self, name: str, rows: DataFrame, update: Sequence[str] = (), within: Scope | None = None
+    ) -> MergeOutcome:
         """MERGE ``rows`` on the table's keys: insert new keys; for matched keys update ``update`` columns
-        that differ. Only changed rows reach the MERGE, so a re-run commits no new version."""
+        that differ. Only changed rows are written, so a re-run commits no new version; when all of them are new
+        they are appended (one commit either way).
+
+        ``within``: every row lies in this scope and so does every row of the table with one of their keys (true
+        when the keys hold the scope's columns, and for plan ids, which name their snapshot and group): only that
+        part of the table is read to find what changed, and the MERGE matches only there when the keys hold the
+        scope's columns. OutsideScope, with nothing merged, for a new row outside it."""
         schema = self.ensure(name)
         source = self.conform(name, rows).alias("s")
         target = self.read(name).alias("t")
         keys = schema.keys
+        if within is not None:
+            absent = [c for c in within.columns if c not in schema.column_names]
+            if absent:
+                raise ValueError(f"table {name} has no column {absent[0]!r}: it cannot be merged within {within}")
+            target = within.of(self.read(name)).alias("t")
         new = source.join(target, _keys_match(keys, "s", "t"), "left_anti").select("s.*", sf.lit(True).alias("is_new"))
         if update:
             differs = reduce(lambda a, b: a | b, [~sf.col(f"s.{c}").eqNullSafe(sf.col(f"t.{c}")) for c in update])
@@ -186,12 +248,25 @@ class Lake:
             staged = self.spark.read.schema(f"{schema.ddl}, is_new boolean").parquet(str(staging))
             if self._repeated_keys(staged, keys):
                 staged = self._without_copies(staged, staging, name, keys, f"{schema.ddl}, is_new boolean")
+            if within is not None:
+                outside = staged.where(~within.column()).select(*keys).limit(3).collect()
+                if outside:
+                    raise OutsideScope(
+                        f"{name}: rows outside {within}, e.g. {[r.asDict() for r in outside]}; nothing was merged"
+                    )
             counts = {bool(r["is_new"]): int(r["count"]) for r in staged.groupBy("is_new").count().collect()}
             inserted, updated = counts.get(True, 0), counts.get(False, 0)
-            if inserted + updated:
+            if inserted and not updated:
+                # Every staged key is absent from the table (read just now; stages write under the lake's writer
+                # lock): MERGE's NOT MATCHED INSERT would add exactly these rows, but join the whole table to find
+                # that out again, as many rows as the table holds. One append commits the same rows.
+                staged.drop("is_new").write.format("delta").mode("append").save(str(self.path(name)))
+            elif updated:
                 view = f"rbp_merge_{uuid.uuid4().hex}"
                 staged.drop("is_new").createOrReplaceTempView(view)
                 on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+                if within is not None and set(within.columns) <= set(keys):
+                    on += " AND " + within.sql("t")  # lets the engine skip the table's files outside the scope
                 sets = ", ".join(f"t.`{c}` = s.`{c}`" for c in update)
                 matched = f"WHEN MATCHED THEN UPDATE SET {sets} " if update else ""
                 self.spark.sql(

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # public, not
 from pyspark.sql import DataFrame
 
 from assignor.runtime.kafka_io import read_latest_by_key
-from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.lake import Lake, Scope
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.group_metadata import read_streams_groups
 from jobs.pipeline.intake import (
@@ -428,7 +428,8 @@ def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intak
     outcomes = []
     bronze = bronze_rows(snapshot_id, captured_at, intake, state)
     for name in BRONZE_TABLES:
-        outcomes.append(lake.merge(name, _frame(lake, name, bronze[name])))
+        # Every bronze key holds the snapshot: the MERGE reads this snapshot's rows only, not every night's.
+        outcomes.append(lake.merge(name, _frame(lake, name, bronze[name]), within=Scope(snapshot_id)))
     reasons = Counter(q.reason.split(":", 1)[0] for q in intake.quarantine if q.source == "reports")
     counts = {"reports_read": intake.read, "tombstones": intake.tombstones}
     counts["skipped_groups"] = len(intake.skipped_groups)

@@ -7,7 +7,8 @@ import logging
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline.buckets import group_buckets
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.settings import Settings
 
@@ -85,14 +86,21 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
 
 
 def run_lags(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
-    """Compute the snapshot's task_lags and MERGE them (a re-run finds every key present and writes nothing)."""
+    """Compute the snapshot's task_lags and MERGE them, ``settings.stage_bucket_groups`` groups at a time (a
+    re-run finds every key present and writes nothing; one cut short writes only the buckets it missed)."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    lags = task_lags(
-        lake.read("member_reports", snapshot_id),
-        lake.read("group_tasks", snapshot_id),
-        lake.read("changelog_offsets", snapshot_id),
-        settings.kip441.acceptable_recovery_lag,
-    )
-    outcome = lake.merge("task_lags", lags)
+    reports = lake.read("member_reports", snapshot_id)
+    buckets = group_buckets(reports, snapshot_id, settings.stage_bucket_groups)
+    outcomes = []
+    for bucket in buckets:
+        lags = task_lags(
+            bucket.rows(reports),
+            bucket.rows(lake.read("group_tasks", snapshot_id)),
+            bucket.rows(lake.read("changelog_offsets", snapshot_id)),
+            settings.kip441.acceptable_recovery_lag,
+        )
+        outcomes.append(lake.merge("task_lags", lags, within=bucket.scope))
+        log.info("lags %s: %s, %d rows written", snapshot_id, bucket, outcomes[-1].inserted)
+    outcome = MergeOutcome.total("task_lags", outcomes, lake.version("task_lags"))
     log.info("lags %s: %d rows written", snapshot_id, outcome.inserted)
     return StageResult("lags", snapshot_id, (outcome,))

@@ -11,9 +11,11 @@ import shutil
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -23,8 +25,9 @@ from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
-from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.lakehouse.tables import table_schema
+from jobs.pipeline.buckets import GroupBucket, group_buckets
 from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
@@ -406,33 +409,66 @@ def run_plan(
     snapshot_id: str | None = None,
     drains: Mapping[str, frozenset[str]] | None = None,
 ) -> StageResult:
-    """Plan every group of the snapshot that has no plan yet, draining the given processes (group_id ->
-    process ids) of groups this run plans; MERGE plans and plan_assignments."""
+    """Plan every group of the snapshot that has no plan yet, ``settings.stage_bucket_groups`` groups at a time,
+    draining the given processes (group_id -> process ids) of groups this run plans; MERGE plans and
+    plan_assignments per bucket (a run cut short keeps the buckets it finished)."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    configs = settings.kip441.configs()
     drains = dict(drains or {})
     _check_drains(lake, snapshot_id, drains)
-    done = lake.read("plans", snapshot_id).select("group_id")
+    reports = lake.read("member_reports", snapshot_id)
+    rates = restore_rates(lake, snapshot_id, settings.restore_rate)
+    buckets = group_buckets(reports, snapshot_id, settings.stage_bucket_groups)
+    statuses: Counter[str] = Counter()
+    plans, assignments = [], []
+    for bucket in buckets:
+        planned = _plan_bucket(lake, settings, bucket, rates, drains)
+        statuses.update(planned.statuses)
+        plans.append(planned.plans)
+        assignments.append(planned.assignments)
+    log.info("plan %s: %s", snapshot_id, ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "no new groups")
+    outcomes = (
+        MergeOutcome.total("plans", plans, lake.version("plans")),
+        MergeOutcome.total("plan_assignments", assignments, lake.version("plan_assignments")),
+    )
+    return StageResult("plan", snapshot_id, outcomes, {f"plans[{s}]": n for s, n in sorted(statuses.items())})
+
+
+@dataclass(frozen=True)
+class _PlannedBucket:
+    statuses: Mapping[str, int]
+    plans: MergeOutcome
+    assignments: MergeOutcome
+
+
+def _plan_bucket(
+    lake: Lake, settings: Settings, bucket: GroupBucket, rates: RestoreRates, drains: Mapping[str, frozenset[str]]
+) -> _PlannedBucket:
+    """Plan one bucket's groups that have no plan yet; MERGE their plan_assignments, then their plans."""
+    snapshot_id = bucket.snapshot_id
+    done = bucket.rows(lake.read("plans", snapshot_id)).select("group_id")
     inputs = planning_input(
-        lake.read("member_reports", snapshot_id),
-        lake.read("group_tasks", snapshot_id),
-        lake.read("task_lags", snapshot_id),
+        bucket.rows(lake.read("member_reports", snapshot_id)),
+        bucket.rows(lake.read("group_tasks", snapshot_id)),
+        bucket.rows(lake.read("task_lags", snapshot_id)),
     ).join(done, "group_id", "left_anti")
     created_at = int(time.time() * 1000)
-    rates = restore_rates(lake, snapshot_id, settings.restore_rate)
     # The planner's output feeds two tables: write it once, read it twice (persist() is a no-op on Sail).
     staging = lake.staging("plan")
     try:
+        configs = settings.kip441.configs()
         planned_groups = plan_groups(inputs, configs, rates, created_at, settings.planner_processes, drains)
         planned_groups.write.mode("overwrite").parquet(str(staging))
         planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}
         log.info(
-            "plan %s: %s", snapshot_id, ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "no new groups"
+            "plan %s: %s, %s",
+            snapshot_id,
+            bucket,
+            ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "no new groups",
         )
         # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
-        assignments = lake.merge("plan_assignments", explode_assignments(planned))
-        outcomes = (lake.merge("plans", plan_rows(planned, settings.kip441)), assignments)
+        assignments = lake.merge("plan_assignments", explode_assignments(planned), within=bucket.scope)
+        plans = lake.merge("plans", plan_rows(planned, settings.kip441), within=bucket.scope)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return StageResult("plan", snapshot_id, outcomes, {f"plans[{s}]": n for s, n in sorted(statuses.items())})
+    return _PlannedBucket(statuses, plans, assignments)

@@ -28,15 +28,25 @@ def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignme
     """plan_id -> target, for the given plans."""
     if not plan_ids:
         return {}
-    assignments = lake.read("plan_assignments").where(sf.col("plan_id").isin(list(plan_ids)))
+    ids = list(plan_ids)
+    return targets_of(
+        lake.read("plan_assignments").where(sf.col("plan_id").isin(ids)),
+        lake.read("plans").where(sf.col("plan_id").isin(ids)),
+    )
+
+
+def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssignment]:
+    """plan_id -> target of the plans whose plan_assignments rows are ``assignments`` (``plans``: their plans rows,
+    for the processes they drain)."""
     held: dict[str, dict[str, dict[str, set[TaskId]]]] = {}
-    for r in target_rows(assignments).select("plan_id", "process_id", "task_id", "role").collect():
-        roles = held.setdefault(r["plan_id"], {}).setdefault(r["process_id"], {"ACTIVE": set(), "STANDBY": set()})
-        roles[r["role"]].add(TaskId.parse(r["task_id"]))
+    # One row per (plan, process, role) with its tasks: a fleet's targets have millions of task rows.
+    by_role = target_rows(assignments).groupBy("plan_id", "process_id", "role").agg(sf.collect_list("task_id"))
+    for plan_id, pid, role, tasks in by_role.collect():
+        roles = held.setdefault(plan_id, {}).setdefault(pid, {"ACTIVE": set(), "STANDBY": set()})
+        roles[role].update(TaskId.parse(t) for t in tasks)
     # A drained process holds nothing, so has no rows; the target still names it (empty) so that the leader's
     # target fits the live group while the process runs, instead of being re-balanced onto it.
-    drained = lake.read("plans").where(sf.col("plan_id").isin(list(plan_ids))).where(sf.col("draining").isNotNull())
-    for r in drained.select("plan_id", "draining").collect():
+    for r in plans.where(sf.col("draining").isNotNull()).select("plan_id", "draining").collect():
         for pid in r["draining"]:
             held.setdefault(r["plan_id"], {}).setdefault(pid, {"ACTIVE": set(), "STANDBY": set()})
     return {

@@ -22,7 +22,8 @@ from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import target_digest
 from jobs.lakehouse.engine import as_active
-from jobs.lakehouse.lake import Lake
+from jobs.lakehouse.lake import Lake, MergeOutcome, Scope
+from jobs.pipeline.buckets import GroupBucket, split_groups
 from jobs.pipeline.checks import (
     assignment_checks,
     balance_checks,
@@ -33,7 +34,7 @@ from jobs.pipeline.checks import (
 )
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.targets import plan_targets
+from jobs.pipeline.targets import targets_of
 from jobs.settings import Settings
 from schemas import json_files
 
@@ -129,18 +130,24 @@ class PlanValidator:
         return outcomes
 
 
-def datasets(lake: Lake, snapshot_id: str, pending: DataFrame) -> dict[str, DataFrame]:
-    """Every suite's dataset for the pending plans of a snapshot."""
+def datasets(
+    lake: Lake, snapshot_id: str, pending: DataFrame, bucket: GroupBucket | None = None
+) -> dict[str, DataFrame]:
+    """Every suite's dataset for the pending plans of a snapshot (of one bucket of its groups, if given)."""
+
+    def read(name: str) -> DataFrame:
+        frame = lake.read(name, snapshot_id)
+        return frame if bucket is None else bucket.rows(frame)
+
     ids = pending.select("plan_id")
-    assignments = lake.read("plan_assignments", snapshot_id).join(ids, "plan_id", "left_semi")
-    tasks = lake.read("group_tasks", snapshot_id)
-    reports = lake.read("member_reports", snapshot_id)
+    assignments = read("plan_assignments").join(ids, "plan_id", "left_semi")
+    tasks, reports, lags = read("group_tasks"), read("member_reports"), read("task_lags")
     return {
-        "plan_assignments": assignment_checks(assignments, reports, tasks, lake.read("task_lags", snapshot_id)),
+        "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
         "steps": step_checks(assignments),
-        "task_copies": task_copy_checks(assignments, tasks, lake.read("task_lags", snapshot_id), pending),
+        "task_copies": task_copy_checks(assignments, tasks, lags, pending),
         "plan_balance": balance_checks(assignments, pending, reports, tasks),
         "plans": pending.select("plan_id", "status", "rounds"),
     }
@@ -151,71 +158,122 @@ def rejection_reason(failed: Sequence[tuple[str, int]]) -> str:
     return "failed expectations: " + ", ".join(f"{name} ({count} rows)" for name, count in failed)
 
 
+@dataclass(frozen=True)
+class BucketVerdicts:
+    """What validating one bucket of plans wrote: its two MERGEs and how many plans passed or failed."""
+
+    results: MergeOutcome
+    plans: MergeOutcome
+    validated: int
+    rejected: int
+
+
+class _Validation:
+    """One validate run's fixed parts: the suites and, made on first use, the GX context writing Data Docs."""
+
+    def __init__(self, lake: Lake, settings: Settings, snapshot_id: str) -> None:
+        self.lake, self.settings, self.snapshot_id = lake, settings, snapshot_id
+        self.suites = load_suites(settings.kip441.columns())
+        self._validator: PlanValidator | None = None
+
+    @property
+    def validator(self) -> PlanValidator:
+        if self._validator is None:
+            self._validator = PlanValidator(self.suites, self.settings.data_docs)
+        return self._validator
+
+    def bucket(self, pending: DataFrame, bucket: GroupBucket) -> BucketVerdicts | None:
+        """Validate one bucket's pending plans and record them; None when it has none."""
+        lake, snapshot_id = self.lake, self.snapshot_id
+        pending = bucket.rows(pending)
+        staging = lake.staging("validate")
+        try:
+            # Each suite computes several metrics over its dataset: materialize the datasets once.
+            frames = {}
+            for name, frame in datasets(lake, snapshot_id, pending, bucket).items():
+                frame.write.mode("overwrite").parquet(str(staging / name))
+                frames[name] = lake.spark.read.schema(frame.schema).parquet(str(staging / name))
+            plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
+            if not plans:
+                return None
+            # What is validated is bound by its digest: approval and publish refuse a target changed since.
+            targets = targets_of(frames["plan_assignments"], pending)
+            digests = {plan_id: target_digest(target) for plan_id, target in targets.items()}
+            log.info("validate %s: %s, %d pending plans", snapshot_id, bucket, len(plans))
+            outcomes: list[ExpectationOutcome] = []
+            for suite in self.suites:
+                outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        now = int(time.time() * 1000)
+        results, statuses = [], []
+        for plan_id in plans:
+            failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in outcomes if o.failures_by_plan.get(plan_id)]
+            for o in outcomes:
+                count = o.failures_by_plan.get(plan_id, 0)
+                results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
+            status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
+            statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))
+        spark = lake.spark
+        result_frame = spark.createDataFrame(
+            results,
+            "plan_id string, snapshot_id string, suite string, expectation string, success boolean, "
+            "unexpected_count bigint, validated_at bigint",
+        )
+        status_frame = spark.createDataFrame(
+            statuses, "plan_id string, snapshot_id string, status string, reason string, target_digest string"
+        )
+        updates = (
+            bucket.rows(lake.read("plans", snapshot_id))
+            .drop("status", "reason", "target_digest")
+            .join(status_frame.drop("snapshot_id"), "plan_id")
+        )
+        rejected = sum(1 for row in statuses if row[2] == PlanStatus.REJECTED)
+        return BucketVerdicts(
+            # validation_results has no group_id: its part of the snapshot is all this run can narrow it to.
+            lake.merge("validation_results", result_frame, within=Scope(snapshot_id)),
+            lake.merge("plans", updates, update=["status", "reason", "target_digest"], within=bucket.scope),
+            len(plans) - rejected,
+            rejected,
+        )
+
+
 def run_validate(
     lake: Lake, settings: Settings, snapshot_id: str | None = None, plan_ids: Sequence[str] = ()
 ) -> StageResult:
-    """Validate the snapshot's PENDING plans (or the given ones); record every outcome; set VALIDATED/REJECTED."""
+    """Validate the snapshot's PENDING plans (or the given ones), ``settings.stage_bucket_groups`` groups at a
+    time; record every outcome; set VALIDATED/REJECTED. A run cut short leaves the buckets it finished done."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
     pending = lake.read("plans", snapshot_id).where(sf.col("status") == PlanStatus.PENDING)
     if plan_ids:
         pending = pending.where(sf.col("plan_id").isin(list(plan_ids)))
-    staging = lake.staging("validate")
-    try:
-        # Each suite computes several metrics over its dataset: materialize the datasets once.
-        frames = {}
-        for name, frame in datasets(lake, snapshot_id, pending).items():
-            frame.write.mode("overwrite").parquet(str(staging / name))
-            frames[name] = lake.spark.read.schema(frame.schema).parquet(str(staging / name))
-        plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
-        if not plans:
-            log.info("validate %s: no PENDING plans", snapshot_id)
-            return StageResult("validate", snapshot_id)
-        # What is validated is bound by its digest: approval and publish refuse a target changed since.
-        digests = {plan_id: target_digest(target) for plan_id, target in plan_targets(lake, plans).items()}
-        log.info("validate %s: %d pending plans", snapshot_id, len(plans))
-        suites = load_suites(settings.kip441.columns())
-        outcomes: list[ExpectationOutcome] = []
-        # GX finds its session with getOrCreate(): make it the lake's, whatever else this process has opened.
-        with as_active(lake.spark):
-            validator = PlanValidator(suites, settings.data_docs)
-            for suite in suites:
-                outcomes.extend(validator.run(suite, frames[suite.dataset]))
-                log.info("validate %s: suite %s done", snapshot_id, suite.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    now = int(time.time() * 1000)
-    results, statuses = [], []
-    for plan_id in plans:
-        failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in outcomes if o.failures_by_plan.get(plan_id)]
-        for o in outcomes:
-            count = o.failures_by_plan.get(plan_id, 0)
-            results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
-        status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
-        statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))
-    spark = lake.spark
-    result_frame = spark.createDataFrame(
-        results,
-        "plan_id string, snapshot_id string, suite string, expectation string, success boolean, "
-        "unexpected_count bigint, validated_at bigint",
+    groups = [str(r["group_id"]) for r in pending.select("group_id").distinct().collect()]
+    if not groups:
+        log.info("validate %s: no PENDING plans", snapshot_id)
+        return StageResult("validate", snapshot_id)
+    buckets = split_groups(snapshot_id, groups, settings.stage_bucket_groups)
+    log.info("validate %s: %d pending plans in %d bucket(s)", snapshot_id, len(groups), len(buckets))
+    validation = _Validation(lake, settings, snapshot_id)
+    verdicts: list[BucketVerdicts] = []
+    # GX finds its session with getOrCreate(): make it the lake's, whatever else this process has opened.
+    with as_active(lake.spark):
+        for bucket in buckets:
+            done = validation.bucket(pending, bucket)
+            if done is not None:
+                verdicts.append(done)
+    if not verdicts:
+        log.info("validate %s: no PENDING plans", snapshot_id)
+        return StageResult("validate", snapshot_id)
+    validated, rejected = sum(v.validated for v in verdicts), sum(v.rejected for v in verdicts)
+    outcomes = (
+        MergeOutcome.total("validation_results", [v.results for v in verdicts], lake.version("validation_results")),
+        MergeOutcome.total("plans", [v.plans for v in verdicts], lake.version("plans")),
     )
-    status_frame = spark.createDataFrame(
-        statuses, "plan_id string, snapshot_id string, status string, reason string, target_digest string"
-    )
-    updates = (
-        lake.read("plans").drop("status", "reason", "target_digest").join(status_frame.drop("snapshot_id"), "plan_id")
-    )
-    outcome_rows = (
-        lake.merge("validation_results", result_frame),
-        lake.merge("plans", updates, update=["status", "reason", "target_digest"]),
-    )
-    rejected = sum(1 for row in statuses if row[2] == PlanStatus.REJECTED)
     log.info(
         "validate %s: %d validated, %d rejected; data docs %s",
         snapshot_id,
-        len(plans) - rejected,
+        validated,
         rejected,
-        validator.docs_index,
+        validation.validator.docs_index,
     )
-    return StageResult(
-        "validate", snapshot_id, outcome_rows, {"validated": len(plans) - rejected, "rejected": rejected}
-    )
+    return StageResult("validate", snapshot_id, outcomes, {"validated": validated, "rejected": rejected})

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from jobs.lakehouse.lake import DuplicateKeys, Lake
+from jobs.lakehouse.lake import DuplicateKeys, Lake, OutsideScope, Scope
+from jobs.lakehouse.tables import table_schema
 
 pytestmark = pytest.mark.engines
 
@@ -48,3 +49,45 @@ def test_delete_removes_the_matching_rows_in_one_commit_and_commits_nothing_when
     assert lake.delete("snapshots", "snapshot_id", ["nope"]) == 0
     assert lake.version("snapshots") == version + 1
     assert [r["snapshot_id"] for r in lake.read("snapshots").collect()] == ["s1"]
+
+
+def lag_rows(spark: SparkSession, snapshot_id: str, groups: list[str], lag: int) -> DataFrame:
+    rows = [(snapshot_id, g, "p1", "0_0", 5, 5 + lag, lag, lag == 0) for g in groups]
+    return spark.createDataFrame(rows, table_schema("task_lags").ddl)
+
+
+def test_a_merge_within_a_scope_reads_and_changes_only_that_part_and_refuses_rows_outside_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lake = Lake(spark, tmp_path / "lake")
+    lake.merge("task_lags", lag_rows(spark, "s1", ["a", "b", "c"], 0))
+    lake.merge("task_lags", lag_rows(spark, "s2", ["a"], 0), within=Scope("s2"))
+    scope = Scope("s2", "b", "c")
+    outcome = lake.merge("task_lags", lag_rows(spark, "s2", ["b"], 3), within=scope)
+    assert (outcome.inserted, outcome.updated) == (1, 0)
+    version = lake.version("task_lags")
+    assert not lake.merge("task_lags", lag_rows(spark, "s2", ["b"], 3), within=scope).changed  # a re-run: nothing
+    assert lake.version("task_lags") == version
+    with pytest.raises(OutsideScope, match=r"task_lags: rows outside .*'group_id': 'c'.*nothing was merged"):
+        lake.merge("task_lags", lag_rows(spark, "s2", ["b", "c"], 3), within=scope)
+    assert lake.version("task_lags") == version
+    got = sorted((r["snapshot_id"], r["group_id"], r["lag"]) for r in lake.read("task_lags").collect())
+    assert got == [("s1", "a", 0), ("s1", "b", 0), ("s1", "c", 0), ("s2", "a", 0), ("s2", "b", 3)]
+
+
+def test_a_merge_within_a_scope_updates_rows_keyed_without_the_scopes_columns(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """plans are keyed by plan_id alone: the scope narrows what is read, the MERGE still matches on the key."""
+    lake = Lake(spark, tmp_path / "lake")
+    ddl = "plan_id string, snapshot_id string, group_id string, status string, created_at bigint"
+    lake.merge(
+        "plans", spark.createDataFrame([("s1/a", "s1", "a", "PENDING", 1), ("s2/a", "s2", "a", "PENDING", 2)], ddl)
+    )
+    done = spark.createDataFrame([("s2/a", "s2", "a", "VALIDATED", 2)], ddl)
+    assert lake.merge("plans", done, update=["status"], within=Scope("s2", "a", None)).updated == 1
+    assert not lake.merge("plans", done, update=["status"], within=Scope("s2", "a", None)).changed
+    assert sorted((r["plan_id"], r["status"]) for r in lake.read("plans").collect()) == [
+        ("s1/a", "PENDING"),
+        ("s2/a", "VALIDATED"),
+    ]

@@ -21,7 +21,7 @@ from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.stage import StageInputError, resolve_snapshot
 from jobs.settings import Settings
-from tests.support.pipeline_kafka import publish_reports, report, stateful_topology
+from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
 from tests.support.processes import wait_or_abort, with_faulthandler
 from tests.system.test_pipeline_cli import env  # noqa: F401  (fixture: the CLI's RBP_ settings)
 from tests.system.test_pipeline_e2e import seed_fleet
@@ -34,8 +34,8 @@ import os, signal, sys
 from jobs.lakehouse.lake import Lake
 table, argv = sys.argv[1], sys.argv[2:]
 merge = Lake.merge
-def merge_then_die(self, name, rows, update=()):
-    outcome = merge(self, name, rows, update)
+def merge_then_die(self, name, *args, **kwargs):
+    outcome = merge(self, name, *args, **kwargs)
     if name == table:
         os.kill(os.getpid(), signal.SIGKILL)
     return outcome
@@ -122,6 +122,61 @@ def test_a_plan_killed_between_its_writes_converges_on_a_clean_runs_plans(
         r["group_id"]: (r["status"], r["moves"], r["rounds"]) for r in clean.read("plans", "s1").collect()
     }
     assert sorted(retried) == ["clicks", "orders"]
+
+
+def test_lags_and_validate_killed_after_their_first_bucket_converge_on_a_clean_runs_result(
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RBP_STAGE_BUCKET_GROUPS", "1")  # one group per bucket
+    seed_fleet(broker, env)
+    # A second group to plan (clicks is settled: NOOP): payments runs on p alone, q just joined.
+    create_topics(broker.bootstrap, {"payments-in0": 4, "payments-store0-changelog": 4})
+    fill_changelog(broker.bootstrap, "payments-store0-changelog", [3, 4, 5, 6])
+    payments = stateful_topology("payments", 1)
+    tasks = [f"0_{p}" for p in range(4)]
+    publish_reports(
+        broker.bootstrap,
+        env.reports_topic,
+        [
+            report("payments", "p", active=tasks, topology=payments, offset_sums=dict.fromkeys(tasks, -2)),
+            report("payments", "q", topology=payments),
+        ],
+    )
+    assert main(["extract", "--snapshot-id", "s1"]) == 0
+    clean_root = env.lake_root.with_name("clean-lake")
+    shutil.copytree(env.lake_root, clean_root)
+    lake = Lake(spark, env.lake_root)
+    killed_after("task_lags", "lags")
+    assert len({r[1] for r in rows(lake, "task_lags", "s1")}) == 1, "the kill came after the first bucket"
+    assert main(["lags"]) == 0 and main(["plan"]) == 0
+    assert Counter(r["status"] for r in lake.read("plans", "s1").collect())["PENDING"] == 2
+    killed_after("plans", "validate")
+    statuses = Counter(r["status"] for r in lake.read("plans", "s1").collect())
+    assert statuses["PENDING"] == 1 and statuses["NOOP"] == 1, "the kill came after the first bucket's plans"
+    assert main(["validate"]) == 0
+    versions = {t: lake.version(t) for t in ("task_lags", "plans", "validation_results")}
+    assert main(["lags"]) == 0 and main(["validate"]) == 0  # finished: nothing new is written
+    assert {t: lake.version(t) for t in versions} == versions
+    monkeypatch.setenv("RBP_LAKE_ROOT", str(clean_root))
+    monkeypatch.setenv("RBP_STAGE_BUCKET_GROUPS", "10000")
+    assert main(["lags"]) == 0 and main(["plan"]) == 0 and main(["validate"]) == 0
+    clean = Lake(spark, clean_root)
+    assert rows(lake, "task_lags", "s1") == rows(clean, "task_lags", "s1")
+
+    def verdicts(at: Lake) -> dict[str, tuple[object, ...]]:
+        return {r["group_id"]: (r["status"], r["reason"], r["target_digest"]) for r in at.read("plans", "s1").collect()}
+
+    def results(at: Lake) -> list[tuple[object, ...]]:
+        return sorted(
+            (r["plan_id"], r["expectation"], r["success"], r["unexpected_count"])
+            for r in at.read("validation_results").collect()
+        )
+
+    assert verdicts(lake) == verdicts(clean) and sorted(verdicts(lake)) == ["clicks", "orders", "payments"]
+    assert results(lake) == results(clean) and results(lake)
 
 
 def test_two_planning_runs_at_once_plan_every_group_once(
