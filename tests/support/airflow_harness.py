@@ -85,8 +85,8 @@ from pathlib import Path
 from jobs.lakehouse.lake import Lake
 table, marker = sys.argv[1], Path(sys.argv[2])
 merge = Lake.merge
-def merge_then_fail_once(self, name, rows, update=()):
-    outcome = merge(self, name, rows, update)
+def merge_then_fail_once(self, name, *args, **kwargs):
+    outcome = merge(self, name, *args, **kwargs)
     if name == table and not marker.exists():
         marker.write_text(name)
         raise ConnectionError(f"injected fault: connection lost after the {name} commit")
