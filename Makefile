@@ -13,11 +13,14 @@ DELTA_JARS := $(JVM_DIR)/spark/.pom.sha256
 JAVA_DIR := assignor/java
 JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.java' -o -name pom.xml \) -print)
 JAVA_JARS := $(JAVA_DIR)/target/.built
+# The planner core compiled in place by mypyc (jobs/local/compile_core.py); assignor/native.py loads the build only
+# while this record of its sources matches them, so an edited source runs as Python until the next build.
+CORE := assignor/compiled.sha256
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint demo demo-spark simulate lock clean
+.PHONY: install core core-clean jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint demo demo-spark simulate lock clean
 
-install: $(STAMP) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
+install: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
 jdk:
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq openjdk-17-jdk-headless maven; }
@@ -46,6 +49,15 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
 	@touch $(STAMP)
 
+core: $(CORE)
+
+$(CORE): $(wildcard assignor/*.py) pyproject.toml $(STAMP)
+	@command -v cc >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq gcc; }
+	$(BIN)/python -m jobs.local.compile_core
+
+core-clean:
+	$(BIN)/python -m jobs.local.compile_core --clean
+
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
 
@@ -54,43 +66,43 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint browser $(KAFKA_JARS) $(DELTA_JARS) java-test
+test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) java-test
 	$(BIN)/pytest
 
 # The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.
-test-fast: $(STAMP)
+test-fast: $(CORE)
 	$(BIN)/pytest tests/unit
 
-bench: $(STAMP)
+bench: $(CORE)
 	$(BIN)/python bench/assignor_bench.py
 	$(BIN)/python bench/planner_bench.py
 
 # Slow (10,000 groups through the lakehouse pipeline, ~10 min on 2 cores): not part of `make bench`.
-bench-pipeline: $(STAMP)
+bench-pipeline: $(CORE)
 	$(BIN)/python bench/pipeline_bench.py
 
 # A live scale-out of real instance processes (~5 min): not part of `make bench`.
-bench-runtime: $(STAMP) $(KAFKA_JARS)
+bench-runtime: $(CORE) $(KAFKA_JARS)
 	$(BIN)/python bench/runtime_bench.py
 
 # The same scale-out (3 -> 4) with real Kafka Streams JVMs, plan-honoring plugin vs Kafka's assignor (~15 min).
-bench-streams: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
+bench-streams: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_bench.py
 
 # Memory and CPU of one reference-app JVM, the fleets' default footprint vs the demo's light one (~4 min).
-bench-streams-footprint: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
+bench-streams-footprint: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_footprint.py
 
 # The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~6 min).
-demo: $(STAMP) $(KAFKA_JARS) $(JAVA_JARS)
+demo: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/rebalance-planner demo
 
 # The same demo with the stages on Apache Spark with delta-spark (a local Spark Connect server, a child of the demo).
-demo-spark: $(STAMP) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
+demo-spark: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 	$(BIN)/rebalance-planner demo --engine spark
 
 # The convergence simulation of KIP-441's scale-out, with Kafka's assignor and with the planner.
-simulate: $(STAMP)
+simulate: $(CORE)
 	$(BIN)/rebalance-planner simulate kip441-scaling-out --assignments
 	$(BIN)/rebalance-planner simulate scale-out-3-to-4
 	$(BIN)/rebalance-planner simulate scale-out-3-to-4 --assignor planner --assignments
@@ -101,5 +113,6 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
 clean:
+	@test ! -x $(BIN)/python || $(BIN)/python -m jobs.local.compile_core --clean
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	rm -rf $(JAVA_DIR)/target $(JAVA_DIR)/*/target

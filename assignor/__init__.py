@@ -5,6 +5,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from assignor.native import select_build
+
+# Before any core module loads: the mypyc build (make core) if it matches the sources, else the sources.
+CORE_BUILD = select_build()
+
 if TYPE_CHECKING:
     from assignor.assignment import ClientAssignment, GroupAssignment, Role
     from assignor.configs import AssignmentConfigs

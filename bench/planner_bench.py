@@ -27,6 +27,7 @@ from rich.progress import track
 from rich.table import Table
 
 from assignor import (
+    CORE_BUILD,
     LATEST_OFFSET,
     AssignmentConfigs,
     ClientState,
@@ -374,6 +375,7 @@ def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
         "max_s": round(max(times), 5),
         "cpu_median_s": round(statistics.median(cpu), 5),
         "gc_frozen": freeze,
+        "core": CORE_BUILD.value,  # make core's mypyc build, or the sources
         "load_avg_1m": round(load[0], 2),
         "load_avg_5m": round(load[1], 2),
         "load_avg_15m": round(load[2], 2),
@@ -383,7 +385,9 @@ def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
 
 
 def speed_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="plan_group wall time (median; load average recorded at the end of each row)")
+    table = Table(
+        title=f"plan_group wall time (median; load average recorded at the end of each row; core: {CORE_BUILD.value})"
+    )
     columns = (
         "case",
         "runs",

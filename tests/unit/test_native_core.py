@@ -1,0 +1,68 @@
+"""assignor.native's choice of build, on a package folder made for the test (no compiler involved)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from assignor import native
+from assignor.native import COMPILED_MODULES, DIGEST_FILE, CoreBuild, digest_record, select_build, source_digests
+
+PACKAGE = Path(native.__file__).parent
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    folder = tmp_path / "core"
+    folder.mkdir()
+    for name in COMPILED_MODULES:
+        shutil.copy(PACKAGE / f"{name}.py", folder)
+    return folder
+
+
+def _fake_extension(folder: Path, name: str) -> None:
+    (folder / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+
+
+def _select(folder: Path) -> CoreBuild:
+    before = list(sys.meta_path)
+    try:
+        return select_build("rbp_test_core", folder)
+    finally:
+        sys.meta_path[:] = before
+
+
+def test_sources_alone_are_the_pure_build(package: Path) -> None:
+    assert _select(package) is CoreBuild.PURE
+
+
+def test_a_build_recorded_from_these_sources_loads(package: Path) -> None:
+    _fake_extension(package, "flow")
+    (package / DIGEST_FILE).write_text(digest_record(source_digests(package)))
+    assert _select(package) is CoreBuild.COMPILED
+
+
+@pytest.mark.parametrize("record", ["edited", "missing", "unreadable"])
+def test_a_build_whose_record_differs_falls_back_to_the_sources(package: Path, record: str) -> None:
+    _fake_extension(package, "flow")
+    if record == "edited":
+        (package / DIGEST_FILE).write_text(digest_record(source_digests(package)))
+        with (package / "standby.py").open("a") as source:
+            source.write("\n# edited\n")
+    elif record == "unreadable":
+        (package / DIGEST_FILE).mkdir()
+    with pytest.warns(RuntimeWarning, match="make core") as warned:
+        assert _select(package) is CoreBuild.STALE
+    if record == "edited":
+        assert "older than standby.py" in str(warned[0].message)
+
+
+def test_the_record_is_sha256sum_output(package: Path) -> None:
+    text = digest_record(source_digests(package))
+    lines = text.splitlines()
+    assert len(lines) == len(COMPILED_MODULES)
+    assert all(len(line.split("  ")[0]) == 64 and line.endswith(".py") for line in lines)
