@@ -1,6 +1,6 @@
 """``make core``: compile the planner core with mypyc, in place, and record the sources it was built from.
 
-The same typed sources, compiled to C extensions beside them: plan_group runs about twice as fast with the same
+The same typed sources, compiled to C extensions beside them: plan_group runs 1.2-1.5x as fast with the same
 results. ``assignor.native`` loads the build only while the record matches the sources.
 """
 
