@@ -16,9 +16,10 @@ from assignor import AssignmentConfigs
 from assignor.baselines import BASELINE_ASSIGNORS, baseline_cost
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
-from jobs.pipeline.plan import group_state, plan_id_of, planning_input, worker_pool
+from jobs.pipeline.plan import group_state, plan_id_of, planning_input
 from jobs.pipeline.restore_rates import RestoreRates, restore_rates
 from jobs.pipeline.stage import StageResult, resolve_snapshot
+from jobs.pipeline.workers import worker_pool
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import gc
-import itertools
 import logging
-import multiprocessing
+import math
 import os
 import shutil
-import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -31,7 +27,7 @@ from jobs.pipeline.buckets import GroupBucket, group_buckets
 from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.processes import die_with_parent
+from jobs.pipeline.workers import worker_pool
 from jobs.settings import Kip441Settings, Settings
 
 log = logging.getLogger(__name__)
@@ -50,7 +46,8 @@ PLANNED_SCHEMA = (
     + f", assignments array<{table_schema('plan_assignments').struct_ddl(STEP_COLUMNS)}>"
 )
 _PROGRESS_EVERY = 1_000
-_planned = itertools.count(1)
+GROUPS_PER_CALL = 32  # groups one planner UDF call plans: see plan_groups
+_CALL = "planner_call"
 
 
 def plan_id_of(snapshot_id: str, group_id: str) -> str:
@@ -102,10 +99,20 @@ def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> Dat
     return frame
 
 
-def group_state(rows: pd.DataFrame) -> GroupState:
+# One group's planning_input rows, column by column: a pandas frame, or lists cut from an Arrow table.
+PlanningRows: TypeAlias = pd.DataFrame | Mapping[str, Sequence[Any]]
+PLANNING_COLUMNS = (
+    "snapshot_id", "group_id", "kind", "process_id", "capacity", "task_id", "role", "stateful", "end_offset_sum",
+    "offset_sum",
+)  # fmt: skip
+
+
+def _first(rows: PlanningRows, column: str) -> str:
+    return str(next(iter(rows[column])))
+
+
+def group_state(rows: PlanningRows) -> GroupState:
     """The assignor's input from one group's planning_input rows."""
-    kinds = rows["kind"].to_numpy()
-    pids, tids = rows["process_id"].to_numpy(), rows["task_id"].to_numpy()
     stateful: set[TaskId] = set()
     stateless: set[TaskId] = set()
     ends: dict[TaskId, int] = {}
@@ -113,9 +120,9 @@ def group_state(rows: pd.DataFrame) -> GroupState:
     held: dict[str, dict[str, set[TaskId]]] = {}
     sums: dict[str, dict[TaskId, int]] = {}
     for kind, pid, tid, cap, role, is_stateful, end, offset in zip(
-        kinds,
-        pids,
-        tids,
+        rows["kind"],
+        rows["process_id"],
+        rows["task_id"],
         rows["capacity"],
         rows["role"],
         rows["stateful"],
@@ -179,7 +186,7 @@ def step_assignments(plan: GroupPlan) -> list[dict[str, Any]]:
 
 
 def plan_record(
-    rows: pd.DataFrame,
+    rows: PlanningRows,
     configs: AssignmentConfigs,
     restore_rate: float | None,
     created_at: int,
@@ -189,7 +196,7 @@ def plan_record(
     """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses (or an impossible drain, see
     ``drains``: group_id -> processes to drain) gets a REJECTED row saying why. ``rate_source`` says where
     ``restore_rate`` came from (default: the settings when given, else the assignor's default)."""
-    snapshot_id, group_id = str(rows["snapshot_id"].iloc[0]), str(rows["group_id"].iloc[0])
+    snapshot_id, group_id = _first(rows, "snapshot_id"), _first(rows, "group_id")
     draining = (drains or {}).get(group_id, frozenset())
     # Every column present, null where a rejected group has no value: the engine checks the UDF's column names.
     out: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
@@ -232,81 +239,36 @@ def plan_record(
     return out
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}
-_pools_lock = threading.Lock()
-
-
-def _warm_up_planner() -> None:
-    """Plan one tiny group whose unequal capacities reach the MILP too, so every lazily imported module (scipy's
-    HiGHS among them) is loaded before the worker freezes the heap."""
-    tasks = frozenset({TaskId(0, 0), TaskId(0, 1), TaskId(0, 2)})
-    clients = [ClientState("a", capacity=2, previous_active=tasks), ClientState("b")]
-    plan_group(GroupState(clients, tasks, frozenset(), dict.fromkeys(tasks, 100_000)), AssignmentConfigs())
-
-
-def start_worker() -> None:
-    """A worker process's initializer: die with the parent; load and warm up the planner; then gc.freeze() so the
-    collector never rescans what the imports left (pandas, pyspark, scipy: hundreds of thousands of objects)
-    while the worker plans. Planning allocates many short-lived containers, and each full collection would
-    otherwise walk the whole imported heap."""
-    die_with_parent()
-    _warm_up_planner()
-    gc.collect()
-    gc.freeze()
-
-
-@contextmanager
-def _main_script_hidden() -> Iterator[None]:
-    """While workers start: a spawned child re-runs the parent's ``__main__`` (multiprocessing does, for a main
-    with a file or a module name), which for a benchmark script or Airflow's CLI means seconds of imports the
-    workers never use (the benchmark's: Great Expectations, ~15 s per 1,000 groups planned). The workers need
-    only what start_worker imports."""
-    main = sys.modules["__main__"]
-    saved = {k: main.__dict__.pop(k) for k in ("__file__",) if k in main.__dict__}
-    spec = getattr(main, "__spec__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
-        main.__spec__ = spec
-
-
-def _ready() -> int:
-    return os.getpid()
-
-
-def worker_pool(processes: int) -> ProcessPoolExecutor:
-    """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL; all started at
-    once, here, so none re-runs the parent's main script (see _main_script_hidden)."""
-    with _pools_lock:
-        if processes not in _pools:
-            # spawn, not fork: the engine's threads are running in this process.
-            pool = ProcessPoolExecutor(
-                processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker
-            )
-            with _main_script_hidden():
-                # A spawn pool starts a worker per submit while none is idle: n submits at once start all n.
-                started = [pool.submit(_ready) for _ in range(processes)]
-            wait(started)
-            _pools[processes] = pool
-        return _pools[processes]
+def groups_of(rows: pa.Table) -> Iterator[dict[str, list[Any]]]:
+    """Each group's planning rows, by column, from a table holding several groups' rows (in the order they came)."""
+    # sort_indices is stable: a group's rows keep the order the engine sent them in.
+    rows = rows.take(pc.sort_indices(rows, [("group_id", "ascending")]))
+    columns = {name: rows.column(name).to_pylist() for name in PLANNING_COLUMNS}
+    ids = columns["group_id"]
+    start = 0
+    for end in range(1, len(ids) + 1):
+        if end == len(ids) or ids[end] != ids[start]:
+            yield {name: values[start:end] for name, values in columns.items()}
+            start = end
 
 
 def plan_table(
     rows: pa.Table,
     configs: AssignmentConfigs,
-    restore_rate: float | None,
+    rates: Mapping[str, tuple[float, RateSource]],
     created_at: int,
     drains: Mapping[str, frozenset[str]] | None,
-    rate_source: RateSource,
     schema: pa.Schema,
 ) -> pa.Table:
-    """plan_record on Arrow: one group's rows in, its PLANNED_SCHEMA row out. Both conversions happen here, in
-    whichever process plans: a group's row holds hundreds of nested assignment structs, and converting them
-    where the engine calls the UDF (one GIL for every engine thread under Sail) was the stage's bottleneck."""
-    out = plan_record(rows.to_pandas(), configs, restore_rate, created_at, drains, rate_source)
-    return pa.Table.from_pylist([out], schema=schema)
+    """plan_record on Arrow: several groups' rows in, one PLANNED_SCHEMA row per group out, each at its rate
+    (``rates``: group_id -> rate and its source). Both conversions happen here, in whichever process plans: a
+    group's row holds hundreds of nested assignment structs, and converting them where the engine calls the UDF
+    (one GIL for every engine thread under Sail) was the stage's bottleneck."""
+    records = []
+    for group in groups_of(rows):
+        rate, source = rates[_first(group, "group_id")]
+        records.append(plan_record(group, configs, rate, created_at, drains, source))
+    return pa.Table.from_pylist(records, schema=schema)
 
 
 def planner_udf(
@@ -317,24 +279,56 @@ def planner_udf(
     schema: pa.Schema,
     drains: Mapping[str, frozenset[str]] | None = None,
 ) -> Callable[[pa.Table], pa.Table]:
-    """The applyInArrow function: one group's rows in, one PLANNED_SCHEMA row (``schema``) out."""
+    """The applyInArrow function: several groups' rows in, one PLANNED_SCHEMA row (``schema``) per group out."""
     driver = os.getpid()
 
-    def plan_one(rows: pa.Table) -> pa.Table:
-        rate, source = rates.for_group(str(rows.column("group_id")[0].as_py()))
+    def plan_some(rows: pa.Table) -> pa.Table:
+        ids = pc.unique(rows.column("group_id")).to_pylist()
+        group_rates = {str(g): rates.for_group(str(g)) for g in ids}
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
-            # CPU-bound Python, so each call hands its group to a worker process and waits without the GIL.
-            job = worker_pool(processes).submit(plan_table, rows, configs, rate, created_at, drains, source, schema)
+            # CPU-bound Python, so each call hands its groups to a worker process and waits without the GIL.
+            job = worker_pool(processes).submit(plan_table, rows, configs, group_rates, created_at, drains, schema)
             out = job.result()
         else:  # a Python worker process of a JVM engine: already one process per core
-            out = plan_table(rows, configs, rate, created_at, drains, source, schema)
-        done = next(_planned)
-        if done % _PROGRESS_EVERY == 0:
-            log.info("planned %d groups", done)
+            out = plan_table(rows, configs, group_rates, created_at, drains, schema)
+        _count_planned(len(ids))
         return out
 
-    return plan_one
+    return plan_some
+
+
+_planned = 0
+_planned_lock = threading.Lock()
+
+
+def _count_planned(groups: int) -> None:
+    """Log progress every _PROGRESS_EVERY groups planned in this process (engine threads call concurrently)."""
+    global _planned
+    with _planned_lock:
+        before, _planned = _planned, _planned + groups
+    if before // _PROGRESS_EVERY != _planned // _PROGRESS_EVERY:
+        log.info("planned %d groups", _planned // _PROGRESS_EVERY * _PROGRESS_EVERY)
+
+
+def plan_groups(
+    inputs: DataFrame,
+    configs: AssignmentConfigs,
+    rates: RestoreRates,
+    created_at: int,
+    processes: int = 1,
+    drains: Mapping[str, frozenset[str]] | None = None,
+    calls: int = 1,
+) -> DataFrame:
+    """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions, each estimated
+    at its group's restore rate (``rates``). The groups are dealt by a hash of their id into ``calls`` UDF
+    calls: a call per group costs more handing the group over (to the UDF, to a worker and back) than planning
+    it under Sail, so each call plans about GROUPS_PER_CALL groups."""
+    # The engine parses the DDL (a round trip, once), pyspark maps it to Arrow as applyInArrow expects it.
+    schema = to_arrow_schema(inputs.sparkSession.createDataFrame([], PLANNED_SCHEMA).schema)
+    udf = planner_udf(configs, rates, created_at, processes, schema, drains)
+    call = sf.pmod(sf.xxhash64("group_id"), sf.lit(max(1, calls))).alias(_CALL)
+    return inputs.select("*", call).groupBy(_CALL).applyInArrow(udf, PLANNED_SCHEMA)
 
 
 def explode_assignments(planned: DataFrame) -> DataFrame:
@@ -365,22 +359,6 @@ def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
         "restore_rate",
         "restore_rate_source",
     )
-
-
-def plan_groups(
-    inputs: DataFrame,
-    configs: AssignmentConfigs,
-    rates: RestoreRates,
-    created_at: int,
-    processes: int = 1,
-    drains: Mapping[str, frozenset[str]] | None = None,
-) -> DataFrame:
-    """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions, each estimated
-    at its group's restore rate (``rates``)."""
-    # The engine parses the DDL (a round trip, once), pyspark maps it to Arrow as applyInArrow expects it.
-    schema = to_arrow_schema(inputs.sparkSession.createDataFrame([], PLANNED_SCHEMA).schema)
-    udf = planner_udf(configs, rates, created_at, processes, schema, drains)
-    return inputs.groupBy("group_id").applyInArrow(udf, PLANNED_SCHEMA)
 
 
 def _check_drains(lake: Lake, snapshot_id: str, drains: Mapping[str, frozenset[str]]) -> None:
@@ -456,7 +434,9 @@ def _plan_bucket(
     staging = lake.staging("plan")
     try:
         configs = settings.kip441.configs()
-        planned_groups = plan_groups(inputs, configs, rates, created_at, settings.planner_processes, drains)
+        # At most a bucket's groups (fewer when done ones are left out): calls of about GROUPS_PER_CALL groups.
+        calls = math.ceil(settings.stage_bucket_groups / GROUPS_PER_CALL)
+        planned_groups = plan_groups(inputs, configs, rates, created_at, settings.planner_processes, drains, calls)
         planned_groups.write.mode("overwrite").parquet(str(staging))
         planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}

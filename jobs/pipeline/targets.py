@@ -39,11 +39,17 @@ def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssig
     """plan_id -> target of the plans whose plan_assignments rows are ``assignments`` (``plans``: their plans rows,
     for the processes they drain)."""
     held: dict[str, dict[str, dict[str, set[TaskId]]]] = {}
+    # A fleet's plans name the same few task ids millions of times: parse each once.
+    parsed: dict[str, TaskId] = {}
     # One row per (plan, process, role) with its tasks: a fleet's targets have millions of task rows.
     by_role = target_rows(assignments).groupBy("plan_id", "process_id", "role").agg(sf.collect_list("task_id"))
     for plan_id, pid, role, tasks in by_role.collect():
         roles = held.setdefault(plan_id, {}).setdefault(pid, {"ACTIVE": set(), "STANDBY": set()})
-        roles[role].update(TaskId.parse(t) for t in tasks)
+        for t in tasks:
+            task = parsed.get(t)
+            if task is None:
+                task = parsed[t] = TaskId.parse(t)
+            roles[role].add(task)
     # A drained process holds nothing, so has no rows; the target still names it (empty) so that the leader's
     # target fits the live group while the process runs, instead of being re-balanced onto it.
     for r in plans.where(sf.col("draining").isNotNull()).select("plan_id", "draining").collect():

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import great_expectations as gx
-from great_expectations.checkpoint.actions import UpdateDataDocsAction
 from great_expectations.checkpoint.checkpoint import Checkpoint
 from great_expectations.core.expectation_suite import ExpectationSuite
 from great_expectations.data_context.types.base import ProgressBarsConfig
+from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
@@ -81,7 +81,8 @@ class ExpectationOutcome:
 
 
 class PlanValidator:
-    """An ephemeral GX context with the suites registered and a Data Docs site at ``docs_dir``."""
+    """An ephemeral GX context with the suites registered and a Data Docs site at ``docs_dir``; ``run`` validates,
+    ``build_docs`` renders what was validated since the last build."""
 
     def __init__(self, suites: Sequence[Suite], docs_dir: Path) -> None:
         self.context = gx.get_context(mode="ephemeral")
@@ -98,6 +99,7 @@ class PlanValidator:
         self.docs_index = docs_dir / "index.html"
         source = self.context.data_sources.add_spark("lake")
         self.checkpoints: dict[str, Checkpoint] = {}
+        self._unrendered: list[Any] = []  # validation result ids not yet in the Data Docs
         for suite in suites:
             batch = source.add_dataframe_asset(suite.dataset).add_batch_definition_whole_dataframe("snapshot")
             gx_suite = self.context.suites.add(
@@ -107,10 +109,11 @@ class PlanValidator:
                 gx.ValidationDefinition(name=suite.name, data=batch, suite=gx_suite)
             )
             self.checkpoints[suite.name] = self.context.checkpoints.add(
+                # No UpdateDataDocsAction: it re-renders the site's index after every suite; build_docs renders
+                # a bucket's pages and the index once.
                 Checkpoint(
                     name=suite.name,
                     validation_definitions=[definition],
-                    actions=[UpdateDataDocsAction(name="data_docs", site_names=[DOCS_SITE])],
                     result_format={"result_format": "COMPLETE", "unexpected_index_column_names": ["plan_id"]},
                 )
             )
@@ -118,6 +121,7 @@ class PlanValidator:
     def run(self, suite: Suite, frame: DataFrame) -> list[ExpectationOutcome]:
         """Validate one dataset; every expectation's failing rows are attributed to their plan_id."""
         result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame})
+        self._unrendered.extend(result.run_results)
         outcomes = []
         for run in result.run_results.values():
             for r in run.results:
@@ -128,6 +132,14 @@ class PlanValidator:
                 count = int(r.result.get("unexpected_count") or 0)
                 outcomes.append(ExpectationOutcome(suite.name, name, bool(r.success), count, by_plan))
         return outcomes
+
+    def build_docs(self) -> None:
+        """Render the validation results since the last build, their suites' pages and the site's index."""
+        if not self._unrendered:
+            return
+        suites = [ExpectationSuiteIdentifier(name=name) for name in self.checkpoints]
+        self.context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=[*self._unrendered, *suites])
+        self._unrendered = []
 
 
 def datasets(
@@ -203,6 +215,7 @@ class _Validation:
             outcomes: list[ExpectationOutcome] = []
             for suite in self.suites:
                 outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
+            self.validator.build_docs()
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         now = int(time.time() * 1000)

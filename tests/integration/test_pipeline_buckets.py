@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from jobs.pipeline.extract import BrokerState, write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
-from jobs.pipeline.validate import run_validate
+from jobs.pipeline.validate import load_suites, run_validate
 from jobs.settings import Kip441Settings, Settings
 
 pytestmark = pytest.mark.engines  # every test here runs on Sail and on Apache Spark with delta-spark
@@ -82,6 +83,12 @@ def test_lags_and_validate_in_buckets_of_one_or_two_groups_write_what_one_bucket
         assert sum(1 for status, _, _ in verdicts(whole).values() if status == "VALIDATED") > 0
         assert results(bucketed) == results(whole)
         assert (settings.data_docs / "index.html").is_file()
+        # Data Docs hold every bucket's result of every suite, and the index links each of them.
+        checked = sum(1 for status, _, _ in verdicts(bucketed).values() if status in ("VALIDATED", "REJECTED"))
+        pages = sorted((settings.data_docs / "validations").rglob("*.html"))
+        assert len(pages) == len(load_suites(settings.kip441.columns())) * math.ceil(checked / size)
+        index = (settings.data_docs / "index.html").read_text(encoding="utf-8")
+        assert all(page.relative_to(settings.data_docs).as_posix() in index for page in pages)
         # A re-run of finished stages finds everything written: no table gets a new version.
         assert not run_lags(bucketed, settings, "s1").changed
         assert not run_validate(bucketed, settings, "s1").changed

@@ -8,7 +8,7 @@ import multiprocessing
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from jobs.pipeline.plan import start_worker
+from jobs.pipeline.workers import start_worker
 
 
 def _worker_facts() -> tuple[int, bool]:

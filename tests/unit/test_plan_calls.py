@@ -1,0 +1,34 @@
+"""One planner call plans several groups: each group's rows are cut out in the order they came and planned alone."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+from assignor import AssignmentConfigs
+from jobs.pipeline import plan
+from tests.support.planning_rows import two_client_rows
+
+
+def _group(group_id: str, end_offset_sum: int) -> pd.DataFrame:
+    return two_client_rows(end_offset_sum, -2).assign(group_id=group_id)
+
+
+def test_a_calls_rows_are_cut_into_groups_keeping_each_groups_row_order() -> None:
+    g1, g2 = _group("g1", 100), _group("g2", 200)
+    # Interleaved as an engine may deliver them: g2's rows reversed among g1's.
+    mixed = pd.concat([g1.iloc[:3], g2.iloc[::-1], g1.iloc[3:]], ignore_index=True)
+    cut = list(plan.groups_of(pa.Table.from_pandas(mixed, preserve_index=False)))
+    assert [group["group_id"][0] for group in cut] == ["g1", "g2"]
+    assert cut[0]["task_id"] == g1["task_id"].tolist()
+    assert cut[1]["kind"] == g2.iloc[::-1]["kind"].tolist()
+
+
+def test_a_group_cut_from_a_call_plans_as_its_pandas_rows_do() -> None:
+    rows = pd.concat([_group("g1", 100), _group("g2", 5_000)], ignore_index=True)
+    for group in plan.groups_of(pa.Table.from_pandas(rows, preserve_index=False)):
+        alone = rows[rows["group_id"] == group["group_id"][0]]
+        assert plan.group_state(group) == plan.group_state(alone)
+        assert plan.plan_record(group, AssignmentConfigs(), None, 1) == plan.plan_record(
+            alone, AssignmentConfigs(), None, 1
+        )
