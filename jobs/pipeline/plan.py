@@ -27,7 +27,7 @@ from jobs.pipeline.buckets import GroupBucket, group_buckets
 from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.workers import worker_pool
+from jobs.pipeline.workers import release_pools, worker_pool
 from jobs.settings import Kip441Settings, Settings
 
 log = logging.getLogger(__name__)
@@ -398,11 +398,16 @@ def run_plan(
     buckets = group_buckets(reports, snapshot_id, settings.stage_bucket_groups)
     statuses: Counter[str] = Counter()
     plans, assignments = [], []
-    for bucket in buckets:
-        planned = _plan_bucket(lake, settings, bucket, rates, drains)
-        statuses.update(planned.statuses)
-        plans.append(planned.plans)
-        assignments.append(planned.assignments)
+    try:
+        for bucket in buckets:
+            planned = _plan_bucket(lake, settings, bucket, rates, drains)
+            statuses.update(planned.statuses)
+            plans.append(planned.plans)
+            assignments.append(planned.assignments)
+    finally:
+        # Validate's joins come next in the same process when stages run together (the benchmark, one-process
+        # runs); idle planners would hold ~0.5 GB through them.
+        release_pools()
     log.info("plan %s: %s", snapshot_id, ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "no new groups")
     outcomes = (
         MergeOutcome.total("plans", plans, lake.version("plans")),
