@@ -17,14 +17,15 @@ import json
 import logging
 import os
 import random
-import resource
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import psutil
 from rich.console import Console
 from rich.table import Table
 
@@ -95,16 +96,49 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def stage_row(stage: str, rows: int, seconds: float) -> dict[str, Any]:
-    """One stage's row, with the load and this process's RSS right after it."""
-    return {"stage": stage, "rows": rows, "seconds": seconds, "load": load(), "rss_mb": rss_mb()}
+def stage_row(stage: str, rows: int, seconds: float, tree_peak_mb: float) -> dict[str, Any]:
+    """One stage's row, with the load, this process's RSS right after it and the process tree's peak during it."""
+    return {
+        "stage": stage, "rows": rows, "seconds": seconds, "load": load(), "rss_mb": rss_mb(),
+        "tree_peak_mb": tree_peak_mb,
+    }  # fmt: skip
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process and of its finished children (planner workers), in MiB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round((own + children) / 1024, 1)  # Linux reports KiB
+class TreePeak:
+    """The resident memory of this process and every live descendant (the in-process engine is in this process; the
+    planner workers are children), summed and sampled every ``interval`` seconds on a thread; ``take`` returns the
+    largest sum since the last ``take``. getrusage cannot give this: a forked child reports its parent's pages."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        self.interval = interval
+        self._peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-peak", daemon=True)
+
+    def _sample(self) -> int:
+        me = psutil.Process()
+        total = int(me.memory_info().rss)
+        for child in me.children(recursive=True):
+            with suppress(psutil.Error):  # gone between listing and reading
+                total += int(child.memory_info().rss)
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._peak = max(self._peak, self._sample())
+
+    def take(self) -> float:
+        """The peak in MiB since the last take (or the start), this moment included; then start afresh."""
+        peak, self._peak = max(self._peak, self._sample()), 0
+        return round(peak / 2**20, 1)
+
+    def __enter__(self) -> TreePeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 @contextmanager
@@ -171,23 +205,29 @@ def bench(
         if bucket_groups is not None:
             settings = settings.model_copy(update={"stage_bucket_groups": bucket_groups})
         configs = None if skip_floor else settings.kip441.configs()
-        floor_s = write_fleet(settings.lake_root, remote, groups, seed, console, configs)
-        floor_load = load()
-        with spark_session(remote) as spark:
-            lake = Lake(spark, settings.lake_root)
-            lags, lag_s = timed(lambda: run_lags(lake, settings, "bench"))
-            rows.append(stage_row("lags", lags.outcomes[0].inserted, lag_s))
-            console.log(f"lags: {lag_s:.1f} s")
-            plan, plan_s = timed(lambda: run_plan(lake, settings, "bench"))
-            rows.append(stage_row("plan", plan.outcomes[0].inserted, plan_s))
-            console.log(f"plan: {plan_s:.1f} s ({dict(plan.counts)})")
-            validate, validate_s = timed(lambda: run_validate(lake, settings, "bench"))
-            rows.append(stage_row("validate", sum(validate.counts.values()), validate_s))
-            console.log(f"validate: {validate_s:.1f} s ({dict(validate.counts)})")
-            assignments = plan.outcomes[1].inserted
+        with TreePeak() as tree:
+            floor_s = write_fleet(settings.lake_root, remote, groups, seed, console, configs)
+            floor_load = load()
+            fleet_peak = tree.take()
+            with spark_session(remote) as spark:
+                lake = Lake(spark, settings.lake_root)
+                lags, lag_s = timed(lambda: run_lags(lake, settings, "bench"))
+                rows.append(stage_row("lags", lags.outcomes[0].inserted, lag_s, tree.take()))
+                console.log(f"lags: {lag_s:.1f} s")
+                plan, plan_s = timed(lambda: run_plan(lake, settings, "bench"))
+                rows.append(stage_row("plan", plan.outcomes[0].inserted, plan_s, tree.take()))
+                console.log(f"plan: {plan_s:.1f} s ({dict(plan.counts)})")
+                validate, validate_s = timed(lambda: run_validate(lake, settings, "bench"))
+                rows.append(stage_row("validate", sum(validate.counts.values()), validate_s, tree.take()))
+                console.log(f"validate: {validate_s:.1f} s ({dict(validate.counts)})")
+                assignments = plan.outcomes[1].inserted
     total = lag_s + plan_s + validate_s
     rows.append({"stage": "lags+plan+validate", "rows": groups, "seconds": total, "goal_s": GOAL_SECONDS})
-    rows.append({"stage": "peak memory (MiB)", "peak_rss_mb": peak_rss_mb(), "goal_mb": GOAL_PEAK_MB})
+    stages_peak = max(r["tree_peak_mb"] for r in rows)
+    # The goal is the stages' memory; building and writing the synthetic fleet is the benchmark's own work.
+    rows.append(
+        {"stage": "peak memory (MiB)", "peak_rss_mb": stages_peak, "fleet_peak_mb": fleet_peak, "goal_mb": GOAL_PEAK_MB}
+    )
     if not skip_floor:
         rows.append({"stage": "floor (plain loop)", "rows": groups, "seconds": floor_s, "load": floor_load})
         rows.append({"stage": "ratio plan/floor", "ratio": plan_s / floor_s, "goal": GOAL_RATIO})
@@ -256,7 +296,8 @@ def main() -> None:
     out.print(table)
     out.print(
         f"goals: lags+plan+validate <= {GOAL_SECONDS:.0f} s for 10,000 groups; pipeline/floor <= {GOAL_RATIO}; "
-        f"peak memory <= {GOAL_PEAK_MB:,} MiB for 100,000 groups (Spark's own JVM is not counted)"
+        f"peak memory <= {GOAL_PEAK_MB:,} MiB for 100,000 groups "
+        "(the process tree during the stages: this one with Sail in it, planner workers, a local Spark server's JVM)"
     )
 
 
