@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import shutil
 import sys
@@ -66,3 +67,19 @@ def test_the_record_is_sha256sum_output(package: Path) -> None:
     lines = text.splitlines()
     assert len(lines) == len(COMPILED_MODULES)
     assert all(len(line.split("  ")[0]) == 64 and line.endswith(".py") for line in lines)
+
+
+def test_compiled_modules_use_no_decorator_that_needs_an_instance_dict() -> None:
+    # mypyc's classes have no __dict__: functools.cached_property would recompute on every read there, silently.
+    needing = {"cached_property", "lru_cache", "cache"}
+    found = []
+    for name in COMPILED_MODULES:
+        tree = ast.parse((PACKAGE / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    label = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                    if label in needing:
+                        found.append(f"{name}.py:{node.lineno} {label}")
+    assert found == []
