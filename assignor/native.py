@@ -59,7 +59,8 @@ def _recorded(package_dir: Path) -> dict[str, str]:
     return {name: digest for digest, _, name in (line.partition("  ") for line in lines)}
 
 
-def _extensions(package_dir: Path) -> list[Path]:
+def compiled_extensions(package_dir: Path = PACKAGE_DIR) -> list[Path]:
+    """The compiled modules' extension files in ``package_dir`` (none without a build)."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     return [p for p in package_dir.iterdir() if p.name.endswith(suffixes) and p.name.split(".")[0] in COMPILED_MODULES]
 
@@ -84,7 +85,7 @@ def select_build(package: str = "assignor", package_dir: Path = PACKAGE_DIR) -> 
 
     All or nothing: compiled modules call each other directly, so one stale module means none may load.
     """
-    if not _extensions(package_dir):
+    if not compiled_extensions(package_dir):
         return CoreBuild.PURE
     recorded, current = _recorded(package_dir), source_digests(package_dir)
     if recorded == current:

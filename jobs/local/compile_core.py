@@ -9,17 +9,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.machinery
-import os
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 from mypyc.build import mypycify
 from setuptools import setup
 
-from assignor.native import COMPILED_MODULES, DIGEST_FILE, digest_record, source_digests
+from assignor.native import COMPILED_MODULES, DIGEST_FILE, compiled_extensions, digest_record, source_digests
 
 ROOT = Path(__file__).resolve().parents[2]
 # mypyc puts the modules' shared code in one extension named after the group: assignor/core__mypyc, inside the
@@ -31,7 +29,7 @@ def built_files(root: Path) -> list[Path]:
     """Every file a build leaves in the tree: the modules' extensions, the group's runtime and the record."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     package = root / "assignor"
-    found = [p for p in package.iterdir() if p.name.endswith(suffixes) and p.name.split(".")[0] in COMPILED_MODULES]
+    found = compiled_extensions(package)
     found += [p for p in package.iterdir() if p.name.startswith("core__mypyc.") and p.name.endswith(suffixes)]
     return found + [p for p in (package / DIGEST_FILE,) if p.exists()]
 
@@ -42,23 +40,13 @@ def clean(root: Path) -> None:
         path.unlink()
 
 
-@contextlib.contextmanager
-def _working_directory(path: Path) -> Iterator[None]:
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 def build(root: Path) -> None:
     """Compile COMPILED_MODULES under ``root`` in place and write the record last, so a failed build loads nothing."""
     clean(root)
     digests = source_digests(root / "assignor")
     with (
         tempfile.TemporaryDirectory(prefix="rbp-mypyc-") as scratch,
-        _working_directory(root),
+        contextlib.chdir(root),
         warnings.catch_warnings(),
     ):
         # setuptools reads pyproject.toml's [tool.setuptools] here too and calls that support beta; it is not used.
