@@ -46,3 +46,20 @@ def test_a_lake_written_by_one_engine_is_read_and_extended_by_the_other(
     before = apache_spark.sql(f"SELECT * FROM delta.`{jvm.path('plan_baselines')}` VERSION AS OF {first.version}")
     assert before.count() == 3
     assert jvm.read("plan_baselines").count() == 8
+
+
+def test_apache_spark_reads_and_merges_a_table_past_its_checkpoints(
+    spark: SparkSession, apache_spark: SparkSession, tmp_path: Path
+) -> None:
+    # Delta writes a checkpoint (a parquet summary of the log) every 10th commit, and reads it from then on: a
+    # nightly table has one within two weeks. delta-spark 4.1.0 calls a Spark 4.1.0 constructor that Spark 4.1.4
+    # removed, so on pyspark 4.1.4 the first read after a checkpoint failed with NoSuchMethodError.
+    sail, jvm = Lake(spark, tmp_path / "lake"), Lake(apache_spark, tmp_path / "lake")
+    for night in range(12):
+        lake = jvm if night % 2 else sail  # both engines' commits, as when the demo runs on either
+        assert lake.merge("plan_baselines", _baselines(lake.spark, range(night, night + 1))).inserted == 1
+    checkpoints = list((tmp_path / "lake").glob("**/_delta_log/*.checkpoint*.parquet"))
+    assert checkpoints, "no checkpoint was written: the test no longer reaches the path it guards"
+    assert jvm.read("plan_baselines").count() == 12
+    assert jvm.merge("plan_baselines", _baselines(apache_spark, range(11, 13))).inserted == 1
+    assert sail.read("plan_baselines").count() == 13
