@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pysail.spark import SparkConnectServer
 from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -17,6 +17,15 @@ log = logging.getLogger(__name__)
 # broker test), so the embedded engine keeps them for a day.
 SAIL_IDLE_SESSION_TIMEOUT_S = 86_400
 SAIL_LOG_FILTER = "info,sail_plan::resolver::query::misc=error"
+
+
+# Sessions on a Sail server this process runs: Python UDFs of their queries run in this process, under its GIL.
+_embedded: weakref.WeakSet[SparkSession] = weakref.WeakSet()
+
+
+def embedded(session: SparkSession) -> bool:
+    """Whether ``session`` runs on the Sail engine inside this process (spark_session without a remote)."""
+    return session in _embedded
 
 
 class EngineError(RuntimeError):
@@ -52,6 +61,8 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
         # Sail takes join hints as no-ops and warns once per hint per query (dozens a validate, from the
         # sort-merge hints Apache Spark needs); its other logs stay. An operator's RUST_LOG wins.
         os.environ.setdefault("RUST_LOG", SAIL_LOG_FILTER)
+        from pysail.spark import SparkConnectServer  # noqa: PLC0415 (planner workers import this module, never Sail)
+
         server = SparkConnectServer(port=0)
         server.start(background=True)
         address = server.listening_address
@@ -61,6 +72,8 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
     log.info("Spark Connect session on %s (%s)", url, "embedded Sail" if server else "SPARK_REMOTE")
     # create(), not getOrCreate(): a process may hold several sessions (e.g. Sail and a JVM Spark in tests).
     session = SparkSession.builder.remote(url).create()
+    if server is not None:
+        _embedded.add(session)
     try:
         yield session
     finally:

@@ -11,16 +11,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, TaskId, plan_group
+from assignor import AssignmentConfigs, ClientState, GroupPlan, GroupState, Role, TaskId, plan_group
+from jobs.lakehouse.engine import embedded
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.buckets import GroupBucket, group_buckets
@@ -29,6 +30,9 @@ from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.workers import release_pools, worker_pool
 from jobs.settings import Kip441Settings, Settings
+
+if TYPE_CHECKING:  # planner workers import this module: pandas would add a second to each one's start
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,7 @@ PLANNED_SCHEMA = (
     + f", assignments array<{table_schema('plan_assignments').struct_ddl(STEP_COLUMNS)}>"
 )
 _PROGRESS_EVERY = 1_000
+_ACTIVE, _STANDBY, _WARMUP = Role.ACTIVE.name, Role.STANDBY.name, Role.WARMUP.name
 GROUPS_PER_CALL = 32  # groups one planner UDF call plans: see plan_groups
 _CALL = "planner_call"
 
@@ -100,11 +105,21 @@ def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> Dat
 
 
 # One group's planning_input rows, column by column: a pandas frame, or lists cut from an Arrow table.
-PlanningRows: TypeAlias = pd.DataFrame | Mapping[str, Sequence[Any]]
+PlanningRows: TypeAlias = "pd.DataFrame | Mapping[str, Sequence[Any]]"
 PLANNING_COLUMNS = (
     "snapshot_id", "group_id", "kind", "process_id", "capacity", "task_id", "role", "stateful", "end_offset_sum",
     "offset_sum",
 )  # fmt: skip
+
+
+def _missing(value: object) -> bool:
+    """A null cell however the rows came: None from Arrow lists, NaN or pandas' NA from a pandas frame."""
+    if value is None:
+        return True
+    try:
+        return math.isnan(value)  # type: ignore[arg-type]
+    except TypeError:  # pandas.NA has no float value
+        return True
 
 
 def _first(rows: PlanningRows, column: str) -> str:
@@ -119,6 +134,15 @@ def group_state(rows: PlanningRows) -> GroupState:
     capacity: dict[str, int] = {}
     held: dict[str, dict[str, set[TaskId]]] = {}
     sums: dict[str, dict[TaskId, int]] = {}
+    # A group's few dozen task ids recur in every held and offset row: parse each once.
+    ids: dict[str, TaskId] = {}
+
+    def task_id(text: str) -> TaskId:
+        task = ids.get(text)
+        if task is None:
+            task = ids[text] = TaskId.parse(text)
+        return task
+
     for kind, pid, tid, cap, role, is_stateful, end, offset in zip(
         rows["kind"],
         rows["process_id"],
@@ -133,16 +157,16 @@ def group_state(rows: PlanningRows) -> GroupState:
         if kind == "client":
             capacity[pid] = int(cap)
         elif kind == "held":
-            held.setdefault(pid, {}).setdefault(role, set()).add(TaskId.parse(tid))
+            held.setdefault(pid, {}).setdefault(role, set()).add(task_id(tid))
         elif kind == "task":
-            task = TaskId.parse(tid)
+            task = task_id(tid)
             if is_stateful:
                 stateful.add(task)
-                ends[task] = 0 if pd.isna(end) else int(end)
+                ends[task] = 0 if _missing(end) else int(end)
             else:
                 stateless.add(task)
         else:
-            sums.setdefault(pid, {})[TaskId.parse(tid)] = int(offset)
+            sums.setdefault(pid, {})[task_id(tid)] = int(offset)
     clients = []
     for pid in sorted(capacity):
         roles = held.get(pid, {})
@@ -175,14 +199,37 @@ def is_noop(plan: GroupPlan, group: GroupState) -> bool:
     )
 
 
-def step_assignments(plan: GroupPlan) -> list[dict[str, Any]]:
-    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, as STEP_COLUMNS structs."""
-    return [
-        {"step": number, "process_id": pid, "task_id": str(task), "role": role.name}
-        for number, step in enumerate(plan.steps, start=1)
-        for pid in sorted(step.clients)
-        for task, role in sorted(step.clients[pid].roles())
-    ]
+def step_assignments(plan: GroupPlan) -> dict[str, list[Any]]:
+    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, column by column (STEP_COLUMNS),
+    each process's entries ordered by task."""
+    # Columns, not a dict per entry: a group has hundreds of entries, and Arrow takes columns without a walk
+    # over dicts. Role names are read once, not per entry (an enum's name is a property).
+    columns: dict[str, list[Any]] = {c: [] for c in STEP_COLUMNS}
+    numbers, pids, tasks, roles = (columns[c] for c in STEP_COLUMNS)
+    names: dict[TaskId, str] = {}
+    for number, step in enumerate(plan.steps, start=1):
+        for pid in sorted(step.clients):
+            held = step.clients[pid]
+            entries = sorted(
+                [
+                    *((t, _ACTIVE) for t in held.active),
+                    *((t, _STANDBY) for t in held.standby),
+                    *((t, _WARMUP) for t in held.warmup),
+                ]
+            )
+            numbers.extend([number] * len(entries))
+            pids.extend([pid] * len(entries))
+            for task, role in entries:
+                name = names.get(task)
+                if name is None:
+                    name = names[task] = str(task)
+                tasks.append(name)
+                roles.append(role)
+    return columns
+
+
+def _no_steps() -> dict[str, list[Any]]:
+    return {c: [] for c in STEP_COLUMNS}
 
 
 def plan_record(
@@ -213,12 +260,14 @@ def plan_record(
         group = group_state(rows)
         plan = plan_group(group, configs, restore_rate=restore_rate, draining=draining)
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
-        out.update(status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments=[], move_order=None)
+        out.update(
+            status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments=_no_steps(), move_order=None
+        )
         return out
     except Exception as err:  # a planner fault on one group must not cost the rest of the fleet its plans
         log.exception("planning %s/%s failed", snapshot_id, group_id)
         reason = f"planning failed: internal error {type(err).__name__}: {err}"
-        out.update(status=PlanStatus.REJECTED, reason=reason, assignments=[], move_order=None)
+        out.update(status=PlanStatus.REJECTED, reason=reason, assignments=_no_steps(), move_order=None)
         return out
     metrics = plan.metrics
     out.update(
@@ -268,7 +317,21 @@ def plan_table(
     for group in groups_of(rows):
         rate, source = rates[_first(group, "group_id")]
         records.append(plan_record(group, configs, rate, created_at, drains, source))
-    return pa.Table.from_pylist(records, schema=schema)
+    return planned_arrow(records, schema)
+
+
+def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """plan_record rows as an Arrow table of ``schema``, built column by column."""
+    arrays = [pa.array([r[name] for r in records], type=schema.field(name).type) for name in PLANNED_COLUMNS]
+    steps = [r["assignments"] for r in records]
+    offsets = pa.array(list(accumulate((len(s["step"]) for s in steps), initial=0)), type=pa.int32())
+    entry: pa.StructType = schema.field("assignments").type.value_type
+    values = pa.StructArray.from_arrays(
+        [pa.array([v for s in steps for v in s[c]], type=entry.field(c).type) for c in STEP_COLUMNS],
+        fields=[entry.field(c) for c in STEP_COLUMNS],
+    )
+    arrays.append(pa.ListArray.from_arrays(offsets, values, type=schema.field("assignments").type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def planner_udf(
@@ -298,17 +361,32 @@ def planner_udf(
     return plan_some
 
 
-_planned = 0
-_planned_lock = threading.Lock()
+class _Progress:
+    """Groups planned by this run in this process, logged every _PROGRESS_EVERY (engine threads add concurrently)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._planned = 0
+
+    def restart(self) -> None:
+        """Count from zero: a process may run the stage more than once (the benchmark, tests)."""
+        with self._lock:
+            self._planned = 0
+
+    def add(self, groups: int) -> None:
+        with self._lock:
+            before = self._planned
+            self._planned = after = before + groups
+        if before // _PROGRESS_EVERY != after // _PROGRESS_EVERY:
+            log.info("planned %d groups", after // _PROGRESS_EVERY * _PROGRESS_EVERY)
+
+
+_progress = _Progress()
 
 
 def _count_planned(groups: int) -> None:
-    """Log progress every _PROGRESS_EVERY groups planned in this process (engine threads call concurrently)."""
-    global _planned
-    with _planned_lock:
-        before, _planned = _planned, _planned + groups
-    if before // _PROGRESS_EVERY != _planned // _PROGRESS_EVERY:
-        log.info("planned %d groups", _planned // _PROGRESS_EVERY * _PROGRESS_EVERY)
+    # A module function, not the object: the UDF's closure is pickled with the globals it names, a lock can't be.
+    _progress.add(groups)
 
 
 def plan_groups(
@@ -393,13 +471,17 @@ def run_plan(
     snapshot_id = resolve_snapshot(lake, snapshot_id)
     drains = dict(drains or {})
     _check_drains(lake, snapshot_id, drains)
+    _progress.restart()
     reports = lake.read("member_reports", snapshot_id)
     rates = restore_rates(lake, snapshot_id, settings.restore_rate)
-    buckets = group_buckets(reports, snapshot_id, settings.stage_bucket_groups)
     statuses: Counter[str] = Counter()
     plans, assignments = [], []
     try:
-        for bucket in buckets:
+        if settings.planner_processes > 1 and embedded(lake.spark):
+            # Under Sail the workers plan every group: start them now, to import and warm up while the engine
+            # reads the inputs, rather than on the first planner call.
+            worker_pool(settings.planner_processes)
+        for bucket in group_buckets(reports, snapshot_id, settings.stage_bucket_groups):
             planned = _plan_bucket(lake, settings, bucket, rates, drains)
             statuses.update(planned.statuses)
             plans.append(planned.plans)

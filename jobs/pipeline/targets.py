@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
@@ -38,28 +39,43 @@ def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignme
 def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssignment]:
     """plan_id -> target of the plans whose plan_assignments rows are ``assignments`` (``plans``: their plans rows,
     for the processes they drain)."""
-    held: dict[str, dict[str, dict[str, set[TaskId]]]] = {}
-    # A fleet's plans name the same few task ids millions of times: parse each once.
-    parsed: dict[str, TaskId] = {}
-    # One row per (plan, process, role) with its tasks: a fleet's targets have millions of task rows.
-    by_role = target_rows(assignments).groupBy("plan_id", "process_id", "role").agg(sf.collect_list("task_id"))
-    for plan_id, pid, role, tasks in by_role.collect():
-        roles = held.setdefault(plan_id, {}).setdefault(pid, {"ACTIVE": set(), "STANDBY": set()})
-        for t in tasks:
-            task = parsed.get(t)
-            if task is None:
-                task = parsed[t] = TaskId.parse(t)
-            roles[role].add(task)
+    empty: frozenset[TaskId] = frozenset()
+    held: dict[str, dict[str, dict[str, frozenset[TaskId]]]] = {}
+    # One row per (plan, process, role) with its tasks, as Arrow columns: a fleet's targets have millions of
+    # task rows, and a Row object per row, a parse per task name, cost more than the query.
+    by_role = (
+        target_rows(assignments)
+        .groupBy("plan_id", "process_id", "role")
+        .agg(sf.collect_list("task_id").alias("tasks"))
+        .toArrow()
+    )
+    tasks = by_role.column("tasks").combine_chunks()
+    # The same few task ids recur in every plan: parse each distinct one once and refer to it by its code.
+    encoded = pc.dictionary_encode(tasks.flatten())
+    names = [TaskId.parse(t) for t in encoded.dictionary.to_pylist()]
+    codes = encoded.indices.to_pylist()
+    start = 0
+    for plan_id, pid, role, count in zip(
+        by_role.column("plan_id").to_pylist(),
+        by_role.column("process_id").to_pylist(),
+        by_role.column("role").to_pylist(),
+        pc.list_value_length(tasks).to_pylist(),
+        strict=True,
+    ):
+        held.setdefault(plan_id, {}).setdefault(pid, {})[role] = frozenset(
+            map(names.__getitem__, codes[start : start + count])
+        )
+        start += count
     # A drained process holds nothing, so has no rows; the target still names it (empty) so that the leader's
     # target fits the live group while the process runs, instead of being re-balanced onto it.
     for r in plans.where(sf.col("draining").isNotNull()).select("plan_id", "draining").collect():
         for pid in r["draining"]:
-            held.setdefault(r["plan_id"], {}).setdefault(pid, {"ACTIVE": set(), "STANDBY": set()})
+            held.setdefault(r["plan_id"], {}).setdefault(pid, {})
     return {
         plan_id: GroupAssignment(
             {
-                pid: ClientAssignment(active=frozenset(r["ACTIVE"]), standby=frozenset(r["STANDBY"]))
-                for pid, r in by.items()
+                pid: ClientAssignment(active=roles.get("ACTIVE", empty), standby=roles.get("STANDBY", empty))
+                for pid, roles in by.items()
             }
         )
         for plan_id, by in held.items()

@@ -6,17 +6,20 @@ import gc
 import importlib
 import multiprocessing
 import os
+import queue
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from jobs.processes import die_with_parent
 
-_pools: dict[int, ProcessPoolExecutor] = {}
+_pools: dict[int, _Pool] = {}
 _pools_lock = threading.Lock()
+_GEN0_THRESHOLD = 50_000
 
 
 def _warm_up_planner() -> None:
@@ -29,17 +32,21 @@ def _warm_up_planner() -> None:
 
 def start_worker() -> None:
     """A worker process's initializer: die with the parent; load and warm up the planner; then gc.freeze() so the
-    collector never rescans what the imports left (pandas, pyspark, scipy: hundreds of thousands of objects)
+    collector never rescans what the imports left (pyspark, pyarrow, scipy: hundreds of thousands of objects)
     while the worker plans. Planning allocates many short-lived containers, and each full collection would
     otherwise walk the whole imported heap."""
     die_with_parent()
-    # What the workers run (the plan stage's functions) pulls in pyarrow, pandas and pyspark's types: import it
-    # here, before the freeze, rather than on the first job (by name: the plan stage imports this module).
+    # What the workers run (the plan stage's functions) pulls in pyarrow and pyspark's types: import it here,
+    # before the freeze, rather than on the first job (by name: the plan stage imports this module). Not pandas:
+    # planning never uses it; the baselines stage's workers import it with their first job.
     importlib.import_module("jobs.pipeline.plan")
 
     _warm_up_planner()
     gc.collect()
     gc.freeze()
+    # A group's planning allocates tens of thousands of short-lived containers and frees them all: at the
+    # default threshold (700) the collector runs dozens of times per group for nothing (~5 % of a worker's CPU).
+    gc.set_threshold(_GEN0_THRESHOLD, 20, 20)
 
 
 @contextmanager
@@ -63,21 +70,54 @@ def _ready() -> int:
     return os.getpid()
 
 
+@dataclass(frozen=True)
+class _Pool:
+    executor: ProcessPoolExecutor
+    owner: threading.Thread
+    release: threading.Event
+
+
+def _own_pool(processes: int, made: queue.Queue[ProcessPoolExecutor | BaseException], release: threading.Event) -> None:
+    """The owner thread's body: start the workers, hand the pool over, live until the pool is released."""
+    # spawn, not fork: the engine's threads are running in this process.
+    pool = None
+    try:
+        pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker)
+        with _main_script_hidden():
+            # A spawn pool starts a worker per submit while none is idle: n submits at once start all n, each
+            # handed its start-up data (the hidden main script) before submit returns.
+            for _ in range(processes):
+                pool.submit(_ready)
+    except BaseException as err:  # the caller raises it; workers already started stop
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        made.put(err)
+        return
+    made.put(pool)
+    release.wait()
+
+
 def worker_pool(processes: int) -> ProcessPoolExecutor:
-    """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL; all started at
-    once, here, so none re-runs the parent's main script (see _main_script_hidden)."""
+    """Worker processes (one pool per size) that run CPU-bound group work off the engine's GIL. Returns once they
+    are started, not ready: jobs queue behind their imports, so a stage may call this early to have them warm
+    by the time it has work.
+
+    The workers are started from a thread of their own that lives until release_pools: the kernel's parent-death
+    signal (see start_worker) fires when the *thread* that started a child ends, and the first call may come from
+    an engine thread that ends before the pool does."""
     with _pools_lock:
         if processes not in _pools:
-            # spawn, not fork: the engine's threads are running in this process.
-            pool = ProcessPoolExecutor(
-                processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker
+            made: queue.Queue[ProcessPoolExecutor | BaseException] = queue.Queue(maxsize=1)
+            release = threading.Event()
+            owner = threading.Thread(
+                target=_own_pool, args=(processes, made, release), name=f"worker-pool-{processes}", daemon=True
             )
-            with _main_script_hidden():
-                # A spawn pool starts a worker per submit while none is idle: n submits at once start all n.
-                started = [pool.submit(_ready) for _ in range(processes)]
-            wait(started)
-            _pools[processes] = pool
-        return _pools[processes]
+            owner.start()
+            pool = made.get()
+            if isinstance(pool, BaseException):
+                raise pool
+            _pools[processes] = _Pool(pool, owner, release)
+        return _pools[processes].executor
 
 
 def release_pools() -> None:
@@ -87,4 +127,6 @@ def release_pools() -> None:
         pools = list(_pools.values())
         _pools.clear()
     for pool in pools:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.executor.shutdown(wait=True, cancel_futures=True)
+        pool.release.set()
+        pool.owner.join()

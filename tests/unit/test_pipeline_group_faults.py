@@ -52,11 +52,12 @@ def test_groups_past_the_size_cap_get_no_baselines(monkeypatch: pytest.MonkeyPat
     assert baselines.baseline_records(_rows(), AssignmentConfigs(), 10_000.0) == []
 
 
-def test_a_plans_steps_are_typed_structs_of_plan_assignments_columns() -> None:
+def test_a_plans_steps_are_columns_of_plan_assignments() -> None:
     record = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
-    entries = record["assignments"]
-    assert entries and all(tuple(e) == plan.STEP_COLUMNS for e in entries)
-    assert {e["step"] for e in entries} == set(range(1, record["rounds"] + 1))
+    steps = record["assignments"]
+    assert tuple(steps) == plan.STEP_COLUMNS and len({len(v) for v in steps.values()}) == 1
+    entries = [dict(zip(plan.STEP_COLUMNS, e, strict=True)) for e in zip(*steps.values(), strict=True)]
+    assert entries and {e["step"] for e in entries} == set(range(1, record["rounds"] + 1))
     last = max(e["step"] for e in entries)
     actives = sorted((e["process_id"], e["task_id"]) for e in entries if e["step"] == last and e["role"] == "ACTIVE")
     assert actives in ([("p1", "0_0"), ("p2", "0_1")], [("p1", "0_1"), ("p2", "0_0")])
@@ -69,7 +70,7 @@ def test_a_rejected_group_has_no_steps(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(plan, "plan_group", broken)
     record = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
-    assert (record["assignments"], record["move_order"]) == ([], None)
+    assert (record["assignments"], record["move_order"]) == ({c: [] for c in plan.STEP_COLUMNS}, None)
 
 
 def test_the_planner_output_schema_comes_from_the_table_schema_files() -> None:

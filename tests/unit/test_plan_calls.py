@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from assignor import AssignmentConfigs
 from jobs.pipeline import plan
+from jobs.pipeline.status import PlanStatus
 from tests.support.planning_rows import two_client_rows
 
 
@@ -32,3 +35,19 @@ def test_a_group_cut_from_a_call_plans_as_its_pandas_rows_do() -> None:
         assert plan.plan_record(group, AssignmentConfigs(), None, 1) == plan.plan_record(
             alone, AssignmentConfigs(), None, 1
         )
+
+
+def test_planned_rows_become_arrow_column_by_column_with_each_groups_steps(spark: SparkSession) -> None:
+    schema = to_arrow_schema(spark.createDataFrame([], plan.PLANNED_SCHEMA).schema)
+    good = plan.plan_record(_group("g1", 100), AssignmentConfigs(), None, 1)
+    bad = plan.plan_record(_group("g2", 100).assign(task_id="nonsense"), AssignmentConfigs(), None, 1)
+    assert bad["status"] == PlanStatus.REJECTED
+    table = plan.planned_arrow([good, bad, good], schema)
+    assert table.schema == schema
+    rows = table.to_pylist()
+    steps = [dict(zip(plan.STEP_COLUMNS, e, strict=True)) for e in zip(*good["assignments"].values(), strict=True)]
+    assert rows[0]["assignments"] == steps == rows[2]["assignments"] and rows[1]["assignments"] == []
+    assert rows[1]["reason"] == bad["reason"] and rows[0]["moves"] == good["moves"]
+    assert {k: v for k, v in rows[0].items() if k != "assignments"} == {
+        k: v for k, v in good.items() if k != "assignments"
+    }

@@ -1,5 +1,6 @@
-"""Plan worker processes start warm: the planner loaded and the heap left by imports frozen out of the collector's
-way, so planning a group never rescans pandas', pyspark's and scipy's objects."""
+"""Plan worker processes start warm: the planner loaded, the heap left by imports frozen out of the collector's way
+(planning a group never rescans pyspark's and scipy's objects) and the collector run rarely; they outlive the
+thread that started them."""
 
 from __future__ import annotations
 
@@ -7,20 +8,26 @@ import gc
 import multiprocessing
 import os
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 
+from pyspark.sql import SparkSession
+
+from jobs.lakehouse.engine import embedded
 from jobs.pipeline.workers import release_pools, start_worker, worker_pool
+from jobs.processes import free_port
 
 
-def _worker_facts() -> tuple[int, bool]:
-    return gc.get_freeze_count(), "scipy.optimize" in sys.modules
+def _worker_facts() -> tuple[int, bool, int]:
+    return gc.get_freeze_count(), "scipy.optimize" in sys.modules, gc.get_threshold()[0]
 
 
 def test_a_plan_worker_freezes_its_heap_after_loading_the_planner() -> None:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker) as pool:
-        frozen, milp_loaded = pool.submit(_worker_facts).result(timeout=120)
+        frozen, milp_loaded, gen0 = pool.submit(_worker_facts).result(timeout=120)
     assert milp_loaded  # the warm-up reached the lazily imported MILP, so its modules are frozen too
     assert frozen > 10_000
+    assert gen0 > gc.get_threshold()[0]  # collects far less often than a default process: see start_worker
 
 
 def test_released_pools_stop_their_workers_and_a_later_call_starts_new_ones() -> None:
@@ -40,3 +47,30 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def _modules() -> list[str]:
+    return sorted(sys.modules)
+
+
+def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas() -> None:
+    # The first planner call comes from an engine thread; the kernel's parent-death signal follows the thread
+    # that started a child, so workers started by that thread itself died when it ended.
+    started: list[ProcessPoolExecutor] = []
+    caller = threading.Thread(target=lambda: started.append(worker_pool(1)))
+    caller.start()
+    caller.join(timeout=120)
+    try:
+        modules = started[0].submit(_modules).result(timeout=120)
+        assert worker_pool(1) is started[0]  # one pool: a later call gets the same workers
+        assert "jobs.pipeline.plan" in modules and "scipy.optimize" in modules
+        assert "pandas" not in modules  # a second of each worker's start, for nothing a worker uses
+    finally:
+        release_pools()
+    assert not any(t.name.startswith("worker-pool-") for t in threading.enumerate())  # released: the owner ended
+
+
+def test_only_a_session_on_sail_in_this_process_is_embedded(spark: SparkSession) -> None:
+    assert embedded(spark)
+    # A session to a server elsewhere (nothing listens there; no query is sent, and stop() would retry for minutes).
+    assert not embedded(SparkSession.builder.remote(f"sc://localhost:{free_port()}").create())
