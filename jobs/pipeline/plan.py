@@ -204,7 +204,7 @@ def step_assignments(plan: GroupPlan) -> dict[str, list[Any]]:
     each process's entries ordered by task."""
     # Columns, not a dict per entry: a group has hundreds of entries, and Arrow takes columns without a walk
     # over dicts. Role names are read once, not per entry (an enum's name is a property).
-    columns: dict[str, list[Any]] = {c: [] for c in STEP_COLUMNS}
+    columns = _no_steps()
     numbers, pids, tasks, roles = (columns[c] for c in STEP_COLUMNS)
     names: dict[TaskId, str] = {}
     for number, step in enumerate(plan.steps, start=1):
@@ -477,11 +477,12 @@ def run_plan(
     statuses: Counter[str] = Counter()
     plans, assignments = [], []
     try:
-        if settings.planner_processes > 1 and embedded(lake.spark):
+        buckets = group_buckets(reports, snapshot_id, settings.stage_bucket_groups)
+        if buckets and settings.planner_processes > 1 and embedded(lake.spark):
             # Under Sail the workers plan every group: start them now, to import and warm up while the engine
             # reads the inputs, rather than on the first planner call.
             worker_pool(settings.planner_processes)
-        for bucket in group_buckets(reports, snapshot_id, settings.stage_bucket_groups):
+        for bucket in buckets:
             planned = _plan_bucket(lake, settings, bucket, rates, drains)
             statuses.update(planned.statuses)
             plans.append(planned.plans)

@@ -60,6 +60,7 @@ def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas
     caller = threading.Thread(target=lambda: started.append(worker_pool(1)))
     caller.start()
     caller.join(timeout=120)
+    assert started, "worker_pool did not return within 120 s"
     try:
         modules = started[0].submit(_modules).result(timeout=120)
         assert worker_pool(1) is started[0]  # one pool: a later call gets the same workers
