@@ -15,7 +15,6 @@ from pyspark.sql import SparkSession
 
 from jobs.lakehouse.engine import embedded
 from jobs.pipeline.workers import release_pools, start_worker, worker_pool
-from jobs.processes import free_port
 
 
 def _worker_facts() -> tuple[int, bool, int]:
@@ -71,7 +70,7 @@ def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas
     assert not any(t.name.startswith("worker-pool-") for t in threading.enumerate())  # released: the owner ended
 
 
-def test_only_a_session_on_sail_in_this_process_is_embedded(spark: SparkSession) -> None:
+def test_a_session_on_sail_in_this_process_is_embedded(spark: SparkSession) -> None:
+    # Only the positive case: a client session to a server elsewhere would be garbage-collected at some later
+    # point, and its close() blocks retrying a server that is gone (it hung a later query's UDF thread in CI).
     assert embedded(spark)
-    # A session to a server elsewhere (nothing listens there; no query is sent, and stop() would retry for minutes).
-    assert not embedded(SparkSession.builder.remote(f"sc://localhost:{free_port()}").create())
