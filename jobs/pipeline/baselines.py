@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import pandas as pd
@@ -19,7 +20,7 @@ from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.plan import group_state, plan_id_of, planning_input
 from jobs.pipeline.restore_rates import RestoreRates, restore_rates
 from jobs.pipeline.stage import StageResult, resolve_snapshot
-from jobs.pipeline.workers import worker_pool
+from jobs.pipeline.workers import WorkerDied, run_alone, run_on_workers
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -70,19 +71,30 @@ def baseline_records(
 
 
 def baselines_udf(
-    configs: AssignmentConfigs, rates: RestoreRates, processes: int
+    configs: AssignmentConfigs,
+    rates: RestoreRates,
+    processes: int,
+    records: Callable[[pd.DataFrame, AssignmentConfigs, float | None], list[dict[str, Any]]] = baseline_records,
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The applyInPandas function: one group's planning rows in, its plan_baselines rows out, estimated at the
-    restore rate its plan was (``rates``)."""
+    restore rate its plan was (``rates``); ``records`` is baseline_records, or a stand-in a test passes."""
     driver = os.getpid()
     columns = table_schema("plan_baselines").column_names
 
     def replay(rows: pd.DataFrame) -> pd.DataFrame:
         restore_rate, _ = rates.for_group(str(rows["group_id"].iloc[0]))
         if processes > 1 and os.getpid() == driver:  # see planner_udf: CPU-bound Python off the engine's GIL
-            out = worker_pool(processes).submit(baseline_records, rows, configs, restore_rate).result()
+            try:
+                out = run_on_workers(processes, records, rows, configs, restore_rate)
+            except BrokenProcessPool:  # a worker died: this group alone, so only a group that kills it goes without
+                (alone,) = run_alone([(records, (rows, configs, restore_rate))])
+                if isinstance(alone, WorkerDied):
+                    group_id = rows["group_id"].iloc[0]
+                    log.error("baselines of %s not computed: the worker process replaying them alone died", group_id)
+                    alone = []
+                out = alone
         else:
-            out = baseline_records(rows, configs, restore_rate)
+            out = records(rows, configs, restore_rate)
         return pd.DataFrame(out, columns=columns)
 
     return replay

@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -28,7 +29,7 @@ from jobs.pipeline.buckets import GroupBucket, group_buckets
 from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.workers import release_pools, worker_pool
+from jobs.pipeline.workers import WorkerDied, release_pools, run_alone, run_on_workers, worker_pool
 from jobs.settings import Kip441Settings, Settings
 
 if TYPE_CHECKING:  # planner workers import this module: pandas would add a second to each one's start
@@ -243,32 +244,18 @@ def plan_record(
     """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses (or an impossible drain, see
     ``drains``: group_id -> processes to drain) gets a REJECTED row saying why. ``rate_source`` says where
     ``restore_rate`` came from (default: the settings when given, else the assignor's default)."""
-    snapshot_id, group_id = _first(rows, "snapshot_id"), _first(rows, "group_id")
-    draining = (drains or {}).get(group_id, frozenset())
-    # Every column present, null where a rejected group has no value: the engine checks the UDF's column names.
-    out: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
-    out |= {
-        "plan_id": plan_id_of(snapshot_id, group_id),
-        "snapshot_id": snapshot_id,
-        "group_id": group_id,
-        "created_at": created_at,
-        "draining": sorted(draining) or None,
-    }
+    out = _record(rows, created_at, drains)
+    snapshot_id, group_id = out["snapshot_id"], out["group_id"]
     if rate_source is None:
         rate_source = RateSource.DEFAULT if restore_rate is None else RateSource.SETTINGS
     try:
         group = group_state(rows)
-        plan = plan_group(group, configs, restore_rate=restore_rate, draining=draining)
+        plan = plan_group(group, configs, restore_rate=restore_rate, draining=frozenset(out["draining"] or ()))
     except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
-        out.update(
-            status=PlanStatus.REJECTED, reason=f"planning failed: {err}", assignments=_no_steps(), move_order=None
-        )
-        return out
+        return _rejected(out, f"planning failed: {err}")
     except Exception as err:  # a planner fault on one group must not cost the rest of the fleet its plans
         log.exception("planning %s/%s failed", snapshot_id, group_id)
-        reason = f"planning failed: internal error {type(err).__name__}: {err}"
-        out.update(status=PlanStatus.REJECTED, reason=reason, assignments=_no_steps(), move_order=None)
-        return out
+        return _rejected(out, f"planning failed: internal error {type(err).__name__}: {err}")
     metrics = plan.metrics
     out.update(
         status=PlanStatus.NOOP if is_noop(plan, group) else PlanStatus.PENDING,
@@ -285,6 +272,26 @@ def plan_record(
         reason=None,
         assignments=step_assignments(plan),
     )
+    return out
+
+
+def _record(rows: PlanningRows, created_at: int, drains: Mapping[str, frozenset[str]] | None) -> dict[str, Any]:
+    """A group's PLANNED_SCHEMA row before planning: its ids, every other column null."""
+    snapshot_id, group_id = _first(rows, "snapshot_id"), _first(rows, "group_id")
+    # Every column present, null where a rejected group has no value: the engine checks the UDF's column names.
+    out: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
+    out |= {
+        "plan_id": plan_id_of(snapshot_id, group_id),
+        "snapshot_id": snapshot_id,
+        "group_id": group_id,
+        "created_at": created_at,
+        "draining": sorted((drains or {}).get(group_id, frozenset())) or None,
+    }
+    return out
+
+
+def _rejected(out: dict[str, Any], reason: str) -> dict[str, Any]:
+    out.update(status=PlanStatus.REJECTED, reason=reason, assignments=_no_steps(), move_order=None)
     return out
 
 
@@ -334,6 +341,14 @@ def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+# plan_table's signature: what a planner worker runs on one call's rows.
+Planner: TypeAlias = Callable[
+    [pa.Table, AssignmentConfigs, Mapping[str, tuple[float, RateSource]], int, Mapping[str, frozenset[str]] | None,
+     pa.Schema],
+    pa.Table,
+]  # fmt: skip
+
+
 def planner_udf(
     configs: AssignmentConfigs,
     rates: RestoreRates,
@@ -341,8 +356,10 @@ def planner_udf(
     processes: int,
     schema: pa.Schema,
     drains: Mapping[str, frozenset[str]] | None = None,
+    planner: Planner = plan_table,
 ) -> Callable[[pa.Table], pa.Table]:
-    """The applyInArrow function: several groups' rows in, one PLANNED_SCHEMA row (``schema``) per group out."""
+    """The applyInArrow function: several groups' rows in, one PLANNED_SCHEMA row (``schema``) per group out
+    (``planner``: plan_table, or a stand-in a test passes)."""
     driver = os.getpid()
 
     def plan_some(rows: pa.Table) -> pa.Table:
@@ -351,14 +368,43 @@ def planner_udf(
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its groups to a worker process and waits without the GIL.
-            job = worker_pool(processes).submit(plan_table, rows, configs, group_rates, created_at, drains, schema)
-            out = job.result()
+            try:
+                out = run_on_workers(processes, planner, rows, configs, group_rates, created_at, drains, schema)
+            except BrokenProcessPool:
+                out = plan_alone(planner, rows, configs, group_rates, created_at, drains, schema)
         else:  # a Python worker process of a JVM engine: already one process per core
-            out = plan_table(rows, configs, group_rates, created_at, drains, schema)
+            out = planner(rows, configs, group_rates, created_at, drains, schema)
         _count_planned(len(ids))
         return out
 
     return plan_some
+
+
+def plan_alone(
+    planner: Planner,
+    rows: pa.Table,
+    configs: AssignmentConfigs,
+    rates: Mapping[str, tuple[float, RateSource]],
+    created_at: int,
+    drains: Mapping[str, frozenset[str]] | None,
+    schema: pa.Schema,
+) -> pa.Table:
+    """A call whose worker died: each of its groups planned alone in a worker of its own, so only a group that
+    kills its worker (memory, a crash) is REJECTED, saying so, and the rest are planned as ever."""
+    ids = pc.unique(rows.column("group_id"))
+    parts = [rows.filter(pc.equal(rows.column("group_id"), group_id)) for group_id in ids]
+    log.warning("a planner worker died during a call of %d groups: planning each of them alone", len(parts))
+    outcomes = run_alone([(planner, (part, configs, rates, created_at, drains, schema)) for part in parts])
+    tables = []
+    for part, outcome in zip(parts, outcomes, strict=True):
+        if isinstance(outcome, WorkerDied):
+            record = _record(next(groups_of(part)), created_at, drains)
+            log.error("planning %s/%s killed its worker process", record["snapshot_id"], record["group_id"])
+            reason = "planning failed: the worker process planning this group alone died (out of memory, or a crash)"
+            tables.append(planned_arrow([_rejected(record, reason)], schema))
+        else:
+            tables.append(outcome)
+    return pa.concat_tables(tables)
 
 
 class _Progress:

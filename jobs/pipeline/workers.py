@@ -9,10 +9,12 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from jobs.processes import die_with_parent
@@ -20,6 +22,7 @@ from jobs.processes import die_with_parent
 _pools: dict[int, _Pool] = {}
 _pools_lock = threading.Lock()
 _GEN0_THRESHOLD = 50_000
+T = TypeVar("T")
 
 
 def _warm_up_planner() -> None:
@@ -77,12 +80,16 @@ class _Pool:
     release: threading.Event
 
 
+def _new_pool(processes: int) -> ProcessPoolExecutor:
+    # spawn, not fork: the engine's threads are running in this process.
+    return ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker)
+
+
 def _own_pool(processes: int, made: queue.Queue[ProcessPoolExecutor | BaseException], release: threading.Event) -> None:
     """The owner thread's body: start the workers, hand the pool over, live until the pool is released."""
-    # spawn, not fork: the engine's threads are running in this process.
     pool = None
     try:
-        pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker)
+        pool = _new_pool(processes)
         with _main_script_hidden():
             # A spawn pool starts a worker per submit while none is idle: n submits at once start all n, each
             # handed its start-up data (the hidden main script) before submit returns.
@@ -127,6 +134,58 @@ def release_pools() -> None:
         pools = list(_pools.values())
         _pools.clear()
     for pool in pools:
-        pool.executor.shutdown(wait=True, cancel_futures=True)
-        pool.release.set()
-        pool.owner.join()
+        _stop(pool)
+
+
+def _stop(pool: _Pool) -> None:
+    pool.executor.shutdown(wait=True, cancel_futures=True)
+    pool.release.set()
+    pool.owner.join()
+
+
+def run_on_workers(processes: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in the shared pool of ``processes`` workers. A worker that dies (killed for memory, crashed)
+    breaks the pool and every job in it: the pool is dropped, so the next call starts fresh workers, and
+    BrokenProcessPool is raised for the caller to find out with run_alone which job it was."""
+    executor = worker_pool(processes)
+    try:
+        return executor.submit(fn, *args).result()
+    except BrokenProcessPool:
+        with _pools_lock:
+            pool = _pools.get(processes)
+            if pool is None or pool.executor is not executor:
+                raise  # another caller has dropped it already
+            del _pools[processes]
+        _stop(pool)
+        raise
+
+
+@dataclass(frozen=True)
+class WorkerDied:
+    """What run_alone returns for a job whose worker died while it ran alone: the job itself killed it."""
+
+    job: int
+
+
+def run_alone(jobs: Sequence[tuple[Callable[..., T], tuple[Any, ...]]]) -> list[T | WorkerDied]:
+    """Each ``(fn, args)`` job in turn in a private one-worker pool, started afresh after a job kills its worker:
+    with nothing else in that pool, a death is that job's doing. Slow (one worker), for the rare call whose
+    shared pool broke; the workers are started, and stopped, by the calling thread (see worker_pool)."""
+    results: list[T | WorkerDied] = []
+    pool: ProcessPoolExecutor | None = None
+    try:
+        for index, (fn, args) in enumerate(jobs):
+            if pool is None:
+                with _main_script_hidden():
+                    pool = _new_pool(1)
+                    pool.submit(_ready)
+            try:
+                results.append(pool.submit(fn, *args).result())
+            except BrokenProcessPool:
+                results.append(WorkerDied(index))
+                pool.shutdown(wait=True)
+                pool = None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return results

@@ -1,0 +1,45 @@
+"""Worker jobs that die as the out-of-memory killer would end them (SIGKILL), for the worker-fault tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from assignor import AssignmentConfigs
+from jobs.pipeline.baselines import baseline_records
+from jobs.pipeline.plan import plan_table
+from jobs.pipeline.restore_rates import RateSource
+
+POISON = "poison"
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def plan_or_die(
+    rows: pa.Table,
+    configs: AssignmentConfigs,
+    rates: Mapping[str, tuple[float, RateSource]],
+    created_at: int,
+    drains: Mapping[str, frozenset[str]] | None,
+    schema: pa.Schema,
+) -> pa.Table:
+    """plan_table, except that a call holding group POISON kills its process."""
+    if POISON in rows.column("group_id").to_pylist():
+        die()
+    return plan_table(rows, configs, rates, created_at, drains, schema)
+
+
+def baselines_or_die(
+    rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float | None
+) -> list[dict[str, Any]]:
+    """baseline_records, except that group POISON kills its process."""
+    if rows["group_id"].iloc[0] == POISON:
+        die()
+    return baseline_records(rows, configs, restore_rate)
