@@ -308,23 +308,28 @@ def groups_of(rows: pa.Table) -> Iterator[dict[str, list[Any]]]:
             start = end
 
 
-def plan_table(
-    rows: pa.Table,
-    configs: AssignmentConfigs,
-    rates: Mapping[str, tuple[float, RateSource]],
-    created_at: int,
-    drains: Mapping[str, frozenset[str]] | None,
-    schema: pa.Schema,
-) -> pa.Table:
-    """plan_record on Arrow: several groups' rows in, one PLANNED_SCHEMA row per group out, each at its rate
-    (``rates``: group_id -> rate and its source). Both conversions happen here, in whichever process plans: a
-    group's row holds hundreds of nested assignment structs, and converting them where the engine calls the UDF
-    (one GIL for every engine thread under Sail) was the stage's bottleneck."""
+@dataclass(frozen=True)
+class PlanCall:
+    """What every planner call of a run plans with, beside its rows: ``rates`` is group_id -> restore rate and its
+    source for the call's groups; ``schema`` the Arrow form of PLANNED_SCHEMA; ``drains`` as in plan_record."""
+
+    configs: AssignmentConfigs
+    rates: Mapping[str, tuple[float, RateSource]]
+    created_at: int
+    schema: pa.Schema
+    drains: Mapping[str, frozenset[str]] | None = None
+
+
+def plan_table(rows: pa.Table, call: PlanCall) -> pa.Table:
+    """plan_record on Arrow: several groups' rows in, one PLANNED_SCHEMA row per group out, each at its rate.
+    Both conversions happen here, in whichever process plans: a group's row holds hundreds of nested assignment
+    structs, and converting them where the engine calls the UDF (one GIL for every engine thread under Sail) was
+    the stage's bottleneck."""
     records = []
     for group in groups_of(rows):
-        rate, source = rates[_first(group, "group_id")]
-        records.append(plan_record(group, configs, rate, created_at, drains, source))
-    return planned_arrow(records, schema)
+        rate, source = call.rates[_first(group, "group_id")]
+        records.append(plan_record(group, call.configs, rate, call.created_at, call.drains, source))
+    return planned_arrow(records, call.schema)
 
 
 def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -341,14 +346,6 @@ def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-# plan_table's signature: what a planner worker runs on one call's rows.
-Planner: TypeAlias = Callable[
-    [pa.Table, AssignmentConfigs, Mapping[str, tuple[float, RateSource]], int, Mapping[str, frozenset[str]] | None,
-     pa.Schema],
-    pa.Table,
-]  # fmt: skip
-
-
 def planner_udf(
     configs: AssignmentConfigs,
     rates: RestoreRates,
@@ -356,7 +353,7 @@ def planner_udf(
     processes: int,
     schema: pa.Schema,
     drains: Mapping[str, frozenset[str]] | None = None,
-    planner: Planner = plan_table,
+    planner: Callable[[pa.Table, PlanCall], pa.Table] = plan_table,
 ) -> Callable[[pa.Table], pa.Table]:
     """The applyInArrow function: several groups' rows in, one PLANNED_SCHEMA row (``schema``) per group out
     (``planner``: plan_table, or a stand-in a test passes)."""
@@ -364,44 +361,36 @@ def planner_udf(
 
     def plan_some(rows: pa.Table) -> pa.Table:
         ids = pc.unique(rows.column("group_id")).to_pylist()
-        group_rates = {str(g): rates.for_group(str(g)) for g in ids}
+        call = PlanCall(configs, {str(g): rates.for_group(str(g)) for g in ids}, created_at, schema, drains)
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its groups to a worker process and waits without the GIL.
             try:
-                out = run_on_workers(processes, planner, rows, configs, group_rates, created_at, drains, schema)
+                out = run_on_workers(processes, planner, rows, call)
             except BrokenProcessPool:
-                out = plan_alone(planner, rows, configs, group_rates, created_at, drains, schema)
+                out = plan_alone(planner, rows, call)
         else:  # a Python worker process of a JVM engine: already one process per core
-            out = planner(rows, configs, group_rates, created_at, drains, schema)
+            out = planner(rows, call)
         _count_planned(len(ids))
         return out
 
     return plan_some
 
 
-def plan_alone(
-    planner: Planner,
-    rows: pa.Table,
-    configs: AssignmentConfigs,
-    rates: Mapping[str, tuple[float, RateSource]],
-    created_at: int,
-    drains: Mapping[str, frozenset[str]] | None,
-    schema: pa.Schema,
-) -> pa.Table:
+def plan_alone(planner: Callable[[pa.Table, PlanCall], pa.Table], rows: pa.Table, call: PlanCall) -> pa.Table:
     """A call whose worker died: each of its groups planned alone in a worker of its own, so only a group that
     kills its worker (memory, a crash) is REJECTED, saying so, and the rest are planned as ever."""
     ids = pc.unique(rows.column("group_id"))
     parts = [rows.filter(pc.equal(rows.column("group_id"), group_id)) for group_id in ids]
     log.warning("a planner worker died during a call of %d groups: planning each of them alone", len(parts))
-    outcomes = run_alone([(planner, (part, configs, rates, created_at, drains, schema)) for part in parts])
+    outcomes = run_alone([(planner, (part, call)) for part in parts])
     tables = []
     for part, outcome in zip(parts, outcomes, strict=True):
         if isinstance(outcome, WorkerDied):
-            record = _record(next(groups_of(part)), created_at, drains)
+            record = _record(next(groups_of(part)), call.created_at, call.drains)
             log.error("planning %s/%s killed its worker process", record["snapshot_id"], record["group_id"])
             reason = "planning failed: the worker process planning this group alone died (out of memory, or a crash)"
-            tables.append(planned_arrow([_rejected(record, reason)], schema))
+            tables.append(planned_arrow([_rejected(record, reason)], call.schema))
         else:
             tables.append(outcome)
     return pa.concat_tables(tables)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -12,8 +11,7 @@ import pyarrow as pa
 
 from assignor import AssignmentConfigs
 from jobs.pipeline.baselines import baseline_records
-from jobs.pipeline.plan import plan_table
-from jobs.pipeline.restore_rates import RateSource
+from jobs.pipeline.plan import PlanCall, plan_table
 
 POISON = "poison"
 
@@ -22,18 +20,11 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def plan_or_die(
-    rows: pa.Table,
-    configs: AssignmentConfigs,
-    rates: Mapping[str, tuple[float, RateSource]],
-    created_at: int,
-    drains: Mapping[str, frozenset[str]] | None,
-    schema: pa.Schema,
-) -> pa.Table:
+def plan_or_die(rows: pa.Table, call: PlanCall) -> pa.Table:
     """plan_table, except that a call holding group POISON kills its process."""
     if POISON in rows.column("group_id").to_pylist():
         die()
-    return plan_table(rows, configs, rates, created_at, drains, schema)
+    return plan_table(rows, call)
 
 
 def baselines_or_die(

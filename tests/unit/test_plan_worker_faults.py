@@ -55,9 +55,8 @@ def test_a_group_that_kills_its_worker_is_rejected_and_the_rest_of_its_call_are_
     assert out.keys() == {"g1", POISON, "g2"}
     assert out[POISON]["status"] == PlanStatus.REJECTED and out[POISON]["assignments"] == []
     assert "worker process planning this group alone died" in out[POISON]["reason"]
-    expected = plan.plan_table(
-        _rows("g1", "g2"), configs, {g: rates.for_group(g) for g in ("g1", "g2")}, 1, None, schema
-    )
+    call = plan.PlanCall(configs, {g: rates.for_group(g) for g in ("g1", "g2")}, 1, schema)
+    expected = plan.plan_table(_rows("g1", "g2"), call)
     assert [out["g1"], out["g2"]] == expected.to_pylist()
     # The next call is planned by fresh shared workers, as if nothing had happened.
     assert udf(_rows("g1", "g2")).to_pylist() == expected.to_pylist()
