@@ -21,6 +21,7 @@ from jobs.processes import die_with_parent
 
 _pools: dict[int, _Pool] = {}
 _pools_lock = threading.Lock()
+_main_lock = threading.Lock()
 _GEN0_THRESHOLD = 50_000
 T = TypeVar("T")
 
@@ -57,16 +58,17 @@ def _main_script_hidden() -> Iterator[None]:
     """While workers start: a spawned child re-runs the parent's ``__main__`` (multiprocessing does, for a main
     with a file or a module name), which for a benchmark script or Airflow's CLI means seconds of imports the
     workers never use (the benchmark's: Great Expectations, ~15 s per 1,000 groups planned). The workers need
-    only what start_worker imports."""
-    main = sys.modules["__main__"]
-    saved = {k: main.__dict__.pop(k) for k in ("__file__",) if k in main.__dict__}
-    spec = getattr(main, "__spec__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
-        main.__spec__ = spec
+    only what start_worker imports. One thread at a time: two overlapping would restore each other's hiding."""
+    with _main_lock:
+        main = sys.modules["__main__"]
+        saved = {k: main.__dict__.pop(k) for k in ("__file__",) if k in main.__dict__}
+        spec = getattr(main, "__spec__", None)
+        main.__spec__ = None
+        try:
+            yield
+        finally:
+            main.__dict__.update(saved)
+            main.__spec__ = spec
 
 
 def _ready() -> int:

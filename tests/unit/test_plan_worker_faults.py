@@ -4,6 +4,8 @@ replaced, the call's other groups are planned alone, and the group that kills it
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from concurrent.futures.process import BrokenProcessPool
 
 import pandas as pd
@@ -67,3 +69,23 @@ def test_a_group_whose_baselines_kill_the_worker_goes_without_and_the_next_group
     assert replay(_rows(POISON).to_pandas()).empty
     after = replay(_rows("g1").to_pandas())
     assert set(after["group_id"]) == {"g1"} and len(after) > 0
+
+
+def test_calls_running_alone_at_once_each_find_their_death_and_leave_the_main_module_as_it_was() -> None:
+    # Every call a death broke runs alone at the same time (the engine's threads); each hides the main script
+    # while its worker starts, and overlapping hides must not leave it hidden.
+    main = sys.modules["__main__"]
+    before = (main.__dict__.get("__file__"), getattr(main, "__spec__", None))
+    results: list[list[object]] = [[], []]
+
+    def alone(slot: int) -> None:
+        results[slot] = list(run_alone([(die, ()), (os.getpid, ())]))
+
+    threads = [threading.Thread(target=alone, args=(slot,)) for slot in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for died, pid in results:
+        assert died == WorkerDied(0) and isinstance(pid, int)
+    assert (main.__dict__.get("__file__"), getattr(main, "__spec__", None)) == before
