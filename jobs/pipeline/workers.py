@@ -166,8 +166,6 @@ def run_on_workers(processes: int, fn: Callable[..., T], *args: Any) -> T:
 class WorkerDied:
     """What run_alone returns for a job whose worker died while it ran alone: the job itself killed it."""
 
-    job: int
-
 
 def run_alone(jobs: Sequence[tuple[Callable[..., T], tuple[Any, ...]]]) -> list[T | WorkerDied]:
     """Each ``(fn, args)`` job in turn in a private one-worker pool, started afresh after a job kills its worker:
@@ -176,7 +174,7 @@ def run_alone(jobs: Sequence[tuple[Callable[..., T], tuple[Any, ...]]]) -> list[
     results: list[T | WorkerDied] = []
     pool: ProcessPoolExecutor | None = None
     try:
-        for index, (fn, args) in enumerate(jobs):
+        for fn, args in jobs:
             if pool is None:
                 with _main_script_hidden():
                     pool = _new_pool(1)
@@ -184,7 +182,7 @@ def run_alone(jobs: Sequence[tuple[Callable[..., T], tuple[Any, ...]]]) -> list[
             try:
                 results.append(pool.submit(fn, *args).result())
             except BrokenProcessPool:
-                results.append(WorkerDied(index))
+                results.append(WorkerDied())
                 pool.shutdown(wait=True)
                 pool = None
     finally:

@@ -11,9 +11,10 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
+from pysail.spark import SparkConnectServer
 from pyspark.sql import SparkSession
 
-from jobs.lakehouse.engine import embedded
+from jobs.lakehouse.engine import embedded, spark_session
 from jobs.pipeline.workers import release_pools, start_worker, worker_pool
 
 
@@ -71,6 +72,17 @@ def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas
 
 
 def test_a_session_on_sail_in_this_process_is_embedded(spark: SparkSession) -> None:
-    # Only the positive case: a client session to a server elsewhere would be garbage-collected at some later
-    # point, and its close() blocks retrying a server that is gone (it hung a later query's UDF thread in CI).
     assert embedded(spark)
+
+
+def test_a_session_given_a_remote_is_not_embedded() -> None:
+    # A live server, stopped only after its session: a client session left to a server that is gone blocks
+    # retrying when it is finally collected (it once hung a later query's UDF thread in CI).
+    server = SparkConnectServer(port=0)
+    server.start(background=True)
+    try:
+        assert server.listening_address is not None
+        with spark_session(f"sc://localhost:{server.listening_address[1]}") as remote:
+            assert not embedded(remote)
+    finally:
+        server.stop()
