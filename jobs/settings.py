@@ -1,4 +1,4 @@
-"""The one typed settings object: environment variables prefixed RBP_ (see shared/contracts/pipeline.md)."""
+"""The one typed settings object: environment variables prefixed RBP_ (see docs/operations.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""State reports: what each live instance tells the pipeline about itself (shared/contracts/pipeline.md).
+"""State reports: what each live instance tells the pipeline about itself (docs/formats.md).
 
 ``StateReport`` is the one reader and writer of the record: the Python runtime encodes with it, the pipeline's
 intake decodes with it. The Kafka Streams plugin writes the same fields in Java (origin ``kafka-streams``, lags
@@ -21,7 +21,7 @@ from assignor.task import TaskId
 from schemas import read_json
 
 REPORT_SCHEMA_VERSION = 1
-# Bounds of shared/contracts/pipeline.md beyond the JSON Schema: a value outside them would not fit its Delta
+# Bounds of docs/formats.md beyond the JSON Schema: a value outside them would not fit its Delta
 # column (or the decoder's stack) and fail a whole extract, so its record is rejected instead.
 MAX_RECORD_BYTES = 1 << 20
 MAX_NESTING = 32

@@ -110,7 +110,7 @@ def strict_loads(value: bytes, *, max_bytes: int = MAX_RECORD_BYTES, max_depth: 
 
 
 def canonical_json(value: Any) -> bytes:
-    """Sorted keys, no spaces, UTF-8 (shared/contracts/pipeline.md): the bytes signatures and digests cover."""
+    """Sorted keys, no spaces, UTF-8 (docs/formats.md): the bytes signatures and digests cover."""
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -17,7 +17,7 @@ from assignor.task import UNKNOWN_OFFSET_SUM, TaskId, parse_task_ids
 
 SUPPORTED_VERSIONS = (1, 2)
 LATEST_VERSION = max(SUPPORTED_VERSIONS)
-# The state-report bounds of shared/contracts/pipeline.md: a member outside them gets an error code, not a crash.
+# The state-report bounds of docs/formats.md: a member outside them gets an error code, not a crash.
 MAX_CAPACITY = 1024
 MAX_ID_CHARS = 249
 

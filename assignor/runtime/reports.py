@@ -1,4 +1,4 @@
-"""State reports: what each live instance tells the pipeline about itself (shared/contracts/pipeline.md)."""
+"""State reports: what each live instance tells the pipeline about itself (docs/formats.md)."""
 
 from __future__ import annotations
 

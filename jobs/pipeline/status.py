@@ -1,4 +1,4 @@
-"""The life of a plan, as the `plans.status` column spells it (shared/contracts/pipeline.md)."""
+"""The life of a plan, as the `plans.status` column spells it (docs/formats.md)."""
 
 from __future__ import annotations
 

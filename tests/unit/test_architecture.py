@@ -1,4 +1,4 @@
-"""The layout's dependency rules (shared/DESIGN.md), read from the source's imports so a change that breaks one
+"""The layout's dependency rules (docs/design.md), read from the source's imports so a change that breaks one
 fails here: dags → jobs → assignor; the assignor core and its protocol do no I/O; only entry points, the demo,
 tests and benchmarks reach the product-on-one-machine (`jobs/local`); settings come from the environment only at
 entry points."""

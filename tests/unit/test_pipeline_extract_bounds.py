@@ -1,4 +1,4 @@
-"""Reports outside the contract's bounds (shared/contracts/pipeline.md) are quarantined with the reason, instead of
+"""Reports outside the bounds of docs/formats.md are quarantined with the reason, instead of
 failing the whole extract when their values reach Delta columns or the JSON decoder's stack."""
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(pollTime(deadline))) {
                     if (record.value() == null || record.key() == null
                             || !groupId.equals(new String(record.key(), java.nio.charset.StandardCharsets.UTF_8))) {
-                        continue; // An unsigned tombstone withdraws nothing (shared/contracts/pipeline.md).
+                        continue; // An unsigned tombstone withdraws nothing (docs/formats.md).
                     }
                     lastByPartition.put(record.partition(), record);
                 }
