@@ -64,7 +64,9 @@ def _tracked_files() -> list[Path]:
 
 def test_the_readme_is_a_front_door_of_at_most_150_lines() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
-    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move detail into docs/ (at most {README_MAX_LINES})"
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail into docs/"
+    )
 
 
 def test_every_relative_link_in_the_readme_and_docs_resolves_to_a_file_in_the_repository() -> None:
