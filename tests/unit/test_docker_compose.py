@@ -155,12 +155,17 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
         assert given == airflow[f"RBP_{flag.upper().replace('-', '_')}"], flag
 
 
-def embedded_kafka_version() -> str:
-    """The Apache Kafka version the embedded broker fetches (jobs/local/kafka/pom.xml)."""
-    pom = ElementTree.parse(Path(__file__).resolve().parents[2] / "jobs" / "local" / "kafka" / "pom.xml")
+def embedded_kafka_version(pom_path: str = "jobs/local/kafka/pom.xml") -> str:
+    """The Apache Kafka version a pom of the repository names (by default the embedded broker's)."""
+    pom = ElementTree.parse(Path(__file__).resolve().parents[2] / pom_path)
     version = pom.find("{http://maven.apache.org/POM/4.0.0}properties/{http://maven.apache.org/POM/4.0.0}kafka.version")
     assert version is not None and version.text
     return version.text
+
+
+def test_the_broker_the_plugin_and_the_test_apps_use_one_kafka_release() -> None:
+    poms = ("assignor/java/pom.xml", "tests/support/streams_examples/pom.xml")
+    assert {p: embedded_kafka_version(p) for p in poms} == dict.fromkeys(poms, embedded_kafka_version())
 
 
 def test_no_password_has_a_default(compose: dict[str, Any]) -> None:
