@@ -25,8 +25,7 @@ final class GroupJson {
 
     /** One described group with its group configs ({@code configs} null when they could not be read). */
     static ObjectNode group(StreamsGroupDescription group, Map<String, String> configs, String configsError) {
-        ObjectNode out = JSON.objectNode();
-        out.put("kind", "group");
+        ObjectNode out = line("group");
         out.put("group_id", group.groupId());
         out.put("state", group.groupState() == null ? "" : group.groupState().toString());
         out.put("group_epoch", group.groupEpoch());
@@ -54,28 +53,21 @@ final class GroupJson {
 
     /** A group the broker listed but would not describe, and why. */
     static ObjectNode groupError(String groupId, String error) {
-        ObjectNode out = JSON.objectNode();
-        out.put("kind", "group_error");
-        out.put("group_id", groupId);
-        out.put("error", error);
-        return out;
+        return line("group_error").put("group_id", groupId).put("error", error);
     }
 
     /** The last line of a complete run: without it the reader's output is incomplete. */
     static ObjectNode end(int listed, int described) {
-        ObjectNode out = JSON.objectNode();
-        out.put("kind", "end");
-        out.put("listed", listed);
-        out.put("described", described);
-        return out;
+        return line("end").put("listed", listed).put("described", described);
     }
 
     /** Why the whole run failed (the broker unreachable, listing refused, bad arguments). */
     static ObjectNode fatal(String error) {
-        ObjectNode out = JSON.objectNode();
-        out.put("kind", "fatal");
-        out.put("error", error);
-        return out;
+        return line("fatal").put("error", error);
+    }
+
+    private static ObjectNode line(String kind) {
+        return JSON.objectNode().put("kind", kind);
     }
 
     private static String coordinator(Node node) {
