@@ -110,6 +110,9 @@ public final class StreamsGroupsReader {
         conf.putIfAbsent(AdminClientConfig.CLIENT_ID_CONFIG, "rebalance-planner-extract-streams");
         long timeout = arguments.timeoutMs();
         try (Admin admin = Admin.create(conf)) {
+            // Reaching the cluster first names the cause (authentication, TLS) that ListGroups would only report
+            // as "failed to find brokers".
+            admin.describeCluster().clusterId().get(timeout, TimeUnit.MILLISECONDS);
             List<String> groups = new ArrayList<>();
             for (GroupListing g : admin.listGroups(ListGroupsOptions.forStreamsGroups()).all()
                     .get(timeout, TimeUnit.MILLISECONDS)) {
@@ -137,9 +140,11 @@ public final class StreamsGroupsReader {
             print(out, GroupJson.end(groups.size(), ok));
             return 0;
         } catch (ExecutionException e) {
-            print(out, GroupJson.fatal("listing streams groups failed: " + describe(e.getCause())));
+            print(out, GroupJson.fatal("reaching the cluster or listing streams groups failed: "
+                    + describe(e.getCause())));
         } catch (TimeoutException e) {
-            print(out, GroupJson.fatal("listing streams groups took longer than " + timeout + " ms"));
+            print(out, GroupJson.fatal("reaching the cluster or listing streams groups took longer than " + timeout
+                    + " ms"));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             print(out, GroupJson.fatal("interrupted"));
