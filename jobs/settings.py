@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     kafka_retry_backoff_s: float = Field(default=1.0, gt=0, description="wait after the first failure; doubles")
     kafka_retry_backoff_max_s: float = Field(default=30.0, gt=0, description="longest wait between tries")
     jvm_dir: Path = Field(default=Path("./var/jvm"), description="jars fetched from Maven Central (embedded Kafka)")
+    streams_reader_jar: Path | None = Field(
+        default=None, description="extract's streams-groups reader jar (KIP-1071 groups); unset: the one `make` built"
+    )
     # Orchestration (dags/): when the DAGs run and how long a plan waits for a person's decision.
     planning_schedule: str = Field(default="0 2 * * *", description="cron of rebalance_planning; empty: none")
     observe_schedule: str = Field(default="*/15 * * * *", description="cron of rebalance_observe; empty: none")

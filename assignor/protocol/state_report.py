@@ -63,6 +63,7 @@ class ReportOrigin(StrEnum):
     PYTHON_RUNTIME = "python-runtime"
     KAFKA_STREAMS = "kafka-streams"  # the plugin on the group leader, for every member
     GROUP_METADATA = "group-metadata"  # extract, from the broker's metadata of a group that reports nothing
+    BROKER_STREAMS = "broker-streams"  # extract, from the broker's description of a streams-protocol group
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Kafka Streams' ``SubscriptionInfo`` user data (assignor protocol ``stream``, versions 1-11) as a typed value.
 
 The layout is that of Kafka's ``SubscriptionInfoData.json`` (a non-flexible generated message, unchanged from
-Kafka 3.0 through 4.3.1): big-endian fixed-width integers, int32 array counts and byte lengths, int16 string
+Kafka 3.0 through 4.4.0): big-endian fixed-width integers, int32 array counts and byte lengths, int16 string
 lengths. Like Kafka's reader, bytes after the last field of the version are ignored.
 """
 
@@ -18,7 +18,7 @@ from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
 __all__ = ["LATEST_SUBSCRIPTION_VERSION", "StreamsSubscription", "StreamsUserDataError", "decode_subscription"]
 
 LATEST_SUBSCRIPTION_VERSION = 11
-"""The newest SubscriptionInfo version this decoder reads (Kafka Streams 3.0 to 4.3.1 send 11)."""
+"""The newest SubscriptionInfo version this decoder reads (Kafka Streams 3.0 to 4.4.0 send 11)."""
 
 UNKNOWN_VERSION = -1
 """``latest_supported_version`` of versions 1 and 2, which do not carry it."""

@@ -82,6 +82,8 @@ class StreamsFleetConfig:
     jvm_options: tuple[str, ...] = ("-XX:+UseSerialGC",)  # besides -Xmx: GC, JIT, stacks
     rocksdb_memory_mb: int | None = None  # one RocksDB budget per JVM; None: RocksDB's per-store default
     java: str = "java"
+    # classic: a consumer group (the plugin may assign); streams: KIP-1071, the broker assigns and the plugin is unused.
+    group_protocol: str = "classic"
 
     @property
     def input_topic(self) -> str:
@@ -216,12 +218,13 @@ class StreamsFleet:
             *("--acceptable-recovery-lag", str(c.configs.acceptable_recovery_lag)),
             *("--max-warmup-replicas", str(c.configs.max_warmup_replicas)),
             *("--probing-interval-ms", str(c.configs.probing_rebalance_interval_ms)),
-            *("--plugin", "true" if c.plugin else "false"),
+            *("--plugin", "true" if c.plugin and c.group_protocol == "classic" else "false"),
             *("--verify-keys", c.verify_keys, "--plans-topic", c.plans_topic, "--reports-topic", c.reports_topic),
             *("--commit-interval-ms", str(c.commit_interval_ms), "--exit-on-stdin-eof"),
             *("--session-timeout-ms", str(c.session_timeout_ms)),
             *("--scheduled-rebalance-max-delay-ms", str(c.deferral.scheduled_rebalance_max_delay_ms)),
             *("--hold-without-caught-up-copy", "true" if c.deferral.hold_without_caught_up_copy else "false"),
+            *("--group-protocol", c.group_protocol),
         ]
         if c.plan_check_interval_ms is not None:
             args += ["--plan-check-interval-ms", str(c.plan_check_interval_ms)]

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake, Scope
 from jobs.lakehouse.tables import table_schema
+from jobs.pipeline.extract_streams import read_streams_protocol_reports, without_superseded
 from jobs.pipeline.group_metadata import read_streams_groups
 from jobs.pipeline.intake import (
     BrokerGroup,
@@ -504,9 +505,14 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     records = read_latest_by_key(bootstrap, settings.reports_topic, properties, settings.kafka_timeout_s)
     log.info("snapshot %s: %d report keys read from %s", snapshot_id, len(records), settings.reports_topic)
     parsed, intake = parse_records(records)
-    groups = {r.group_id for r in parsed} | {q.group_id for q in intake.quarantine if q.group_id is not None}
+    streams = read_streams_protocol_reports(settings, bootstrap, captured_at, intake)  # KIP-1071 groups
+    parsed = without_superseded(parsed, streams.groups, intake)
+    groups = {r.group_id for r in parsed} | {
+        q.group_id for q in intake.quarantine if q.group_id is not None and q.group_id not in streams.groups
+    }
     from_metadata = read_metadata_reports(settings, bootstrap, groups, captured_at, intake)
     parsed.extend(from_metadata)
+    parsed.extend(streams.reports)
     metadata_groups = {r.group_id for r in from_metadata} | {
         q.group_id for q in intake.quarantine if q.source == GROUP_METADATA and q.group_id is not None
     }

@@ -18,9 +18,9 @@ from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline.report_only import GROUP_METADATA_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.streams_groups import GROUP_METADATA
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
 from jobs.settings import Kip441Settings, Settings
 from schemas import read_json
@@ -68,33 +68,31 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
         raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
 
 
-REPORT_ONLY_REASON = (
-    "report-only: the group's reports were read from its group metadata (an unmodified Kafka Streams group has "
-    "neither our plugin nor our runtime to honor a plan); not published"
-)
+REPORT_ONLY_REASON = GROUP_METADATA_REASON
 
 
 def report_only_groups(lake: Lake, snapshot_ids: Sequence[str]) -> set[str]:
-    """Groups whose reports in those snapshots came from group metadata: nothing may be published to them."""
-    reports = lake.read("member_reports").where(sf.col("snapshot_id").isin(list(snapshot_ids)))
-    rows = reports.where(sf.col("origin") == GROUP_METADATA).select("group_id").distinct().collect()
-    return {r["group_id"] for r in rows}
+    """Groups whose reports in those snapshots came from group metadata or from the broker's description of a
+    streams-protocol group: nothing may be published to them."""
+    return set(report_only_reasons(lake, snapshot_ids))
 
 
 def _hold_report_only(lake: Lake, approved: list[Row]) -> tuple[list[Row], list[MergeOutcome]]:
     """The approved plans that may be published; those of report-only groups keep their status and get the
-    reason they were not published."""
-    held_groups = report_only_groups(lake, sorted({r["snapshot_id"] for r in approved}))
-    held = [r for r in approved if r["group_id"] in held_groups]
+    reason (per group) they were not published."""
+    reasons = report_only_reasons(lake, sorted({r["snapshot_id"] for r in approved}))
+    held = [r for r in approved if r["group_id"] in reasons]
     if not held:
         return approved, []
     for row in held:
-        log.warning(
-            "publish: plan %s of group %s not published: %s", row["plan_id"], row["group_id"], REPORT_ONLY_REASON
-        )
-    rows = lake.read("plans").where(sf.col("plan_id").isin([r["plan_id"] for r in held]))
-    outcome = lake.merge("plans", rows.withColumn("reason", sf.lit(REPORT_ONLY_REASON)), update=["reason"])
-    return [r for r in approved if r["group_id"] not in held_groups], [outcome]
+        why = reasons[row["group_id"]]
+        log.warning("publish: plan %s of group %s not published: %s", row["plan_id"], row["group_id"], why)
+    why_by_plan = lake.spark.createDataFrame(
+        [(r["plan_id"], reasons[r["group_id"]]) for r in held], "plan_id string, why string"
+    )
+    rows = lake.read("plans").join(why_by_plan, "plan_id")
+    outcome = lake.merge("plans", rows.withColumn("reason", sf.col("why")).drop("why"), update=["reason"])
+    return [r for r in approved if r["group_id"] not in reasons], [outcome]
 
 
 def run_publish(

@@ -78,6 +78,8 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
     for r in ranked[:top]:
         kip = r.baselines.get(Assignor.KIP441)
         status = r.status + (f": {r.reason}" if r.reason else "") + (f"; {r.drain_note}" if r.drain_note else "")
+        if r.report_only and r.report_only != r.reason:  # publish copies it into the reason once it holds the plan
+            status += f"; {r.report_only}"
         cells = [
             r.group_id,
             status,

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline.report_only import report_only_reasons
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
 from jobs.report.model import (
@@ -51,6 +52,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     for r in _in(lake.read("plan_baselines", snapshot_id), "plan_id", ids).collect():
         if r["assignor"] in known:  # an assignor this report does not know is left out, never mislabelled
             baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = _cost(r)
+    report_only = report_only_reasons(lake, [snapshot_id])
     checks = {
         r["plan_id"]: (int(r["passed"]), int(r["total"]))
         for r in _in(lake.read("validation_results"), "plan_id", ids)
@@ -71,6 +73,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             checks_passed=checks.get(r["plan_id"], (0, 0))[0],
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
             draining=tuple(sorted(r["draining"] or ())),
+            report_only=report_only.get(r["group_id"]),
         )
         for r in chosen
     ]

@@ -61,6 +61,7 @@ class GroupRow:
     checks_passed: int
     checks_total: int
     draining: tuple[str, ...] = ()  # instances the plan drains (planned scale-in)
+    report_only: str | None = None  # why no plan can be sent to this group (jobs/pipeline/report_only.py)
 
     @property
     def drain_note(self) -> str:

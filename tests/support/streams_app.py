@@ -23,7 +23,18 @@ def streams_examples_classpath(jvm_dir: Path = DEFAULT_JVM_DIR) -> str:
 class WordCountInstance:
     """One WordCountDemo JVM (an application instance with ``threads`` stream threads), stopped on exit."""
 
-    def __init__(self, bootstrap: str, application_id: str, work_dir: Path, name: str, threads: int = 1) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        application_id: str,
+        work_dir: Path,
+        name: str,
+        threads: int = 1,
+        group_protocol: str = "classic",
+    ) -> None:
+        """``group_protocol``: ``classic`` (a consumer group) or ``streams`` (KIP-1071: the broker assigns)."""
+        if group_protocol not in ("classic", "streams"):
+            raise ValueError(f"group_protocol must be classic or streams, not {group_protocol!r}")
         self.application_id = application_id
         self.name = name
         self._dir = work_dir / name
@@ -35,9 +46,9 @@ class WordCountInstance:
             "client.id": f"{application_id}-{name}",
             "state.dir": str(self._dir / "state"),
             "num.stream.threads": str(threads),
-            "group.protocol": "classic",  # the default in 4.3; said so the test does not change meaning with it
-            "session.timeout.ms": "6000",
-            "heartbeat.interval.ms": "500",
+            "group.protocol": group_protocol,  # classic is the clients' default in 4.4 too; said so it stays
+            # Under the streams protocol these are the group's configs on the broker, not the client's.
+            **({"session.timeout.ms": "6000", "heartbeat.interval.ms": "500"} if group_protocol == "classic" else {}),
             "commit.interval.ms": "200",
             "replication.factor": "1",
         }

@@ -23,7 +23,8 @@ DOCKER = Path(__file__).resolve().parents[2] / "docker"
 AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
 # restore_rate unset: "estimate no durations"; spark_remote (Spark's own SPARK_REMOTE) unset: the embedded engine,
 # and Airflow reaches Spark through its Connection.
-OPTIONAL = {"restore_rate", "spark_remote"}
+# Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code).
+OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar"}
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
     "RBP_PLAN_KEY_ID": "k1",
@@ -155,12 +156,17 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
         assert given == airflow[f"RBP_{flag.upper().replace('-', '_')}"], flag
 
 
-def embedded_kafka_version() -> str:
-    """The Apache Kafka version the embedded broker fetches (jobs/local/kafka/pom.xml)."""
-    pom = ElementTree.parse(Path(__file__).resolve().parents[2] / "jobs" / "local" / "kafka" / "pom.xml")
+def embedded_kafka_version(pom_path: str = "jobs/local/kafka/pom.xml") -> str:
+    """The Apache Kafka version a pom of the repository names (by default the embedded broker's)."""
+    pom = ElementTree.parse(Path(__file__).resolve().parents[2] / pom_path)
     version = pom.find("{http://maven.apache.org/POM/4.0.0}properties/{http://maven.apache.org/POM/4.0.0}kafka.version")
     assert version is not None and version.text
     return version.text
+
+
+def test_the_broker_the_plugin_and_the_test_apps_use_one_kafka_release() -> None:
+    poms = ("assignor/java/pom.xml", "tests/support/streams_examples/pom.xml")
+    assert {p: embedded_kafka_version(p) for p in poms} == dict.fromkeys(poms, embedded_kafka_version())
 
 
 def test_no_password_has_a_default(compose: dict[str, Any]) -> None:

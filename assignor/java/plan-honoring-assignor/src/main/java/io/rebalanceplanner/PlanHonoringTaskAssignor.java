@@ -49,7 +49,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A KIP-924 task assignor that honors Ed25519-signed plans from the plans topic and otherwise assigns like
- * Kafka's default HighAvailabilityTaskAssignor (our port, {@link HighAvailability}: Kafka 4.3.1 keeps its own
+ * Kafka's default HighAvailabilityTaskAssignor (our port, {@link HighAvailability}: Kafka 4.4.0 keeps its own
  * internal, and its public StickyTaskAssignor ignores lags and warmups).
  *
  * <p>Enable with {@code task.assignor.class=io.rebalanceplanner.PlanHonoringTaskAssignor} and

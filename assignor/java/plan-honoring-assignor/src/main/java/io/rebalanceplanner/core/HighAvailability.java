@@ -6,7 +6,7 @@ import java.util.Map;
 
 /**
  * The KIP-441 baseline: Kafka Streams' HighAvailabilityTaskAssignor (rack-aware optimization off, tag-aware
- * standbys on), ported from Python's {@code assign_high_availability}. Kafka 4.3.1 keeps its own assignor
+ * standbys on), ported from Python's {@code assign_high_availability}. Kafka 4.4.0 keeps its own assignor
  * internal, so this is the plugin's fallback whenever no plan is honored.
  *
  * <p>The shared vectors (schemas/vectors/high_availability_cases.json) hold both to the same output, tie-breaks

@@ -81,6 +81,7 @@ public final class ReferenceApp {
                 "  --application-server HOST:PORT  --create-topics true|false (true)",
                 "  --scheduled-rebalance-max-delay-ms N (0: no deferral)  --hold-without-caught-up-copy",
                 "  --rocksdb-memory-mb N (RocksDB's default per store: ~50 MB cache + memtables each)",
+                "  --group-protocol classic|streams (classic; streams: KIP-1071, the broker assigns, no plugin)",
                 "produce mode: --produce N --keys K [--input-topic T --partitions N --bootstrap B]");
     }
 
@@ -102,7 +103,12 @@ public final class ReferenceApp {
         String bootstrap = flags.get("bootstrap", "localhost:9092");
         String appId = flags.get("application-id", "reference-app");
         String input = flags.get("input-topic", "input");
-        boolean plugin = flags.getBool("plugin", true);
+        GroupProtocol protocol = GroupProtocol.parse(flags.get("group-protocol", "classic"));
+        // Under the streams protocol Kafka Streams never consults task.assignor.class: the broker assigns.
+        boolean plugin = flags.getBool("plugin", true) && protocol == GroupProtocol.CLASSIC;
+        if (flags.getBool("plugin", true) && !plugin) {
+            System.err.println("--plugin ignored: the streams group protocol has no client-side assignor");
+        }
         Events events = new Events(flags.get("events", null));
         Counters counters = new Counters(events);
         if (flags.getBool("create-topics", true)) {
@@ -114,6 +120,7 @@ public final class ReferenceApp {
         props.put(StreamsConfig.STATE_DIR_CONFIG, flags.get("state-dir",
                 Files.createTempDirectory("reference-app").toString()));
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, flags.getInt("threads", 1));
+        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, protocol.config);
         props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, flags.getInt("standbys", 0));
         props.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, flags.getLong("acceptable-recovery-lag", 10000));
         props.put(StreamsConfig.MAX_WARMUP_REPLICAS_CONFIG, flags.getInt("max-warmup-replicas", 2));
@@ -127,7 +134,9 @@ public final class ReferenceApp {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, flags.getLong("commit-interval-ms", 1000));
         // No record cache: every count update reaches the changelog, so tests can build big changelogs fast.
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, flags.getLong("cache-bytes", 0));
-        if (flags.has("session-timeout-ms")) {
+        // Under the streams protocol session and heartbeat timing are group configs on the broker
+        // (streams.session.timeout.ms), not consumer settings.
+        if (flags.has("session-timeout-ms") && protocol == GroupProtocol.CLASSIC) {
             // Kafka Streams does not leave the group on close: the coordinator waits out the session timeout
             // before the next rebalance, so tests that stop instances want it short.
             int session = flags.getInt("session-timeout-ms", 45000);
@@ -222,8 +231,8 @@ public final class ReferenceApp {
             watcher.start();
         }
         try {
-            return runUntilStopped(streams, events, appId, plugin, counters, standbyEvents, stopped, shutdown,
-                    exitStatus);
+            return runUntilStopped(streams, events, appId, plugin, protocol, counters, standbyEvents, stopped,
+                    shutdown, exitStatus);
         } catch (Exception | Error e) {
             exitStatus.compareAndSet(-1, 1);
             throw e;
@@ -231,11 +240,12 @@ public final class ReferenceApp {
     }
 
     private static int runUntilStopped(KafkaStreams streams, Events events, String appId, boolean plugin,
-            Counters counters, StandbyEvents standbyEvents, CountDownLatch stopped, Runnable shutdown,
-            AtomicInteger exitStatus)
+            GroupProtocol protocol, Counters counters, StandbyEvents standbyEvents, CountDownLatch stopped,
+            Runnable shutdown, AtomicInteger exitStatus)
             throws InterruptedException {
         streams.start();
-        events.emit("start", "process_id", processId(streams), "application_id", appId, "plugin", plugin);
+        events.emit("start", "process_id", processId(streams), "application_id", appId, "plugin", plugin,
+                "group_protocol", protocol.config);
         Map<String, List<String>> lastAssigned = new HashMap<>();
         while (!stopped.await(200, TimeUnit.MILLISECONDS)) {
             Map<String, List<String>> assigned = assignment(streams);

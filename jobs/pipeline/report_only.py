@@ -1,0 +1,36 @@
+"""Report-only groups: groups the pipeline reads and plans but can send no plan to, and why, per group. A group is
+report-only by where its reports came from (``member_reports.origin``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import functions as sf
+
+from assignor.protocol.state_report import ReportOrigin
+from jobs.lakehouse.lake import Lake
+
+GROUP_METADATA_REASON = (
+    "report-only: the group's reports were read from its group metadata (an unmodified Kafka Streams group has "
+    "neither our plugin nor our runtime to honor a plan); not published"
+)
+STREAMS_PROTOCOL_REASON = (
+    "report-only: streams protocol (KIP-1071): the broker assigns this group's tasks, and the broker-side "
+    "plan-following assignor is not installed or not selected for it (streams.assignor.name); our plugin does "
+    "nothing under group.protocol=streams; not published"
+)
+REASONS = {
+    str(ReportOrigin.GROUP_METADATA): GROUP_METADATA_REASON,
+    str(ReportOrigin.BROKER_STREAMS): STREAMS_PROTOCOL_REASON,
+}
+
+
+def report_only_reasons(lake: Lake, snapshot_ids: Sequence[str]) -> dict[str, str]:
+    """Group id -> why nothing may be published to it, for the report-only groups of those snapshots."""
+    if not snapshot_ids:
+        return {}
+    reports = lake.read("member_reports").where(sf.col("snapshot_id").isin(list(snapshot_ids)))
+    rows = reports.where(sf.col("origin").isin(list(REASONS))).select("group_id", "origin").distinct().collect()
+    # A group read both ways across snapshots (it switched protocol) takes the streams reason: it is newer.
+    ordered = sorted(rows, key=lambda r: r["origin"] == str(ReportOrigin.BROKER_STREAMS))
+    return {r["group_id"]: REASONS[r["origin"]] for r in ordered}
