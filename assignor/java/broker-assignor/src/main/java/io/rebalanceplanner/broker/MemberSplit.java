@@ -1,0 +1,113 @@
+package io.rebalanceplanner.broker;
+
+import io.rebalanceplanner.core.ClientTasks;
+import io.rebalanceplanner.core.Task;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.kafka.coordinator.group.api.streams.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.streams.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.streams.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.streams.assignor.MemberAssignmentState;
+
+/**
+ * A process's tasks spread over its members (its stream threads): a task stays on the member that has it while
+ * that member is under its share, the rest go to the least-loaded member. Warm-ups become standbys: the 4.4
+ * broker has no warm-up role for custom assignors, and a standby that catches up is exactly a warm-up.
+ */
+final class MemberSplit {
+    private MemberSplit() {}
+
+    static GroupAssignment toKafka(GroupSpec spec, GroupView view, Map<String, ClientTasks> byProcess) {
+        Map<String, MemberAssignment> out = new HashMap<>();
+        for (Map.Entry<String, List<String>> e : view.membersByProcess.entrySet()) {
+            List<String> members = e.getValue();
+            ClientTasks tasks = byProcess.get(e.getKey());
+            Map<String, Map<String, Set<Integer>>> active = new HashMap<>();
+            Map<String, Map<String, Set<Integer>>> standby = new HashMap<>();
+            Map<String, Integer> activeLoad = new HashMap<>();
+            Map<String, Integer> totalLoad = new HashMap<>();
+            Map<Task, String> previousActive = new HashMap<>();
+            Map<Task, String> previousStandby = new HashMap<>();
+            for (String m : members) {
+                active.put(m, new HashMap<>());
+                standby.put(m, new HashMap<>());
+                activeLoad.put(m, 0);
+                totalLoad.put(m, 0);
+                MemberAssignmentState state = spec.memberAssignmentState(m);
+                remember(previousActive, state.activeTasks(), m, view);
+                remember(previousStandby, state.standbyTasks(), m, view);
+                remember(previousStandby, state.warmupTasks(), m, view);
+            }
+            Set<Task> replicas = new TreeSet<>(tasks.standby());
+            replicas.addAll(tasks.warmup());
+            int n = members.size();
+            int activeShare = (tasks.active().size() + n - 1) / n;
+            int totalShare = (tasks.active().size() + replicas.size() + n - 1) / n;
+            for (Task t : tasks.active()) {
+                String m = previousActive.get(t);
+                if (m == null || activeLoad.get(m) >= activeShare) {
+                    m = leastLoaded(members, activeLoad, totalLoad);
+                }
+                place(active, m, t, view);
+                activeLoad.merge(m, 1, Integer::sum);
+                totalLoad.merge(m, 1, Integer::sum);
+            }
+            for (Task t : replicas) {
+                String m = previousStandby.get(t);
+                if (m == null || totalLoad.get(m) >= totalShare) {
+                    m = leastLoaded(members, totalLoad, activeLoad);
+                }
+                place(standby, m, t, view);
+                totalLoad.merge(m, 1, Integer::sum);
+            }
+            for (String m : members) {
+                out.put(m, new MemberAssignment(active.get(m), standby.get(m)));
+            }
+        }
+        return new GroupAssignment(out);
+    }
+
+    private static String leastLoaded(List<String> members, Map<String, Integer> first, Map<String, Integer> second) {
+        String best = null;
+        for (String m : members) {
+            if (best == null) {
+                best = m;
+                continue;
+            }
+            int c = Integer.compare(first.get(m), first.get(best));
+            if (c == 0) {
+                c = Integer.compare(second.get(m), second.get(best));
+            }
+            if (c < 0) {
+                best = m;
+            }
+        }
+        return best;
+    }
+
+    private static void place(Map<String, Map<String, Set<Integer>>> into, String member, Task t, GroupView view) {
+        into.get(member).computeIfAbsent(view.subtopologyIds.get(t.subtopology()), k -> new TreeSet<>())
+                .add((int) t.partition());
+    }
+
+    private static void remember(Map<Task, String> into, Map<String, Set<Integer>> held, String member,
+            GroupView view) {
+        if (held == null) {
+            return;
+        }
+        for (Map.Entry<String, Set<Integer>> sub : held.entrySet()) {
+            Task probe = sub.getKey() == null || sub.getValue() == null ? null : Task.parseOrNull(sub.getKey() + "_0");
+            if (probe == null) {
+                continue;
+            }
+            for (Integer p : sub.getValue()) {
+                if (p != null) {
+                    into.putIfAbsent(new Task(probe.subtopology(), p), member);
+                }
+            }
+        }
+    }
+}
