@@ -73,8 +73,9 @@ final class AssignmentCheck {
     }
 
     /**
-     * When even Kafka's sticky assignor throws: each member keeps the actives it runs (first claim wins), the other
-     * tasks go round-robin in member order; no standbys. The group keeps processing.
+     * When even Kafka's sticky assignor throws, or the group is beyond the bounds in which sticky finishes quickly:
+     * each member keeps the actives it runs (first claim wins), the other tasks go round-robin in member order (at
+     * most {@link GroupView#MAX_TASKS}); no standbys. The group keeps processing.
      */
     static GroupAssignment lastResort(GroupSpec spec, TopologyDescriber topology) {
         List<String> members = new ArrayList<>(new TreeSet<>(spec.memberIds()));
@@ -94,15 +95,27 @@ final class AssignmentCheck {
                 }
             });
         }
-        int next = 0;
-        for (String sub : topology.subtopologies()) {
-            int partitions = Math.min(Math.max(0, topology.maxNumInputPartitions(sub)), GroupView.MAX_PARTITIONS);
-            for (int p = 0; p < partitions; p++) {
-                String m = owner.get(sub + "\u0000" + p);
-                if (m == null) {
-                    m = members.get(next++ % members.size());
+        try {
+            int next = 0;
+            int budget = GroupView.MAX_TASKS;
+            for (String sub : topology.subtopologies()) {
+                int partitions = Math.min(Math.max(0, topology.maxNumInputPartitions(sub)), budget);
+                budget -= partitions;
+                for (int p = 0; p < partitions; p++) {
+                    String m = owner.get(sub + "\u0000" + p);
+                    if (m == null) {
+                        m = members.get(next++ % members.size());
+                    }
+                    active.get(m).computeIfAbsent(sub, k -> new TreeSet<>()).add(p);
                 }
-                active.get(m).computeIfAbsent(sub, k -> new TreeSet<>()).add(p);
+            }
+        } catch (RuntimeException e) {
+            // The topology cannot be read: members keep exactly what they run, nothing is added.
+            active.replaceAll((m, tasks) -> new HashMap<>());
+            for (Map.Entry<String, String> held : owner.entrySet()) {
+                String[] parts = held.getKey().split("\u0000", 2);
+                active.get(held.getValue()).computeIfAbsent(parts[0], k -> new TreeSet<>())
+                        .add(Integer.parseInt(parts[1]));
             }
         }
         Map<String, MemberAssignment> out = new HashMap<>();

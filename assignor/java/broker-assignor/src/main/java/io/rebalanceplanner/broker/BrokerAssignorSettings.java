@@ -38,7 +38,11 @@ public final class BrokerAssignorSettings {
     private final Map<String, Object> clientProperties;
 
     private BrokerAssignorSettings(Map<String, ?> configs) {
-        verifyKeys = PlanVerifier.parseKeys(string(configs, VERIFY_KEYS, ""));
+        try {
+            verifyKeys = PlanVerifier.parseKeys(string(configs, VERIFY_KEYS, ""));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(VERIFY_KEYS + ": " + e.getMessage(), e);
+        }
         plansTopic = nonEmpty(configs, PLANS_TOPIC, "_rebalance_plans");
         decisionsTopic = nonEmpty(configs, DECISIONS_TOPIC, "_rebalance_assignor_decisions");
         decisionsEnabled = bool(configs, DECISIONS_ENABLED, true);

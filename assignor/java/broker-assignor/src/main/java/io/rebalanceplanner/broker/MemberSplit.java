@@ -2,6 +2,7 @@ package io.rebalanceplanner.broker;
 
 import io.rebalanceplanner.core.ClientTasks;
 import io.rebalanceplanner.core.Task;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,20 +47,36 @@ final class MemberSplit {
             int n = members.size();
             int activeShare = (tasks.active().size() + n - 1) / n;
             int totalShare = (tasks.active().size() + replicas.size() + n - 1) / n;
+            // Two passes each: the tasks that stay where they run first, then the rest by load.
+            List<Task> moving = new ArrayList<>();
             for (Task t : tasks.active()) {
                 String m = previousActive.get(t);
                 if (m == null || activeLoad.get(m) >= activeShare) {
-                    m = leastLoaded(members, activeLoad, totalLoad);
+                    moving.add(t);
+                    continue;
                 }
                 place(active, m, t, view);
                 activeLoad.merge(m, 1, Integer::sum);
                 totalLoad.merge(m, 1, Integer::sum);
             }
+            for (Task t : moving) {
+                String m = leastLoaded(members, activeLoad, totalLoad);
+                place(active, m, t, view);
+                activeLoad.merge(m, 1, Integer::sum);
+                totalLoad.merge(m, 1, Integer::sum);
+            }
+            moving.clear();
             for (Task t : replicas) {
                 String m = previousStandby.get(t);
                 if (m == null || totalLoad.get(m) >= totalShare) {
-                    m = leastLoaded(members, totalLoad, activeLoad);
+                    moving.add(t);
+                    continue;
                 }
+                place(standby, m, t, view);
+                totalLoad.merge(m, 1, Integer::sum);
+            }
+            for (Task t : moving) {
+                String m = leastLoaded(members, totalLoad, activeLoad);
                 place(standby, m, t, view);
                 totalLoad.merge(m, 1, Integer::sum);
             }

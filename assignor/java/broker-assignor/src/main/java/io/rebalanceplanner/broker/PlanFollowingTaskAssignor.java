@@ -114,7 +114,10 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
         }
         GroupAssignment assignment = decided.assignment;
         if (assignment == null) {
-            assignment = stickyOrLastResort(spec, topology);
+            // Beyond our bounds Kafka's sticky would hold the coordinator thread for minutes (it enumerates every
+            // task the topology claims): such a group keeps what it runs instead.
+            assignment = "out_of_bounds".equals(decided.code) ? AssignmentCheck.lastResort(spec, topology)
+                    : stickyOrLastResort(spec, topology);
             metrics.recordFallback(decided.code, decided.reason());
             if ("no_plan".equals(decided.code)) {
                 LOG.info("streams group {}: sticky assignment ({})", decided.name(spec), decided.reason());
