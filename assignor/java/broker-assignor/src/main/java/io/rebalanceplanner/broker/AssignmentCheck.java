@@ -31,13 +31,13 @@ final class AssignmentCheck {
             Set<Task> held = new HashSet<>();
             for (String m : process.getValue()) {
                 MemberAssignment a = members.get(m);
-                for (Task t : tasks(a.activeTasks())) {
+                for (Task t : tasks(a.activeTasks(), view)) {
                     actives.merge(t, 1, Integer::sum);
                     if (!held.add(t)) {
                         throw new IllegalStateException("process " + process.getKey() + " holds " + t + " twice");
                     }
                 }
-                for (Task t : tasks(a.standbyTasks())) {
+                for (Task t : tasks(a.standbyTasks(), view)) {
                     if (!view.group.statefulTasks().contains(t)) {
                         throw new IllegalStateException("standby of a task that is not stateful: " + t);
                     }
@@ -58,15 +58,15 @@ final class AssignmentCheck {
         }
     }
 
-    private static List<Task> tasks(Map<String, Set<Integer>> bySubtopology) {
+    private static List<Task> tasks(Map<String, Set<Integer>> bySubtopology, GroupView view) {
         List<Task> out = new ArrayList<>();
         for (Map.Entry<String, Set<Integer>> e : bySubtopology.entrySet()) {
-            Task probe = Task.parseOrNull(e.getKey() + "_0");
-            if (probe == null) {
+            Long number = view.subtopologyNumbers.get(e.getKey());
+            if (number == null) {
                 throw new IllegalStateException("subtopology id " + e.getKey() + " in our own assignment");
             }
             for (Integer p : e.getValue()) {
-                out.add(new Task(probe.subtopology(), p));
+                out.add(new Task(number, p));
             }
         }
         return out;

@@ -41,26 +41,34 @@ final class GroupView {
     final LiveGroup group;
     /** Process id (code-point order) to its member ids (sorted). */
     final Map<String, List<String>> membersByProcess;
-    /** Process id to task to lag, dense over the stateful tasks. */
+    /** Process id to task to lag, for the tasks it runs or has state of. */
     final Map<String, Map<Task, Long>> lags;
+    /** Per stateful task, the lag of a process without state of it: the changelog end, or unknown. */
+    final Map<Task, Long> noStateLags;
     final List<String> processIds;
     /** The values members gave the group tag, if any did. */
     final Set<String> tagValues;
     /** Our task's subtopology number to the broker's subtopology id. */
     final Map<Long, String> subtopologyIds;
+    /** The broker's subtopology id to our number (only the topology's subtopologies). */
+    final Map<String, Long> subtopologyNumbers;
 
     private GroupView(LiveGroup group, Map<String, List<String>> membersByProcess, Map<String, Map<Task, Long>> lags,
-            Set<String> tagValues, Map<Long, String> subtopologyIds) {
+            Map<Task, Long> noStateLags, Set<String> tagValues, Map<Long, String> subtopologyIds,
+            Map<String, Long> subtopologyNumbers) {
         this.group = group;
         this.membersByProcess = membersByProcess;
         this.lags = lags;
+        this.noStateLags = noStateLags;
         this.processIds = List.copyOf(membersByProcess.keySet());
         this.tagValues = tagValues;
         this.subtopologyIds = subtopologyIds;
+        this.subtopologyNumbers = subtopologyNumbers;
     }
 
     static GroupView of(GroupSpec spec, TopologyDescriber topology, String groupTag) throws UnfitGroupException {
         Map<Long, String> subtopologyIds = new HashMap<>();
+        Map<String, Long> numbers = new HashMap<>();
         Set<Task> stateful = new HashSet<>();
         Set<Task> stateless = new HashSet<>();
         List<String> subtopologies = topology.subtopologies();
@@ -82,6 +90,7 @@ final class GroupView {
                         + " partitions (at most " + MAX_PARTITIONS + " each, " + MAX_TASKS + " tasks in all)");
             }
             subtopologyIds.put(probe.subtopology(), sub);
+            numbers.put(sub, probe.subtopology());
             boolean isStateful = topology.isStateful(sub);
             for (int p = 0; p < partitions; p++) {
                 (isStateful ? stateful : stateless).add(new Task(probe.subtopology(), p));
@@ -106,7 +115,7 @@ final class GroupView {
                 tagValues.add(tag);
             }
         }
-        Map<Task, Long> ends = endOffsets(spec, memberIds, stateful);
+        Map<Task, Long> ends = endOffsets(spec, memberIds, numbers, stateful);
         List<LiveGroup.Client> clients = new ArrayList<>();
         Map<String, Map<Task, Long>> lags = new HashMap<>();
         for (Map.Entry<String, List<String>> e : byProcess.entrySet()) {
@@ -116,22 +125,32 @@ final class GroupView {
             Map<Task, Long> offsets = new HashMap<>();
             for (String member : e.getValue()) {
                 MemberAssignmentState state = spec.memberAssignmentState(member);
-                addTasks(active, state.activeTasks(), stateful, stateless);
-                addTasks(standby, state.standbyTasks(), stateful, stateless);
-                addTasks(standby, state.warmupTasks(), stateful, stateless);
-                addOffsets(offsets, state.taskOffsets(), stateful);
+                addTasks(active, state.activeTasks(), numbers, stateful, stateless);
+                addTasks(standby, state.standbyTasks(), numbers, stateful, stateless);
+                addTasks(standby, state.warmupTasks(), numbers, stateful, stateless);
+                addOffsets(offsets, state.taskOffsets(), numbers, stateful);
             }
             standby.removeAll(active);
             clients.add(new LiveGroup.Client(e.getKey(), e.getValue().size(), active, standby,
                     spec.memberMetadata(e.getValue().get(0)).clientTags()));
+            // Sparse: only tasks the process runs or has state of; the rest lag the whole changelog (noStateLags).
             Map<Task, Long> clientLags = new HashMap<>();
-            for (Task t : stateful) {
-                clientLags.put(t, lag(active.contains(t), offsets.get(t), ends.get(t)));
+            for (Task t : active) {
+                if (stateful.contains(t)) {
+                    clientLags.put(t, LagIndex.LATEST_OFFSET);
+                }
+            }
+            for (Map.Entry<Task, Long> o : offsets.entrySet()) {
+                clientLags.putIfAbsent(o.getKey(), lag(false, o.getValue(), ends.get(o.getKey())));
             }
             lags.put(e.getKey(), clientLags);
         }
-        return new GroupView(new LiveGroup(clients, stateful, stateless), byProcess, lags, tagValues,
-                subtopologyIds);
+        Map<Task, Long> noStateLags = new HashMap<>();
+        for (Task t : stateful) {
+            noStateLags.put(t, lag(false, null, ends.get(t)));
+        }
+        return new GroupView(new LiveGroup(clients, stateful, stateless), byProcess, lags, noStateLags, tagValues,
+                subtopologyIds, numbers);
     }
 
     static long lag(boolean runsActive, Long offset, Long end) {
@@ -148,11 +167,12 @@ final class GroupView {
     }
 
     /** The newest known end offset sum per stateful task: sums only grow, so the largest report is the freshest. */
-    private static Map<Task, Long> endOffsets(GroupSpec spec, Collection<String> memberIds, Set<Task> stateful) {
+    private static Map<Task, Long> endOffsets(GroupSpec spec, Collection<String> memberIds, Map<String, Long> numbers,
+            Set<Task> stateful) {
         Map<Task, Long> ends = new HashMap<>();
         for (String member : memberIds) {
             Map<String, Map<Integer, Long>> reported = spec.memberAssignmentState(member).taskEndOffsets();
-            forEachOffset(reported, stateful, (task, v) -> {
+            forEachOffset(reported, numbers, stateful, (task, v) -> {
                 if (v >= 0 && v < Long.MAX_VALUE) {
                     ends.merge(task, v, Math::max);
                 }
@@ -162,8 +182,9 @@ final class GroupView {
     }
 
     /** A process's offset sum per task: the largest known over its members, else unknown if any reported one. */
-    private static void addOffsets(Map<Task, Long> into, Map<String, Map<Integer, Long>> reported, Set<Task> stateful) {
-        forEachOffset(reported, stateful, (task, v) -> {
+    private static void addOffsets(Map<Task, Long> into, Map<String, Map<Integer, Long>> reported,
+            Map<String, Long> numbers, Set<Task> stateful) {
+        forEachOffset(reported, numbers, stateful, (task, v) -> {
             long mine = v >= 0 && v < Long.MAX_VALUE ? v : LagIndex.UNKNOWN_OFFSET_SUM;
             into.merge(task, mine, Math::max);
         });
@@ -173,21 +194,21 @@ final class GroupView {
         void visit(Task task, long value);
     }
 
-    private static void forEachOffset(Map<String, Map<Integer, Long>> reported, Set<Task> stateful,
-            OffsetVisitor visitor) {
+    private static void forEachOffset(Map<String, Map<Integer, Long>> reported, Map<String, Long> numbers,
+            Set<Task> stateful, OffsetVisitor visitor) {
         if (reported == null) {
             return;
         }
         for (Map.Entry<String, Map<Integer, Long>> sub : reported.entrySet()) {
-            Task probe = sub.getKey() == null || sub.getValue() == null ? null : Task.parseOrNull(sub.getKey() + "_0");
-            if (probe == null) {
+            Long number = sub.getKey() == null || sub.getValue() == null ? null : numbers.get(sub.getKey());
+            if (number == null) {
                 continue; // Offsets of a subtopology the topology does not have name no task of this group.
             }
             for (Map.Entry<Integer, Long> p : sub.getValue().entrySet()) {
                 if (p.getKey() == null || p.getValue() == null) {
                     continue;
                 }
-                Task task = new Task(probe.subtopology(), p.getKey());
+                Task task = new Task(number, p.getKey());
                 if (stateful.contains(task)) {
                     visitor.visit(task, p.getValue());
                 }
@@ -196,21 +217,21 @@ final class GroupView {
     }
 
     /** Tasks a member holds; one the topology does not have cannot be "previous" and is dropped. */
-    private static void addTasks(Set<Task> into, Map<String, Set<Integer>> held, Set<Task> stateful,
-            Set<Task> stateless) {
+    private static void addTasks(Set<Task> into, Map<String, Set<Integer>> held, Map<String, Long> numbers,
+            Set<Task> stateful, Set<Task> stateless) {
         if (held == null) {
             return;
         }
         for (Map.Entry<String, Set<Integer>> sub : held.entrySet()) {
-            Task probe = sub.getKey() == null || sub.getValue() == null ? null : Task.parseOrNull(sub.getKey() + "_0");
-            if (probe == null) {
+            Long number = sub.getKey() == null || sub.getValue() == null ? null : numbers.get(sub.getKey());
+            if (number == null) {
                 continue;
             }
             for (Integer p : sub.getValue()) {
                 if (p == null) {
                     continue;
                 }
-                Task task = new Task(probe.subtopology(), p);
+                Task task = new Task(number, p);
                 if (stateful.contains(task) || stateless.contains(task)) {
                     into.add(task);
                 }

@@ -26,6 +26,14 @@ final class MemberSplit {
         for (Map.Entry<String, List<String>> e : view.membersByProcess.entrySet()) {
             List<String> members = e.getValue();
             ClientTasks tasks = byProcess.get(e.getKey());
+            if (members.size() == 1) {
+                // One stream thread (Kafka Streams' default): the process's tasks are the member's.
+                Set<Task> replicas = new TreeSet<>(tasks.standby());
+                replicas.addAll(tasks.warmup());
+                out.put(members.get(0), new MemberAssignment(bySubtopology(tasks.active(), view),
+                        bySubtopology(replicas, view)));
+                continue;
+            }
             Map<String, Map<String, Set<Integer>>> active = new HashMap<>();
             Map<String, Map<String, Set<Integer>>> standby = new HashMap<>();
             Map<String, Integer> activeLoad = new HashMap<>();
@@ -87,6 +95,14 @@ final class MemberSplit {
         return new GroupAssignment(out);
     }
 
+    private static Map<String, Set<Integer>> bySubtopology(Set<Task> tasks, GroupView view) {
+        Map<String, Set<Integer>> out = new HashMap<>();
+        for (Task t : tasks) {
+            out.computeIfAbsent(view.subtopologyIds.get(t.subtopology()), k -> new TreeSet<>()).add((int) t.partition());
+        }
+        return out;
+    }
+
     private static String leastLoaded(List<String> members, Map<String, Integer> first, Map<String, Integer> second) {
         String best = null;
         for (String m : members) {
@@ -116,13 +132,14 @@ final class MemberSplit {
             return;
         }
         for (Map.Entry<String, Set<Integer>> sub : held.entrySet()) {
-            Task probe = sub.getKey() == null || sub.getValue() == null ? null : Task.parseOrNull(sub.getKey() + "_0");
-            if (probe == null) {
+            Long number = sub.getKey() == null || sub.getValue() == null ? null
+                    : view.subtopologyNumbers.get(sub.getKey());
+            if (number == null) {
                 continue;
             }
             for (Integer p : sub.getValue()) {
                 if (p != null) {
-                    into.putIfAbsent(new Task(probe.subtopology(), p), member);
+                    into.putIfAbsent(new Task(number, p), member);
                 }
             }
         }

@@ -166,7 +166,8 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
             return Decided.fallback(match.groupId(), unfit.code(), "plan " + plan.planId() + ": " + unfit.detail(),
                     rejected);
         }
-        LagIndex lags = new LagIndex(view.processIds, view.lags, Map.of(), plan.configs().acceptableRecoveryLag());
+        LagIndex lags = new LagIndex(view.processIds, view.lags, view.noStateLags,
+                plan.configs().acceptableRecoveryLag());
         LiveAssignment honored = Honor.honorTarget(FitCheck.targetFor(plan.target(), view.group), view.group,
                 plan.configs(), plan.moveOrder(), lags);
         GroupAssignment assignment = MemberSplit.toKafka(spec, view, honored.assignment());
