@@ -74,7 +74,7 @@ def main() -> None:
             *(r["mode"], r["assignor"], f"{r['median_ms']:.2f}", f"{r['p90_ms']:.2f}", f"{r['max_ms']:.2f}"),
             *(f"{r['cpu_median_ms']:.2f}", f"{r['cpu_p90_ms']:.2f}", str(r["warmups"])),
         )
-    console = Console()
+    console = Console(width=120)
     console.print(table)
     ours = next(r for r in rows if r["mode"] == "plan")
     verdict = "meets" if ours["median_ms"] <= TARGET_MS else "misses"
