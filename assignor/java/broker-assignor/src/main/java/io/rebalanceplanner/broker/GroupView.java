@@ -131,8 +131,9 @@ final class GroupView {
                 addOffsets(offsets, state.taskOffsets(), numbers, stateful);
             }
             standby.removeAll(active);
+            Map<String, String> tags = spec.memberMetadata(e.getValue().get(0)).clientTags();
             clients.add(new LiveGroup.Client(e.getKey(), e.getValue().size(), active, standby,
-                    spec.memberMetadata(e.getValue().get(0)).clientTags()));
+                    tags == null ? Map.of() : tags));
             // Sparse: only tasks the process runs or has state of; the rest lag the whole changelog (noStateLags).
             Map<Task, Long> clientLags = new HashMap<>();
             for (Task t : active) {

@@ -185,8 +185,8 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
         if (source == null) {
             synchronized (this) {
                 if (plans == null) {
-                    // The first assignment starts the reader: the broker builds and configures many instances at
-                    // startup and uses one, so nothing may start before a group is actually assigned.
+                    // The first assignment starts the reader: the broker builds and configures about a dozen
+                    // instances at startup (and tools build broker configs too), and uses one of them.
                     PlanReader r = READERS.computeIfAbsent(s.identity(), k -> {
                         PlanReader created = new PlanReader(s);
                         created.start();

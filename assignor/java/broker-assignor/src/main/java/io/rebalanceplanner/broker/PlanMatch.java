@@ -30,8 +30,8 @@ record PlanMatch(String groupId, PlanCache.Entry entry, String code, String deta
             if (entry == null) {
                 return new PlanMatch(groupId, null, "no_plan", "no verified plan for group " + groupId);
             }
-            return entry.plan() == null ? new PlanMatch(groupId, entry, "withdrawn", entry.lastRejection())
-                    : new PlanMatch(groupId, entry, null, null);
+            return entry.plan() == null ? new PlanMatch(groupId, entry, "withdrawn", "the plan of group " + groupId
+                    + " was withdrawn") : new PlanMatch(groupId, entry, null, null);
         }
         Set<String> groups = new TreeSet<>(CodePoints.ORDER);
         for (String pid : view.processIds) {

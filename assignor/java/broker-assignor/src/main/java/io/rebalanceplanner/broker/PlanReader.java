@@ -91,7 +91,8 @@ final class PlanReader implements DecisionSink, AutoCloseable {
                 cache.publish(loaded, e.getClass().getSimpleName() + ": " + e.getMessage());
                 closeClients();
                 pause(backoff);
-                backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+                // Until the topic was read once every group falls back: retry sooner then.
+                backoff = Math.min(loaded ? MAX_BACKOFF_MS : MAX_BACKOFF_MS / 6, backoff * 2);
             }
         }
         closeClients();

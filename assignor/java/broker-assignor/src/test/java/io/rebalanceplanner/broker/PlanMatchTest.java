@@ -85,6 +85,25 @@ class PlanMatchTest {
     }
 
     @Test
+    void taggedGroupWhosePlanWasWithdrawnSaysSo() throws UnfitGroupException {
+        PlanCache cache = new PlanCache(new PlanVerifier(signer.verifyKeys(), 60_000), 100);
+        byte[] key = "g".getBytes(StandardCharsets.UTF_8);
+        cache.offer(key, signer.plan("g", "plan-g", NOW, NOW + 3_600_000, Signer.configs(100, 2, 0),
+                Map.of("p1", Map.of("active", List.of("0_0", "0_1"))), List.of()), NOW);
+        cache.offer(key, signer.withdrawal("g", "plan-g", NOW + 1), NOW + 1);
+        cache.publish(true, null);
+        Specs specs = new Specs();
+        specs.member("m1", "p1").tag(TAG, "g");
+        PlanMatch tagged = PlanMatch.find(cache.snapshot(), view(specs));
+        assertEquals("withdrawn", tagged.code());
+        assertEquals("the plan of group g was withdrawn", tagged.detail());
+        Specs untagged = new Specs();
+        untagged.member("m1", "p1");
+        assertEquals("no_plan", PlanMatch.find(cache.snapshot(), view(untagged)).code(),
+                "a withdrawn plan names no process any more");
+    }
+
+    @Test
     void taggedGroupWithoutAPlanIsNoPlanEvenIfAProcessIdMatchesAnother() throws UnfitGroupException {
         Specs specs = new Specs();
         specs.member("m1", "p1").tag(TAG, "other");
