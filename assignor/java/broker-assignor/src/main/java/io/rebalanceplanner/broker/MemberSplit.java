@@ -34,17 +34,10 @@ final class MemberSplit {
                         bySubtopology(replicas, view)));
                 continue;
             }
-            Map<String, Map<String, Set<Integer>>> active = new HashMap<>();
-            Map<String, Map<String, Set<Integer>>> standby = new HashMap<>();
-            Map<String, Integer> activeLoad = new HashMap<>();
-            Map<String, Integer> totalLoad = new HashMap<>();
+            Loads loads = new Loads(members, view);
             Map<Task, String> previousActive = new HashMap<>();
             Map<Task, String> previousStandby = new HashMap<>();
             for (String m : members) {
-                active.put(m, new HashMap<>());
-                standby.put(m, new HashMap<>());
-                activeLoad.put(m, 0);
-                totalLoad.put(m, 0);
                 MemberAssignmentState state = spec.memberAssignmentState(m);
                 remember(previousActive, state.activeTasks(), m, view);
                 remember(previousStandby, state.standbyTasks(), m, view);
@@ -53,46 +46,63 @@ final class MemberSplit {
             Set<Task> replicas = new TreeSet<>(tasks.standby());
             replicas.addAll(tasks.warmup());
             int n = members.size();
-            int activeShare = (tasks.active().size() + n - 1) / n;
-            int totalShare = (tasks.active().size() + replicas.size() + n - 1) / n;
-            // Two passes each: the tasks that stay where they run first, then the rest by load.
-            List<Task> moving = new ArrayList<>();
-            for (Task t : tasks.active()) {
-                String m = previousActive.get(t);
-                if (m == null || activeLoad.get(m) >= activeShare) {
-                    moving.add(t);
-                    continue;
-                }
-                place(active, m, t, view);
-                activeLoad.merge(m, 1, Integer::sum);
-                totalLoad.merge(m, 1, Integer::sum);
-            }
-            for (Task t : moving) {
-                String m = leastLoaded(members, activeLoad, totalLoad);
-                place(active, m, t, view);
-                activeLoad.merge(m, 1, Integer::sum);
-                totalLoad.merge(m, 1, Integer::sum);
-            }
-            moving.clear();
-            for (Task t : replicas) {
-                String m = previousStandby.get(t);
-                if (m == null || totalLoad.get(m) >= totalShare) {
-                    moving.add(t);
-                    continue;
-                }
-                place(standby, m, t, view);
-                totalLoad.merge(m, 1, Integer::sum);
-            }
-            for (Task t : moving) {
-                String m = leastLoaded(members, totalLoad, activeLoad);
-                place(standby, m, t, view);
-                totalLoad.merge(m, 1, Integer::sum);
-            }
+            loads.spread(tasks.active(), previousActive, (tasks.active().size() + n - 1) / n, true);
+            loads.spread(replicas, previousStandby, (tasks.active().size() + replicas.size() + n - 1) / n, false);
             for (String m : members) {
-                out.put(m, new MemberAssignment(active.get(m), standby.get(m)));
+                out.put(m, new MemberAssignment(loads.active.get(m), loads.standby.get(m)));
             }
         }
         return new GroupAssignment(out);
+    }
+
+    /** One process's members while its tasks are placed: what each holds and how loaded it is. */
+    private static final class Loads {
+        final List<String> members;
+        final GroupView view;
+        final Map<String, Map<String, Set<Integer>>> active = new HashMap<>();
+        final Map<String, Map<String, Set<Integer>>> standby = new HashMap<>();
+        final Map<String, Integer> activeLoad = new HashMap<>();
+        final Map<String, Integer> totalLoad = new HashMap<>();
+
+        Loads(List<String> members, GroupView view) {
+            this.members = members;
+            this.view = view;
+            for (String m : members) {
+                active.put(m, new HashMap<>());
+                standby.put(m, new HashMap<>());
+                activeLoad.put(m, 0);
+                totalLoad.put(m, 0);
+            }
+        }
+
+        /**
+         * Two passes: the tasks that stay on the member running them (while it is under its share) first, then the
+         * rest on the least-loaded member; actives balance on active load, standbys on total load.
+         */
+        void spread(Set<Task> tasks, Map<Task, String> previous, int share, boolean asActive) {
+            Map<String, Integer> counted = asActive ? activeLoad : totalLoad;
+            List<Task> moving = new ArrayList<>();
+            for (Task t : tasks) {
+                String m = previous.get(t);
+                if (m == null || counted.get(m) >= share) {
+                    moving.add(t);
+                } else {
+                    put(m, t, asActive);
+                }
+            }
+            for (Task t : moving) {
+                put(asActive ? leastLoaded(members, activeLoad, totalLoad) : leastLoaded(members, totalLoad,
+                        activeLoad), t, asActive);
+            }
+        }
+
+        private void put(String member, Task t, boolean asActive) {
+            place(asActive ? active : standby, member, t, view);
+            if (asActive) {
+                activeLoad.merge(member, 1, Integer::sum);
+            }
+            totalLoad.merge(member, 1, Integer::sum);
+        }
     }
 
     private static Map<String, Set<Integer>> bySubtopology(Set<Task> tasks, GroupView view) {
