@@ -30,15 +30,19 @@ TARGET_MS = 5.0
 def classpath() -> str:
     """Compile the module and its tests (incremental, offline) and return the test classpath."""
     out = MODULE / "target" / "bench.classpath"
-    subprocess.run(
+    build = subprocess.run(
         [
             *("mvn", "-q", "-B", "-o", "-Dstyle.color=never", "-pl", "broker-assignor", "-am"),
             *("test-compile", "dependency:build-classpath", "-Dmdep.includeScope=test"),
             "-Dmdep.outputFile=target/bench.classpath",
         ],
         cwd=JAVA_DIR,
-        check=True,
+        capture_output=True,
+        text=True,
+        check=False,
     )
+    if build.returncode != 0:
+        sys.exit(f"building {MODULE.name} failed:\n{build.stdout}{build.stderr}")
     deps = out.read_text().strip()
     return os.pathsep.join([str(MODULE / "target" / "classes"), str(MODULE / "target" / "test-classes"), deps])
 
