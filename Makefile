@@ -18,7 +18,7 @@ JAVA_JARS := $(JAVA_DIR)/target/.built
 CORE := assignor/compiled.sha256
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install core core-clean jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint demo demo-spark simulate lock clean
+.PHONY: install core core-clean jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
 
 install: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
@@ -92,6 +92,10 @@ bench-streams: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 # Memory and CPU of one reference-app JVM, the fleets' default footprint vs the demo's light one (~4 min).
 bench-streams-footprint: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_footprint.py
+
+# assign() of the broker-side streams assignor beside Kafka's sticky on a 1,000-task, 100-member group (~1 min).
+bench-broker-assignor: $(STAMP) | jdk
+	$(BIN)/python bench/broker_assignor_bench.py
 
 # The whole product on this machine: broker, live fleet, Airflow standalone, approval, convergence (~6 min).
 demo: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)

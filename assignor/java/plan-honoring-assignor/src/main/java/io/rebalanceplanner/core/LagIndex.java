@@ -62,6 +62,8 @@ public final class LagIndex {
     private final long acceptableRecoveryLag;
     private final Map<Task, Rank> bestRanks = new HashMap<>();
     private final Map<Task, List<String>> caughtUp = new HashMap<>();
+    /** Task to the clients with a lag of their own for it, in process-id order; built on first use. */
+    private Map<Task, List<String>> reporters;
 
     /**
      * @param processIds every client, sorted by code point
@@ -100,10 +102,22 @@ public final class LagIndex {
         return bestRanks.computeIfAbsent(task, this::computeBestRank);
     }
 
+    /**
+     * Every client without a lag of its own has the same one (the changelog end), so only the reporters need a
+     * look each: the broker assignor passes lags sparse, and a 100-client group then costs a few lookups per task.
+     */
     private Rank computeBestRank(Task task) {
+        List<String> own = reportersOf(task);
         Rank best = null;
-        for (String pid : processIds) {
+        for (String pid : own) {
             Rank r = rank(pid, task);
+            if (best == null || r.compareTo(best) < 0) {
+                best = r;
+            }
+        }
+        if (own.size() < processIds.size()) {
+            long end = ends.getOrDefault(task, 0L);
+            Rank r = new Rank(isCaughtUp(end, acceptableRecoveryLag) ? 0 : 1, end);
             if (best == null || r.compareTo(best) < 0) {
                 best = r;
             }
@@ -111,11 +125,30 @@ public final class LagIndex {
         return best;
     }
 
+    private List<String> reportersOf(Task task) {
+        if (reporters == null) {
+            reporters = new HashMap<>();
+            for (String pid : processIds) {
+                Map<Task, Long> client = lags.get(pid);
+                if (client != null) {
+                    for (Task t : client.keySet()) {
+                        reporters.computeIfAbsent(t, k -> new ArrayList<>()).add(pid);
+                    }
+                }
+            }
+        }
+        return reporters.getOrDefault(task, List.of());
+    }
+
     /** Every caught-up client of the task, in process-id order (unmodifiable). */
     public List<String> caughtUpClients(Task task) {
         return caughtUp.computeIfAbsent(task, t -> {
+            List<String> own = reportersOf(t);
+            // When a client without state is caught up (a short changelog), every client must be looked at.
+            boolean everyone = own.size() < processIds.size()
+                    && isCaughtUp(ends.getOrDefault(t, 0L), acceptableRecoveryLag);
             List<String> found = new ArrayList<>();
-            for (String pid : processIds) {
+            for (String pid : everyone ? processIds : own) {
                 if (caughtUp(pid, t)) {
                     found.add(pid);
                 }

@@ -1,0 +1,194 @@
+package io.rebalanceplanner.broker;
+
+import io.rebalanceplanner.core.Plan;
+import io.rebalanceplanner.core.PlanVerifier;
+import io.rebalanceplanner.core.Verdict;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The verified plans of every group, built from plans-topic records by one writer (the background reader) and
+ * read by any number of coordinator threads through an immutable {@link Snapshot}.
+ *
+ * <p>Each record is verified by the classic plugin's {@link PlanVerifier} against its key (the group id) with the
+ * newest verified {@code created_at} of that group as the replay floor. A verified plan replaces the group's plan,
+ * a verified withdrawal removes it, and anything rejected leaves the verified state as it was: a garbage or
+ * unverifiable newest record never undoes a verified plan. A record dated in the future is retried on later
+ * refreshes (as the classic plugin would see it again at a later rebalance), a bounded number of them.
+ */
+public final class PlanCache {
+    private static final Logger LOG = LoggerFactory.getLogger(PlanCache.class);
+    /** Kafka's own limit on a group id; a longer key names no group. */
+    static final int MAX_KEY_CHARS = 249;
+    static final int MAX_DEFERRED = 64;
+
+    /**
+     * One group's verified state.
+     *
+     * @param plan the newest verified plan, or null after a verified withdrawal
+     * @param newestCreatedAt the newest verified {@code created_at} (plan or withdrawal): older records are replays
+     * @param lastRejection why the newest record after it was refused ({@code "<code>: <detail>"}), or null
+     */
+    public record Entry(String groupId, Plan plan, long newestCreatedAt, String lastRejection) {}
+
+    /** What assignors read: immutable, swapped whole. */
+    public static final class Snapshot {
+        static final Snapshot NOT_LOADED = new Snapshot(Map.of(), Map.of(), false, "not read yet");
+
+        private final Map<String, Entry> byGroup;
+        private final Map<String, List<String>> groupsByProcess;
+        private final boolean loaded;
+        private final String readError;
+
+        Snapshot(Map<String, Entry> byGroup, Map<String, List<String>> groupsByProcess, boolean loaded,
+                String readError) {
+            this.byGroup = byGroup;
+            this.groupsByProcess = groupsByProcess;
+            this.loaded = loaded;
+            this.readError = readError;
+        }
+
+        public Entry entry(String groupId) {
+            return byGroup.get(groupId);
+        }
+
+        /** The groups whose plan's target names this process id (normally zero or one). */
+        public List<String> groupsOf(String processId) {
+            return groupsByProcess.getOrDefault(processId, List.of());
+        }
+
+        /** Whether the plans topic has been read to its end once: before that, "no plan" means "not known yet". */
+        public boolean loaded() {
+            return loaded;
+        }
+
+        /** The reader's last error while not loaded, or null. */
+        public String readError() {
+            return readError;
+        }
+
+        public int size() {
+            return byGroup.size();
+        }
+    }
+
+    private final PlanVerifier verifier;
+    private final int maxGroups;
+    private final Map<String, Entry> entries = new HashMap<>();
+    private final Map<String, byte[]> deferred = new LinkedHashMap<>();
+    private final AtomicLong verified = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
+    private boolean changed = true;
+    private volatile Snapshot snapshot = Snapshot.NOT_LOADED;
+
+    public PlanCache(PlanVerifier verifier, int maxGroups) {
+        this.verifier = verifier;
+        this.maxGroups = maxGroups;
+    }
+
+    /** Take one plans-topic record (writer thread only). Returns the verdict, or null when it was not verified. */
+    public synchronized Verdict offer(byte[] key, byte[] value, long nowMs) {
+        if (key == null || value == null) {
+            return null; // An unsigned tombstone withdraws nothing (shared/contracts/pipeline.md).
+        }
+        String groupId = new String(key, java.nio.charset.StandardCharsets.UTF_8);
+        if (groupId.isEmpty() || groupId.length() > MAX_KEY_CHARS) {
+            rejected.incrementAndGet();
+            LOG.warn("plans record refused: its key of {} chars names no group", groupId.length());
+            return null;
+        }
+        Entry current = entries.get(groupId);
+        if (current == null && entries.size() >= maxGroups) {
+            refused.incrementAndGet();
+            LOG.warn("plans record for group {} refused: the cache holds its maximum of {} groups", groupId,
+                    maxGroups);
+            return null;
+        }
+        // The verifier bounds the value (1 MiB, 32 levels) before parsing it.
+        Verdict verdict = verifier.verify(value, groupId, nowMs, current == null ? null : current.newestCreatedAt());
+        switch (verdict.outcome()) {
+            case PLAN:
+                verified.incrementAndGet();
+                entries.put(groupId, new Entry(groupId, verdict.plan(), verdict.createdAt(), null));
+                deferred.remove(groupId);
+                changed = true;
+                break;
+            case WITHDRAWN:
+                verified.incrementAndGet();
+                entries.put(groupId, new Entry(groupId, null, verdict.createdAt(), verdict.fallbackReason()));
+                deferred.remove(groupId);
+                changed = true;
+                break;
+            default:
+                rejected.incrementAndGet();
+                LOG.warn("plans record for group {} rejected: {}", groupId, verdict.fallbackReason());
+                if ("future".equals(verdict.reasonCode())
+                        && (deferred.containsKey(groupId) || deferred.size() < MAX_DEFERRED)) {
+                    deferred.put(groupId, value);
+                }
+                if (current != null) {
+                    entries.put(groupId, new Entry(groupId, current.plan(), current.newestCreatedAt(),
+                            verdict.fallbackReason()));
+                    changed = true;
+                }
+                break;
+        }
+        return verdict;
+    }
+
+    /** Verify again the records that were dated in the future (writer thread only). */
+    public synchronized void retryDeferred(long nowMs) {
+        if (deferred.isEmpty()) {
+            return;
+        }
+        Map<String, byte[]> again = new LinkedHashMap<>(deferred);
+        deferred.clear();
+        again.forEach((group, value) -> offer(group.getBytes(java.nio.charset.StandardCharsets.UTF_8), value, nowMs));
+    }
+
+    /** Make what was offered so far visible to assignors. */
+    public synchronized void publish(boolean loaded, String readError) {
+        Snapshot old = snapshot;
+        if (!changed && old.loaded() == loaded && java.util.Objects.equals(old.readError(), readError)) {
+            return;
+        }
+        Map<String, List<String>> byProcess = new HashMap<>();
+        for (Entry e : entries.values()) {
+            if (e.plan() == null) {
+                continue;
+            }
+            for (String pid : e.plan().target().keySet()) {
+                byProcess.computeIfAbsent(pid, k -> new ArrayList<>(1)).add(e.groupId());
+            }
+        }
+        byProcess.replaceAll((pid, groups) -> List.copyOf(groups));
+        snapshot = new Snapshot(Map.copyOf(entries), Map.copyOf(byProcess), loaded, loaded ? null : readError);
+        changed = false;
+    }
+
+    public Snapshot snapshot() {
+        return snapshot;
+    }
+
+    /** Records that verified (plans and withdrawals). */
+    public long verifiedRecords() {
+        return verified.get();
+    }
+
+    /** Records that did not verify or were out of bounds. */
+    public long rejectedRecords() {
+        return rejected.get();
+    }
+
+    /** Records refused because the cache was full. */
+    public long refusedRecords() {
+        return refused.get();
+    }
+}
