@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 
+from assignor.protocol.bounded import INT32_MAX, OutOfBounds, parse_int
 from assignor.task import TaskId
 from schemas import read_json
 
@@ -298,4 +299,21 @@ def _out_of_bounds(fields: Mapping[str, Any]) -> str | None:
     for name in ("group_id", "process_id"):
         if len(fields[name]) > MAX_ID_CHARS:
             return f"at {name}: {len(fields[name])} characters, more than {MAX_ID_CHARS}"
+    return _keys_out_of_bounds(fields)
+
+
+def _keys_out_of_bounds(fields: Mapping[str, Any]) -> str | None:
+    """Why a subtopology or task id (as a key or in a task list) is beyond Kafka's int32 parts, or None: the
+    schema's patterns take any number of digits, and one such key once failed the extract of every group."""
+    try:
+        for sub_id in fields["topology"]:
+            parse_int(sub_id, 0, INT32_MAX, "topology key")
+    except OutOfBounds as err:
+        return f"at topology: {err}"
+    for name in ("active_tasks", "standby_tasks", "warmup_tasks", "task_offset_sums", "task_lags"):
+        try:
+            for task in fields.get(name) or ():
+                TaskId.parse(task)
+        except ValueError as err:
+            return f"at {name}: {err}"
     return None

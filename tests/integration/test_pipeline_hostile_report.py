@@ -1,0 +1,45 @@
+"""On a real broker: one state report whose subtopology key is a number of thousands of digits fails nothing but
+itself; every other group of the night is extracted, and the record is quarantined with the reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from jobs.lakehouse.lake import Lake
+from jobs.local.broker import EmbeddedBroker
+from jobs.pipeline.extract import run_extract
+from jobs.settings import Settings
+from tests.support.pipeline_kafka import create_topics, fill_changelog, produce, report, stateful_topology
+
+
+def test_a_report_with_a_huge_subtopology_key_fails_nothing_but_itself(
+    spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    settings = Settings(lake_root=tmp_path / "lake", reports_topic="reports", planner_processes=1)
+    bootstrap = broker.bootstrap
+    create_topics(bootstrap, {"reports": 1, "h-in0": 2, "h-store0-changelog": 2})
+    fill_changelog(bootstrap, "h-store0-changelog", [4, 4])
+    h = stateful_topology("h", 1)
+    hostile = report("g", "p1", topology={"9" * 5_000: stateful_topology("g", 1)["0"]})
+    good = [
+        report("h", "p1", active=["0_0"], offset_sums={"0_0": -2}, topology=h),
+        report("h", "p2", active=["0_1"], offset_sums={"0_1": -2}, topology=h),
+    ]
+    records = [(b"g/p1", json.dumps(hostile).encode(), None)]
+    records += [(f"h/{r['process_id']}".encode(), json.dumps(r).encode(), None) for r in good]
+    produce(bootstrap, "reports", records)
+    lake = Lake(spark, settings.lake_root)
+
+    result = run_extract(lake, settings, bootstrap)
+
+    snapshot = result.snapshot_id
+    kept = sorted((r["group_id"], r["process_id"]) for r in lake.read("member_reports", snapshot).collect())
+    assert kept == [("h", "p1"), ("h", "p2")]
+    assert sorted(r["task_id"] for r in lake.read("group_tasks", snapshot).collect()) == ["0_0", "0_1"]
+    (row,) = lake.read("quarantine", snapshot).collect()
+    assert (row["source"], row["key"], row["group_id"]) == ("reports", "g/p1", "g")
+    assert row["reason"].startswith("schema_violation: at topology: topology key must be a decimal integer")
+    assert result.counts["quarantined[schema_violation]"] == 1
