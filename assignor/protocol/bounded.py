@@ -24,11 +24,14 @@ class OutOfBounds(ValueError):
     """An integer (or its text) outside the range its field allows; the message names the field and the range."""
 
 
-def shown(text: object, limit: int = _SHOWN_CHARS) -> str:
-    """``repr`` of a value for an error message, cut to ``limit`` characters with its full length said."""
-    if isinstance(text, str | bytes) and len(text) > limit:
-        return f"{text[:limit]!r}... ({len(text)} characters)"
-    return repr(text)
+def shown(value: object, limit: int = _SHOWN_CHARS) -> str:
+    """``repr`` of a value for an error message, cut to about ``limit`` characters with its full length said."""
+    if isinstance(value, str | bytes) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    if isinstance(value, int) and value.bit_length() > 256:  # repr() of a huge int is quadratic, or refused
+        return f"a {value.bit_length()}-bit integer"
+    text = repr(value)
+    return text if len(text) <= limit + 2 else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _digits(bound: int) -> int:
@@ -50,9 +53,7 @@ def check_int(value: object, low: int, high: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise OutOfBounds(f"{what} must be an integer, got {shown(value)}")
     if not low <= value <= high:
-        # A huge value is never printed in full: str() of 5,000 digits is itself quadratic.
-        text = str(value) if value.bit_length() <= 256 else f"a {value.bit_length()}-bit integer"
-        raise OutOfBounds(f"{what} {text} is outside {low}..{high}")
+        raise OutOfBounds(f"{what} {shown(value)} is outside {low}..{high}")
     return value
 
 
