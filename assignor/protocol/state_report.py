@@ -267,11 +267,19 @@ def schema_violation(fields: Mapping[str, Any]) -> str | None:
     error = jsonschema.exceptions.best_match(_validator().iter_errors(fields))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        return f"at {where}: {error.message}"
+        return _brief(f"at {where}: {error.message}")
     if refused is not None:
         where = "/".join(str(p) for p in refused.instance_path) or "(top level)"
-        return f"at {where}: {refused.message}"
+        return _brief(f"at {where}: {refused.message}")
     return None
+
+
+def _brief(message: str, limit: int = 400) -> str:
+    """A validator's message cut in its middle when it quotes a long value: its start says where, its end what
+    was expected."""
+    if len(message) <= limit:
+        return message
+    return f"{message[: limit // 2]}... ({len(message)} characters) ...{message[-limit // 4 :]}"
 
 
 def _depth(value: Any) -> int:
