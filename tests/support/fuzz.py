@@ -65,8 +65,8 @@ def _number_text(fdp: atheris.FuzzedDataProvider) -> str:
     if kind == 0:
         return str(fdp.ConsumeInt(fdp.ConsumeIntInRange(1, 80)))  # up to 640-bit integers, signed
     if kind == 1:
-        return "9" * fdp.ConsumeIntInRange(1, 6_000)
-    return fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 24))
+        return "9" * int(fdp.ConsumeIntInRange(1, 6_000))
+    return str(fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 24)))
 
 
 def _task_text(fdp: atheris.FuzzedDataProvider) -> str:
