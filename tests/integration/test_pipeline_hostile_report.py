@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from jobs.lakehouse.lake import Lake
@@ -13,6 +14,8 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.extract import run_extract
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, produce, report, stateful_topology
+
+pytestmark = pytest.mark.engines  # the quarantine's lookup of earlier hashes runs on Sail and on Apache Spark
 
 
 def test_a_report_with_a_huge_subtopology_key_fails_nothing_but_itself(
