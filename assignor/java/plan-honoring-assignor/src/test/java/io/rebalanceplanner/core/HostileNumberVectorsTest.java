@@ -6,13 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.security.PublicKey;
 import java.util.ArrayList;
 import java.util.Base64;
-import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
@@ -40,13 +36,7 @@ class HostileNumberVectorsTest {
     @TestFactory
     List<DynamicTest> signedPlans() throws IOException {
         JsonNode root = Vectors.read("hostile_numbers.json");
-        Map<String, PublicKey> keys = new TreeMap<>();
-        Iterator<Map.Entry<String, JsonNode>> it = root.get("keys").properties().iterator();
-        while (it.hasNext()) {
-            Map.Entry<String, JsonNode> e = it.next();
-            keys.put(e.getKey(), PlanVerifier.ed25519PublicKey(e.getValue().asText()));
-        }
-        PlanVerifier verifier = new PlanVerifier(keys, root.get("clock_skew_ms").asLong());
+        PlanVerifier verifier = Vectors.verifier(root);
         long now = root.get("now_ms").asLong();
         int maxReason = root.get("max_reason_chars").asInt();
         List<DynamicTest> tests = new ArrayList<>();
