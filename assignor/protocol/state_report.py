@@ -222,7 +222,7 @@ def check_report(key: str, value: bytes) -> dict[str, Any]:
         below = sorted(t for t, s in sums.items() if isinstance(s, int) and not isinstance(s, bool) and s < -3)
         if below:
             detail = ", ".join(f"{t}={sums[t]}" for t in below[:5])
-            raise ReportRejected(RejectReason.OFFSET_SUM_BELOW_SENTINEL, detail, group)
+            raise ReportRejected(RejectReason.OFFSET_SUM_BELOW_SENTINEL, _brief(detail), group)
     violation = schema_violation(fields)
     if violation is not None:
         raise ReportRejected(RejectReason.SCHEMA_VIOLATION, violation, group)
@@ -232,7 +232,7 @@ def check_report(key: str, value: bytes) -> dict[str, Any]:
     expected_key = f"{fields['group_id']}/{fields['process_id']}"
     if key != expected_key:
         detail = f"key {key!r} but the report is from {expected_key!r}"
-        raise ReportRejected(RejectReason.CONFLICTING_REPORT, detail, group)
+        raise ReportRejected(RejectReason.CONFLICTING_REPORT, _brief(detail), group)
     roles = [set(fields["active_tasks"]), set(fields["standby_tasks"]), set(fields["warmup_tasks"])]
     twice = sorted((roles[0] & roles[1]) | (roles[0] & roles[2]) | (roles[1] & roles[2]))
     if twice:

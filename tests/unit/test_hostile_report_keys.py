@@ -85,3 +85,17 @@ def test_task_id_parse_refuses_ids_beyond_kafka_before_converting(text: str) -> 
 def test_task_id_parse_takes_every_part_up_to_int32() -> None:
     assert TaskId.parse("2147483647_2147483647") == TaskId(2**31 - 1, 2**31 - 1)
     assert TaskId.parse("0_0") == TaskId(0, 0)
+
+
+def test_an_offset_sum_below_the_sentinels_under_a_huge_key_gets_a_short_reason() -> None:
+    body = report("g", "p1", offset_sums={f"0_{HUGE}": -5}, topology=stateful_topology("g", 1))
+    outcome = parse_report(b"g/p1", json.dumps(body).encode())
+    assert isinstance(outcome, Quarantined) and outcome.reason.startswith("offset_sum_below_-3: 0_999")
+    assert len(outcome.reason) < 500 and outcome.reason.endswith("999=-5")
+
+
+def test_a_huge_record_key_gets_a_short_reason() -> None:
+    body = report("g", "p1", topology=stateful_topology("g", 1))
+    outcome = parse_report(b"g/" + b"p" * 100_000, json.dumps(body).encode())
+    assert isinstance(outcome, Quarantined) and outcome.reason.startswith("conflicting_report: key 'g/ppp")
+    assert len(outcome.reason) < 500 and outcome.reason.endswith("but the report is from 'g/p1'")
