@@ -124,6 +124,12 @@ class Settings(BaseSettings):
     kip441: Kip441Settings = Field(default_factory=Kip441Settings)
     restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
     stale_report_age_ms: int = Field(default=900_000, ge=0, description="older reports are kept but flagged stale")
+    quarantine_cap_per_source: int = Field(
+        default=1_000,
+        ge=1,
+        le=1_000_000,
+        description="quarantine rows a source a night; beyond, one row counts the rest",
+    )
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
     lake_lock_timeout_s: float = Field(
         default=1_800, gt=0, description="how long a stage waits for another to finish writing the lake"

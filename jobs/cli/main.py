@@ -22,6 +22,7 @@ from assignor import (
 from assignor.baselines import BASELINE_ASSIGNORS
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
+from jobs.cli.arguments import COUNT
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.cli.local import add_local_commands, run_local_command
 from jobs.cli.pipeline import add_pipeline_commands, run_pipeline_command
@@ -60,7 +61,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     source.add_argument("--file", type=Path, help="scenario JSON file (schemas/scenario.schema.json)")
     sim.add_argument("--restore-rate", type=float, help="restore offsets/second/instance instead of full catch-up")
-    sim.add_argument("--max-rounds", type=int, help="stop after this many rebalances")
+    sim.add_argument("--max-rounds", type=COUNT, help="stop after this many rebalances")
     sim.add_argument(
         "--assignor",
         choices=("kip441", "planner", "streams_broker"),

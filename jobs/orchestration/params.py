@@ -6,29 +6,36 @@ Read when the DAG file is parsed, so it imports only Airflow's Param and the set
 from __future__ import annotations
 
 from airflow.sdk import Param
-from annotated_types import Ge
+from annotated_types import Ge, Le
 from pydantic.fields import FieldInfo
 
 from jobs.settings import Kip441Settings
 
+# What every integer column and the JVM's long hold: a run's params are outside input too.
+_INT64_MAX = (1 << 63) - 1
+_ID_CHARS = 249  # a group or process id (shared/contracts/pipeline.md)
+_APPROVAL_TIMEOUT_MAX_S = 366 * 24 * 3600
+
 
 def _kip441_param(name: str, field: FieldInfo) -> Param:
     minimum = next(m.ge for m in field.metadata if isinstance(m, Ge))
+    maximum = next((m.le for m in field.metadata if isinstance(m, Le)), _INT64_MAX)
     env = f"RBP_{name.upper()} ({field.default})"
-    return Param(None, type=["null", "integer"], minimum=minimum, description=f"{field.description}; empty: {env}")
+    description = f"{field.description}; empty: {env}"
+    return Param(None, type=["null", "integer"], minimum=minimum, maximum=maximum, description=description)
 
 
 PLANNING_PARAMS = {
     "groups": Param(
         [],
         type="array",
-        items={"type": "string"},
+        items={"type": "string", "minLength": 1, "maxLength": _ID_CHARS},
         description="groups to plan for approval: ids or shell patterns (orders-*); empty: every group",
     ),
     "drain": Param(
         [],
         type="array",
-        items={"type": "string", "pattern": "^.+/[^/]+$"},
+        items={"type": "string", "pattern": "^.+/[^/]+$", "maxLength": 2 * _ID_CHARS + 1},
         description="instances to drain before they are stopped, as group/process: their tasks warm up elsewhere "
         "and move; the report says when each is safe to stop",
     ),
@@ -38,6 +45,7 @@ PLANNING_PARAMS = {
         None,
         type=["null", "number"],
         exclusiveMinimum=0,
+        maximum=_APPROVAL_TIMEOUT_MAX_S,
         description="reject everything when nobody decides within this many seconds; empty: RBP_APPROVAL_TIMEOUT_S",
     ),
 }

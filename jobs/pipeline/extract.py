@@ -9,7 +9,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -38,6 +38,14 @@ from jobs.pipeline.intake import (
     parse_report,
     topics_named,
     triage_groups,
+)
+from jobs.pipeline.quarantine import (
+    DEFAULT_CAP_PER_SOURCE,
+    QuarantineRow,
+    bound_quarantine,
+    candidate_hashes,
+    stored_hashes,
+    stored_row,
 )
 from jobs.pipeline.stage import BrokerUnreachable, StageResult
 from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
@@ -335,9 +343,14 @@ _REPORT_FIELDS = (
 
 
 def bronze_rows(
-    snapshot_id: str, captured_at: int, intake: Intake, state: BrokerState
+    snapshot_id: str,
+    captured_at: int,
+    intake: Intake,
+    state: BrokerState,
+    quarantined: Sequence[QuarantineRow] | None = None,
 ) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of every bronze table for one snapshot, in table schema column order."""
+    """The rows of every bronze table for one snapshot, in table schema column order; ``quarantined``: the
+    bounded quarantine rows (default: every entry of the intake, cut to its limits)."""
     reports = []
     for report, stale in intake.reports:
         record = report.record
@@ -367,7 +380,8 @@ def bronze_rows(
         for group, offsets_by_tp in sorted(state.committed.items())
         for (topic, p), offset in sorted(offsets_by_tp.items())
     ]
-    quarantine = [(snapshot_id, q.source, q.key, q.raw, q.reason, captured_at, q.group_id) for q in intake.quarantine]
+    rows = quarantined if quarantined is not None else [stored_row(q) for q in intake.quarantine]
+    quarantine = [_row("quarantine", snapshot_id=snapshot_id, captured_at=captured_at, **vars(q)) for q in rows]
     members = [
         _row(
             "group_members",
@@ -424,10 +438,20 @@ def bronze_rows(
     }
 
 
-def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intake, state: BrokerState) -> StageResult:
-    """MERGE one snapshot's bronze rows (insert-only: a snapshot never changes once written)."""
+def write_snapshot(
+    lake: Lake,
+    snapshot_id: str,
+    captured_at: int,
+    intake: Intake,
+    state: BrokerState,
+    quarantine_cap: int = DEFAULT_CAP_PER_SOURCE,
+) -> StageResult:
+    """MERGE one snapshot's bronze rows (insert-only: a snapshot never changes once written). The quarantine is
+    bounded: at most ``quarantine_cap`` rows a source, records an earlier snapshot holds not stored again."""
     outcomes = []
-    bronze = bronze_rows(snapshot_id, captured_at, intake, state)
+    seen = stored_hashes(lake, snapshot_id, candidate_hashes(intake.quarantine))
+    bounded = bound_quarantine(intake.quarantine, quarantine_cap, seen)
+    bronze = bronze_rows(snapshot_id, captured_at, intake, state, bounded.rows)
     for name in BRONZE_TABLES:
         # Every bronze key holds the snapshot: the MERGE reads this snapshot's rows only, not every night's.
         outcomes.append(lake.merge(name, _frame(lake, name, bronze[name]), within=Scope(snapshot_id)))
@@ -435,6 +459,13 @@ def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intak
     counts = {"reports_read": intake.read, "tombstones": intake.tombstones}
     counts["skipped_groups"] = len(intake.skipped_groups)
     counts.update({f"quarantined[{reason}]": n for reason, n in sorted(reasons.items())})
+    counts.update({f"quarantine_not_stored[{source}]": n for source, n in sorted(bounded.dropped.items())})
+    counts.update({f"quarantine_seen_before[{source}]": n for source, n in sorted(bounded.repeated.items())})
+    if bounded.dropped or bounded.repeated:
+        log.warning(
+            "snapshot %s: quarantine bounded: %d entries over the cap of %d a source not stored, %d stored before",
+            *(snapshot_id, sum(bounded.dropped.values()), quarantine_cap, sum(bounded.repeated.values())),
+        )
     if state.membership is not None:
         counts["broker_members"] = sum(len(g.members) for g in state.membership.values())
         checks = Counter(f.reason.split(":", 1)[0] for f in intake.findings)
@@ -536,4 +567,4 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
         len(ends),
         len(intake.findings),
     )
-    return write_snapshot(lake, snapshot_id, captured_at, intake, state)
+    return write_snapshot(lake, snapshot_id, captured_at, intake, state, settings.quarantine_cap_per_source)

@@ -419,6 +419,19 @@ class PlanHonoringTaskAssignorTest {
     }
 
     @Test
+    void aSignedPlanWithAHugeTaskIdFallsBackAsMalformedWithAShortReason() throws Exception {
+        byte[] plan = signedPlan("app", Map.of("move_order", List.of("0_" + "9".repeat(5_000))));
+        assertFallback(run(assignor((group, timeout) -> plan)), A, "malformed: move_order holds '0_999");
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).length() < 300);
+    }
+
+    @Test
+    void aPlanWithAHugeNumberFallsBackAsMalformed() throws Exception {
+        byte[] hostile = ("{\"created_at\":" + "9".repeat(5_000) + "}").getBytes(StandardCharsets.UTF_8);
+        assertFallback(run(assignor((group, timeout) -> hostile)), A, "malformed: integer outside the signed 64-bit");
+    }
+
+    @Test
     void planForAnotherGroupFallsBack() throws Exception {
         byte[] plan = signedPlan("other-app", Map.of());
         assertFallback(run(assignor((group, timeout) -> plan)), A, "wrong_group: ");

@@ -214,14 +214,14 @@ public final class PlanVerifier {
         for (Map.Entry<?, ?> entry : ((Map<?, ?>) record.get("target")).entrySet()) {
             String pid = (String) entry.getKey();
             if (!(entry.getValue() instanceof Map)) {
-                return Verdict.rejected("malformed", "target[" + pid + "] is not an object", planId);
+                return Verdict.rejected("malformed", "target[" + shown(pid) + "] is not an object", planId);
             }
             Map<?, ?> roles = (Map<?, ?>) entry.getValue();
             Set<Task> active = taskSet(roles.get("active"));
             Set<Task> standby = taskSet(roles.get("standby"));
             if (active == null || standby == null) {
-                return Verdict.rejected("malformed", "target[" + pid
-                        + "] must be {active: [task ids], standby: [task ids]}", planId);
+                return Verdict.rejected("malformed", "target[" + shown(pid) + "] must be {active: [task ids],"
+                        + " standby: [task ids]}, each <subtopology>_<partition> in 0..2147483647", planId);
             }
             target.put(pid, new ClientTasks(active, standby, Set.of()));
         }
@@ -230,7 +230,8 @@ public final class PlanVerifier {
         for (Object item : (List<?>) record.get("move_order")) {
             Task task = item instanceof String ? Task.parseOrNull((String) item) : null;
             if (task == null) {
-                return Verdict.rejected("malformed", "move_order holds something that is not a task id", planId);
+                return Verdict.rejected("malformed", "move_order holds " + shown(item)
+                        + ", not a task id <subtopology>_<partition> with each part in 0..2147483647", planId);
             }
             if (seen.add(task)) {
                 moveOrder.add(task);
@@ -243,6 +244,12 @@ public final class PlanVerifier {
         }
         return new Plan(planId, (String) record.get("group_id"), (Long) record.get("created_at"),
                 (Long) record.get("valid_until"), configs, target, moveOrder);
+    }
+
+    /** A value for a reason, cut to 40 characters with its length said: a hostile id may be a megabyte. */
+    static String shown(Object value) {
+        String text = value instanceof String ? "'" + value + "'" : String.valueOf(value);
+        return text.length() <= 42 ? text : text.substring(0, 41) + "'... (" + (text.length() - 2) + " characters)";
     }
 
     private static int clampToInt(long v) {
