@@ -87,27 +87,24 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
         console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published (key {record['key_id']})")
         return EXIT_OK
     if args.command == "kafka-acls":
-        from jobs.kafka_acls import Principals, acl_bindings, apply_acls  # noqa: PLC0415
+        # setup's provisioning with the principals required: topics first, then the ACLs (skipped, and said so,
+        # on a cluster without an authorizer).
+        from jobs.kafka_acls import Principals  # noqa: PLC0415
+        from jobs.provisioning import ProvisioningError, product_topics, provision  # noqa: PLC0415
 
         bootstrap = args.bootstrap or settings.kafka_bootstrap
         if not bootstrap:
             print("rebalance-planner kafka-acls: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        from assignor.runtime.topics import TopicSpec, ensure_topics  # noqa: PLC0415
-
         prefixes = tuple(_user_prefix(text) for text in args.app_prefix)
         principals = Principals(args.pipeline_user, tuple(args.app_user), prefixes)
-        bindings = acl_bindings(principals, settings.plans_topic, settings.reports_topic)
-        admin = settings.kafka_properties(bootstrap)
+        specs = product_topics(settings.reports_topic, settings.plans_topic)
         try:
-            # Compacted as the fleet and publish would create them (assignor.runtime.topics).
-            topics = (settings.plans_topic, settings.reports_topic)
-            ensure_topics(admin, [TopicSpec(t, compacted=True) for t in topics], settings.kafka_timeout_s)
-            count = apply_acls(admin, bindings, settings.kafka_timeout_s)
-        except RuntimeError as err:  # TopicError too
+            outcome = provision(settings.kafka_properties(bootstrap), specs, principals, settings.kafka_timeout_s)
+        except (ProvisioningError, RuntimeError) as err:  # TopicError too
             print(f"rebalance-planner kafka-acls: {err}", file=sys.stderr)
             return EXIT_FAILURE
-        console.print(f"{count} ACLs in force for {args.pipeline_user} and {len(args.app_user)} application(s)")
+        console.print(outcome.acls)
         return EXIT_OK
     return None
 
