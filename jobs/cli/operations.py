@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -126,6 +127,8 @@ def _setup(args: argparse.Namespace, console: Console, settings: Settings, boots
 def _status(args: argparse.Namespace, console: Console, settings: Settings, bootstrap: str) -> int:
     from jobs.live.read import MissingTopicError, live_status
 
+    # The embedded engine (read for plan steps) logs every session at INFO on stderr: keep stderr for errors.
+    os.environ.setdefault("RUST_LOG", "warn")
     try:
         read = live_status(settings, bootstrap, args.group, use_lake=not args.no_lake)
     except MissingTopicError as err:
