@@ -109,7 +109,7 @@ def test_status_shows_the_live_group_before_and_after_a_plan_is_published(
 
             def honored_and_reported() -> bool:
                 status = status_json(broker, capsys)
-                return status["plan_id"] == plan.plan_id and status["step"] == "1/1 (target)"
+                return bool(status["plan_id"] == plan.plan_id and status["step"] == "1/1 (target)")
 
             wait_for(honored_and_reported, 60, "reports of the plan honored, at its last step")
             after = status_json(broker, capsys)

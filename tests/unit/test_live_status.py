@@ -3,6 +3,7 @@ plan next; and what `setup` counts as a wrong topic config. Pure functions, no b
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from assignor.protocol.state_report import StateReport
@@ -80,7 +81,7 @@ def test_setup_keeps_stricter_configs_and_fixes_weaker_ones() -> None:
 
 
 def test_settings_lists_every_variable_with_secrets_masked() -> None:
-    settings = Settings(kafka_config={"sasl.username": "pipeline", "sasl.password": "hunter2"}, home="/data/rbp")
+    settings = Settings(kafka_config={"sasl.username": "pipeline", "sasl.password": "hunter2"}, home=Path("/data/rbp"))
     rows = {name: (value, default) for name, value, default, _ in setting_rows(settings)}
     assert "hunter2" not in rows["RBP_KAFKA_CONFIG"][0] and '"sasl.username": "pipeline"' in rows["RBP_KAFKA_CONFIG"][0]
     assert rows["RBP_LAKE_ROOT"] == ("/data/rbp/lake", "/data/rbp/lake")
