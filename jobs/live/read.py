@@ -162,3 +162,20 @@ def live_status(
         steps = read_plan_steps(settings.lake_root, honored)
         lake = "absent" if steps is None else "read"
     return LiveRead(group_statuses(descriptions, published, steps, now_ms), bad, lake)
+
+
+def pickup_lines(settings: Settings, bootstrap: str) -> list[str]:
+    """After publish: when each group whose newest published plan it does not honor yet will pick it up, as far as
+    its reports say (a group looks at the plans topic at its plan checks and at every rebalance)."""
+    generic = (
+        "groups pick a new plan up at their next plan check (the plugin's rebalance.planner.plan.check.interval.ms, "
+        "the Python runtime's --plan-check-interval; 5 min by default) or their next rebalance, whichever comes "
+        "first; `rebalance-planner status` shows each group's"
+    )
+    try:
+        read = live_status(settings, bootstrap, use_lake=False)
+    except Exception as err:  # the plans are out: a failed look at the groups must not fail the publish
+        log.info("publish: live groups not read for the pick-up times: %s", err)
+        return [generic]
+    waiting = [s for s in read.statuses if s.published_plan_id and s.published_plan_id != s.plan_id]
+    return [generic, *(f"{s.group_id}: plan {s.published_plan_id}: {s.next_check}" for s in waiting)]
