@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
+from jobs.cli.main import main
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.extract import run_extract
@@ -35,7 +36,11 @@ def gaps(lake: Lake, snapshot: str) -> dict[str, str]:
 
 @pytest.mark.usefixtures("wordcount")
 def test_plugin_groups_without_reports_are_named_for_the_approval_page(
-    spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path
+    spark: SparkSession,
+    broker: EmbeddedBroker,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     settings = _settings(tmp_path)
     lake = Lake(spark, settings.lake_root)
@@ -68,3 +73,14 @@ def test_plugin_groups_without_reports_are_named_for_the_approval_page(
     assert list(found) == [REPORTS_TOPIC_MISSING]
     assert "the reports topic no-such-reports does not exist" in found[REPORTS_TOPIC_MISSING]
     assert "`rebalance-planner setup`" in found[REPORTS_TOPIC_MISSING]
+
+    # status reads the same group from its metadata: report-only, never sent a plan.
+    monkeypatch.setenv("RBP_REPORTS_TOPIC", "reports")
+    monkeypatch.delenv("RBP_KAFKA_CONFIG", raising=False)
+    capsys.readouterr()
+    assert main(["status", APP, "--bootstrap", broker.bootstrap, "--json", "--no-lake"]) == 0
+    (status,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (status["source"], status["members"], status["plan_id"]) == ("group-metadata", 2, None)
+    assert sorted(t for i in status["instances"] for t in i["active"]) == sorted(tasks)
+    assert status["next_check"] == "never (report-only: plans are not published to it)"
+    assert status["report_age_ms"] is None
