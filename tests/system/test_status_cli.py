@@ -85,7 +85,8 @@ def test_status_shows_the_live_group_before_and_after_a_plan_is_published(
             assert "plan check every 2s" in before["next_check"]
             assert 0 <= before["report_age_ms"] < 60_000
             table = status_table(broker, capsys)
-            print("status before publish:\n" + table)
+            with capsys.disabled():  # shown with -s: what an operator sees
+                print("status before publish:\n" + table)
             assert all(pid in table for pid in members)  # whole ids, never cut, when stdout is no terminal
 
             held = {i["process_id"]: sorted(i["active"]) for i in before["instances"]}
@@ -117,7 +118,9 @@ def test_status_shows_the_live_group_before_and_after_a_plan_is_published(
             assert {i["process_id"]: set(i["active"]) for i in after["instances"]} == {
                 p: set(t) for p, t in held.items()
             }
-            print("status after publish:\n" + status_table(broker, capsys))
+            table = status_table(broker, capsys)
+            with capsys.disabled():
+                print("status after publish:\n" + table)
 
 
 def test_status_says_what_is_missing(
