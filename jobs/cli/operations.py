@@ -46,15 +46,7 @@ def add_operations_commands(commands: Any) -> None:
         help="replicas of a topic setup creates (default -1: the cluster's default.replication.factor); an "
         "existing topic with fewer is reported, not changed",
     )
-    setup.add_argument("--pipeline-user", help="the principal (SASL user) Airflow's tasks connect as")
-    setup.add_argument("--app-user", action="append", default=[], help="an application's principal (repeat)")
-    setup.add_argument(
-        "--app-prefix",
-        action="append",
-        default=[],
-        metavar="USER=PREFIX",
-        help="give an application user its own topics and consumer groups: every name starting with PREFIX (repeat)",
-    )
+    add_principal_arguments(setup, pipeline_required=False)
     status = commands.add_parser(
         "status",
         help="what every live group runs now: members, tasks per instance, plan and step, fallback, next check",
@@ -75,6 +67,21 @@ def add_operations_commands(commands: Any) -> None:
     )
 
 
+def add_principal_arguments(parser: argparse.ArgumentParser, pipeline_required: bool) -> None:
+    """Who gets which ACLs (``setup`` and ``kafka-acls``): the pipeline's principal and the applications'."""
+    parser.add_argument(
+        "--pipeline-user", required=pipeline_required, help="the principal (SASL user) Airflow's tasks connect as"
+    )
+    parser.add_argument("--app-user", action="append", default=[], help="an application's principal (repeat)")
+    parser.add_argument(
+        "--app-prefix",
+        action="append",
+        default=[],
+        metavar="USER=PREFIX",
+        help="give an application user its own topics and consumer groups: every name starting with PREFIX (repeat)",
+    )
+
+
 def run_operations_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
     """Run ``setup``, ``status`` or ``settings``; None for any other command."""
     if args.command == "settings":
@@ -87,15 +94,24 @@ def run_operations_command(args: argparse.Namespace, console: Console, settings:
         print(f"rebalance-planner {args.command}: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.command == "setup":
-        return _setup(args, console, settings, bootstrap)
+        return run_setup(args, console, settings, bootstrap)
     return _status(args, console, settings, bootstrap)
 
 
-def _setup(args: argparse.Namespace, console: Console, settings: Settings, bootstrap: str) -> int:
-    from jobs.cli.signing import _user_prefix
-    from jobs.kafka_acls import Principals
+def _user_prefix(text: str) -> tuple[str, str]:
+    user, sep, prefix = text.partition("=")
+    if not sep or not user or not prefix:
+        raise ValueError(f"--app-prefix must look like USER=PREFIX, got {text!r}")
+    return user, prefix
+
+
+def run_setup(args: argparse.Namespace, console: Console, settings: Settings, bootstrap: str) -> int:
+    """``setup`` (and ``kafka-acls``, which is setup with the principals required): topics, then ACLs."""
+    from jobs.kafka_acls import Principals, acl_bindings
     from jobs.provisioning import ProvisioningError, product_topics, provision
 
+    args.partitions = getattr(args, "partitions", 1)
+    args.replication_factor = getattr(args, "replication_factor", -1)
     if not 1 <= args.partitions <= _MAX_PARTITIONS:
         raise ValueError(f"--partitions must be 1..{_MAX_PARTITIONS}, got {args.partitions}")
     if args.replication_factor != -1 and not 1 <= args.replication_factor <= _MAX_REPLICATION:
@@ -106,11 +122,12 @@ def _setup(args: argparse.Namespace, console: Console, settings: Settings, boots
     if args.pipeline_user:
         prefixes = tuple(_user_prefix(text) for text in args.app_prefix)
         principals = Principals(args.pipeline_user, tuple(args.app_user), prefixes)
+        acl_bindings(principals, settings.plans_topic, settings.reports_topic)  # a bad prefix: before any change
     specs = product_topics(settings.reports_topic, settings.plans_topic, args.partitions, args.replication_factor)
     try:
         outcome = provision(settings.kafka_properties(bootstrap), specs, principals, settings.kafka_timeout_s)
     except (ProvisioningError, RuntimeError) as err:  # TopicError too
-        print(f"rebalance-planner setup: {err}", file=sys.stderr)
+        print(f"rebalance-planner {args.command}: {err}", file=sys.stderr)
         return EXIT_FAILURE
     for topic in outcome.topics:
         detail = "; ".join([*topic.fixed, *topic.problems])
@@ -119,7 +136,7 @@ def _setup(args: argparse.Namespace, console: Console, settings: Settings, boots
     if not outcome.ok:
         for topic in outcome.topics:
             for problem in topic.problems:
-                print(f"rebalance-planner setup: topic {topic.name}: {problem}", file=sys.stderr)
+                print(f"rebalance-planner {args.command}: topic {topic.name}: {problem}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
 
