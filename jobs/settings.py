@@ -201,6 +201,11 @@ class Settings(BaseSettings):
         flat = _FlatKip441Source(settings_cls, env_settings)
         return init_settings, env_settings, flat, dotenv_settings, file_secret_settings
 
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()  # RBP_HOME=~/rbp as a shell would leave it quoted
+
     @field_validator("approvers", mode="before")
     @classmethod
     def _split_approvers(cls, value: Any) -> Any:
