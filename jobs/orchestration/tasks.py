@@ -320,7 +320,13 @@ def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
         return result
 
     result = run_stage("publish", rt, body)
-    return int(result.counts.get("published", 0))
+    published = int(result.counts.get("published", 0))
+    if published and rt.bootstrap:
+        from jobs.live.read import pickup_lines  # noqa: PLC0415 (Kafka clients: only once something was published)
+
+        for line in pickup_lines(rt.settings, rt.bootstrap):
+            log.info("publish %s: %s", snapshot_id, line)
+    return published
 
 
 def observe(rt: Runtime) -> dict[str, int]:
