@@ -96,12 +96,36 @@ def _fold_kip441(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def default_home() -> Path:
+    """The product's data home when RBP_HOME is unset: ``$XDG_DATA_HOME/rebalance-planner``, else
+    ``~/.local/share/rebalance-planner``; never the working directory, so every command finds the same lake and jars."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base / "rebalance-planner"
+
+
+def env_jvm_dir() -> Path:
+    """Settings.jvm_dir as the environment sets it (RBP_JVM_DIR, else RBP_HOME/jvm), for default arguments that
+    exist before any Settings (jobs.local.jvm)."""
+    jvm_dir, home = os.environ.get("RBP_JVM_DIR", ""), os.environ.get("RBP_HOME", "")
+    if jvm_dir:
+        return Path(jvm_dir).expanduser()
+    return (Path(home).expanduser() if home else default_home()) / "jvm"
+
+
 class Settings(BaseSettings):
     """Where the lake and Kafka are, and how plans are signed. Read once at the entry point, passed down."""
 
     model_config = SettingsConfigDict(env_prefix="RBP_", extra="ignore")
 
-    lake_root: Path = Path("./var/lake")
+    home: Path = Field(
+        default_factory=default_home,
+        description="the data home: lake, jars, Data Docs, demo and fleet folders default under it "
+        "(unset: $XDG_DATA_HOME/rebalance-planner or ~/.local/share/rebalance-planner)",
+    )
+    lake_root: Path = Field(
+        default_factory=lambda data: Path(data["home"]) / "lake", description="the Delta lake (default RBP_HOME/lake)"
+    )
     kafka_bootstrap: str | None = Field(default=None, description="unset: the embedded broker")
     kafka_config: dict[str, str] = Field(default_factory=dict, description="extra client properties (JSON)")
     # Spark's own variable, not an RBP_ one: the Spark Connect endpoint every Spark client understands.
@@ -118,8 +142,8 @@ class Settings(BaseSettings):
         default="", description="key_id=<64 hex Ed25519 public key>[,...]: the keys live groups accept plans from"
     )
     plan_clock_skew_ms: int = Field(default=60_000, ge=0, description="how far in the future a plan may be dated")
-    reports_topic: str = "_rebalance_reports"
-    plans_topic: str = "_rebalance_plans"
+    reports_topic: str = Field(default="_rebalance_reports", description="compacted topic of the state reports")
+    plans_topic: str = Field(default="_rebalance_plans", description="compacted topic of the signed plans")
     # Pipeline: the KIP-441 settings plans are made and checked with (Kafka Streams' defaults).
     kip441: Kip441Settings = Field(default_factory=Kip441Settings)
     restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
@@ -135,11 +159,14 @@ class Settings(BaseSettings):
         default=1_800, gt=0, description="how long a stage waits for another to finish writing the lake"
     )
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
-    kafka_timeout_s: float = Field(default=30.0, gt=0)
+    kafka_timeout_s: float = Field(default=30.0, gt=0, description="how long one Kafka request may take")
     kafka_connect_attempts: int = Field(default=5, ge=1, description="tries to reach Kafka before a stage gives up")
     kafka_retry_backoff_s: float = Field(default=1.0, gt=0, description="wait after the first failure; doubles")
     kafka_retry_backoff_max_s: float = Field(default=30.0, gt=0, description="longest wait between tries")
-    jvm_dir: Path = Field(default=Path("./var/jvm"), description="jars fetched from Maven Central (embedded Kafka)")
+    jvm_dir: Path = Field(
+        default_factory=lambda data: Path(data["home"]) / "jvm",
+        description="jars fetched from Maven Central: embedded Kafka, delta-spark (default RBP_HOME/jvm)",
+    )
     streams_reader_jar: Path | None = Field(
         default=None, description="extract's streams-groups reader jar (KIP-1071 groups); unset: the one `make` built"
     )
@@ -182,6 +209,11 @@ class Settings(BaseSettings):
         assert isinstance(env_settings, EnvSettingsSource)
         flat = _FlatKip441Source(settings_cls, env_settings)
         return init_settings, env_settings, flat, dotenv_settings, file_secret_settings
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()  # RBP_HOME=~/rbp as a shell would leave it quoted
 
     @field_validator("approvers", mode="before")
     @classmethod

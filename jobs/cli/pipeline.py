@@ -132,7 +132,14 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
                 path = run_report(lake, args.snapshot_id, args.out, args.group or None, args.limit)
                 console.print(f"report written to [bold]{path}[/bold]")
             else:
-                print_result(_run_stage(args, lake, settings), console)
+                result = _run_stage(args, lake, settings)
+                print_result(result, console)
+                bootstrap = getattr(args, "bootstrap", None) or settings.kafka_bootstrap
+                if args.command == "publish" and result.counts.get("published") and bootstrap:
+                    from jobs.live.read import pickup_lines
+
+                    for line in pickup_lines(settings, bootstrap):
+                        console.print(line, soft_wrap=True, highlight=False)
     except ValueError as err:  # StageInputError, bad settings or ids: the input is wrong
         print(f"rebalance-planner {args.command}: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -85,7 +85,7 @@ def add_runtime_commands(commands: Any) -> None:
     fleet.add_argument("--instances", type=COUNT, default=3, help="instances per group at start")
     fleet.add_argument("--partitions", type=COUNT, default=6, help="input/changelog partitions (tasks) per group")
     fleet.add_argument("--rate", type=float, default=50.0, help="input records per second per group")
-    fleet.add_argument("--root", type=Path, default=Path("var/fleet"), help="where instance state directories live")
+    fleet.add_argument("--root", type=Path, help="where instance state directories live (default RBP_HOME/fleet)")
     fleet.add_argument("--status-interval", type=float, default=10.0, help="seconds between status tables")
     fleet.add_argument(
         "--schedule",
@@ -173,6 +173,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> int:
+    args.root = args.root or settings.home / "fleet"
     schedule = sorted(_parse_schedule(s) for s in args.schedule)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     verify_keys = settings.plan_verify_keys

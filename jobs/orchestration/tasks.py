@@ -31,7 +31,8 @@ from jobs.pipeline import registry
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
 from jobs.report import Report, build_report, report_path, run_report, write_report
-from jobs.report.approval import summary_markdown
+from jobs.report.approval import md, summary_markdown
+from jobs.report.gaps import gaps_markdown
 from jobs.report.links import data_docs_url, report_url
 from jobs.report.numbers import plural
 from jobs.settings import Settings
@@ -209,6 +210,7 @@ def approval_body(report: Report, report_link: str, data_docs_link: str, filtere
         f"### Tonight's plans, snapshot `{report.snapshot_id}`",
         "",
         summary_markdown(report.fleet, report.rows, BODY_ROWS),
+        *gaps_markdown(report.reporting_gaps, md),
     ]
     if filtered_out:
         lines.append(
@@ -318,7 +320,13 @@ def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
         return result
 
     result = run_stage("publish", rt, body)
-    return int(result.counts.get("published", 0))
+    published = int(result.counts.get("published", 0))
+    if published and rt.bootstrap:
+        from jobs.live.read import pickup_lines  # noqa: PLC0415 (Kafka clients: only once something was published)
+
+        for line in pickup_lines(rt.settings, rt.bootstrap):
+            log.info("publish %s: %s", snapshot_id, line)
+    return published
 
 
 def observe(rt: Runtime) -> dict[str, int]:

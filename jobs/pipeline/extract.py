@@ -31,6 +31,7 @@ from jobs.pipeline.intake import (
     BrokerGroup,
     BrokerMember,
     Intake,
+    MembershipFinding,
     Quarantined,
     Report,
     check_membership,
@@ -39,6 +40,7 @@ from jobs.pipeline.intake import (
     topics_named,
     triage_groups,
 )
+from jobs.pipeline.plugin_groups import earlier_plugin_snapshots, reporting_gaps
 from jobs.pipeline.quarantine import (
     DEFAULT_CAP_PER_SOURCE,
     QuarantineRow,
@@ -508,6 +510,24 @@ def read_metadata_reports(
     return reports
 
 
+def _reporting_gaps(
+    lake: Lake, settings: Settings, bootstrap: str, metadata_groups: set[str]
+) -> list[MembershipFinding]:
+    """Groups planned from their metadata that should have reported (jobs.pipeline.plugin_groups), logged."""
+    if not metadata_groups:
+        return []
+    topics = _admin(settings, bootstrap).list_topics(timeout=settings.kafka_timeout_s).topics
+    exists = settings.reports_topic in topics
+    if not exists:
+        log.error("the reports topic %s does not exist: run `rebalance-planner setup`", settings.reports_topic)
+    gaps = reporting_gaps(
+        metadata_groups, earlier_plugin_snapshots(lake, metadata_groups), settings.reports_topic, exists
+    )
+    for gap in gaps:
+        log.warning("%s: %s", gap.group_id, gap.reason)
+    return gaps
+
+
 def discard_partial_snapshot(lake: Lake, snapshot_id: str) -> None:
     """Delete the rows a run cut short left for a snapshot it never completed (its ``snapshots`` row, written last,
     is missing): a re-run reads Kafka afresh, and two reads must never mix in one snapshot."""
@@ -551,6 +571,7 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     intake = triage_groups(parsed, state.partitions, captured_at, settings.stale_report_age_ms, intake)
     # A group read from its own metadata needs no cross-check against that same metadata.
     intake = check_membership([r for r in parsed if r.group_id in groups], state.membership or {}, groups, intake)
+    intake.findings.extend(_reporting_gaps(lake, settings, bootstrap, metadata_groups))
     ends = _end_offsets(
         _admin(settings, bootstrap),
         sorted({(topic, p) for _, _, topic, p in intake.changelogs}),

@@ -13,6 +13,7 @@ from jobs.lakehouse.lake import Lake
 from jobs.pipeline.report_only import report_only_reasons
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
+from jobs.report.gaps import reporting_gaps
 from jobs.report.model import (
     Assignor,
     Cost,
@@ -163,4 +164,5 @@ def build_report(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None =
         fleet=summarize(snapshot_id, rows),
         rows=tuple(rows),
         details=tuple(group_details(lake, snapshot_id, rows[: max(limit, 0)])),
+        reporting_gaps=reporting_gaps(lake, snapshot_id),
     )

@@ -209,6 +209,15 @@ class Fleet:
 
 
 @dataclass(frozen=True)
+class ReportingGap:
+    """A group that should have reported this snapshot and did not (code and reason as membership_checks has them)."""
+
+    group_id: str
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Report:
     """A snapshot's whole report."""
 
@@ -217,3 +226,4 @@ class Report:
     fleet: Fleet
     rows: tuple[GroupRow, ...]
     details: tuple[GroupDetail, ...] = field(default=())
+    reporting_gaps: tuple[ReportingGap, ...] = field(default=())

@@ -155,6 +155,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 return finish(applicationState, fallback(applicationState, now), null, fallbackReason, lags, now);
             }
             if (record == null) {
+                LOG.info("no plan for {} on the plans topic: Kafka's own (KIP-441) assignment",
+                        settings.applicationId());
                 return finish(applicationState, fallback(applicationState, now), null, null, lags, now);
             }
             String groupId = settings.applicationId();
@@ -315,12 +317,27 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 }
                 pending = StateReports.pending(settings.applicationId(), applicationState, result.assignment,
                         result.tasks, lags, endOffsetSums, offsetSumsError, planId, fallbackReason, now);
+                // What `rebalance-planner status` tells people: when this group looks at the plans topic again.
+                pending.putEverywhere("next_rebalance_at", nextRebalanceAt(result.assignment));
+                pending.putEverywhere("plan_check_interval_ms", settings.planCheckIntervalMs());
             }
         } catch (Throwable t) {
             LOG.warn("could not prepare state reports: {}", t.toString());
             pending = null;
         }
         return result.assignment;
+    }
+
+    /** The earliest follow-up rebalance the assignment asks for (epoch ms), or null when none is scheduled. */
+    static Long nextRebalanceAt(TaskAssignment assignment) {
+        Long earliest = null;
+        for (KafkaStreamsAssignment a : assignment.assignment()) {
+            Instant at = a.followupRebalanceDeadline().orElse(null);
+            if (at != null && (earliest == null || at.toEpochMilli() < earliest)) {
+                earliest = at.toEpochMilli();
+            }
+        }
+        return earliest;
     }
 
     /**

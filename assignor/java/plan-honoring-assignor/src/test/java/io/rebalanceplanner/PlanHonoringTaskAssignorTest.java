@@ -252,6 +252,9 @@ class PlanHonoringTaskAssignorTest {
         TaskAssignment result = run(assignor((group, timeout) -> null, Map.of()));
         assertEquals(Map.of(A, "0_0=ACTIVE,1_0=ACTIVE", B, "0_1=ACTIVE,1_1=ACTIVE"), roles(result));
         assertEquals(List.of(Instant.ofEpochMilli(NOW + 300_000)), followups(result));
+        // The reports say so, for `rebalance-planner status`.
+        assertEquals(NOW + 300_000, ((Number) report(A).get("next_rebalance_at")).longValue());
+        assertEquals(300_000L, ((Number) report(B).get("plan_check_interval_ms")).longValue());
     }
 
     /** Deferral on (30 s, holding): the leader assigns at NOW, then again at {@code at} without A. */

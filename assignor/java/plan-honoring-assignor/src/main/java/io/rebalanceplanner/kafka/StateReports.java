@@ -44,6 +44,13 @@ public final class StateReports {
             this.clientIds = clientIds;
         }
 
+        /** Sets a field of every member's report (e.g. when the group rebalances next), beside the rest. */
+        public void putEverywhere(String field, Object value) {
+            for (Map<String, Object> report : reports) {
+                report.put(field, value);
+            }
+        }
+
         /** Key {@code <group>/<process id>} to the report's JSON bytes. */
         public Map<String, byte[]> records(GroupSubscription subscription, long nowMs) {
             Map<String, MemberInfo> members = members(subscription);
