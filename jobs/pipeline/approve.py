@@ -6,9 +6,11 @@ import logging
 import time
 from collections.abc import Sequence
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline.report_only import REPORT_ONLY_REASON, report_only_groups
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
@@ -16,6 +18,18 @@ from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 DECIDED = {PlanStatus.APPROVED: APPROVED_LATER, PlanStatus.REJECTED: (PlanStatus.REJECTED,)}
+
+
+def held_plans(lake: Lake, approved: DataFrame) -> list[str]:
+    """The plans among ``approved`` whose groups are report-only: approving them makes them HELD, not APPROVED."""
+    rows = approved.select("plan_id", "group_id", "snapshot_id").collect()
+    report_only = report_only_groups(lake, sorted({r["snapshot_id"] for r in rows}))
+    return sorted(r["plan_id"] for r in rows if r["group_id"] in report_only)
+
+
+def held_reason(note: str | None) -> str:
+    """plans.reason of an approved report-only plan: why it is held, then the approver's note, if any."""
+    return f"approved, held: {REPORT_ONLY_REASON}" + (f"; note: {note}" if note else "")
 
 
 def run_approve(
@@ -70,12 +84,15 @@ def run_approve(
         outcomes.append(lake.merge("plans", tampered, update=["status", "reason"]))
         todo = [p for p in todo if p not in changed]
         targets = {p: t for p, t in targets.items() if p not in changed}
+    held = [] if reject else held_plans(lake, chosen.where(sf.col("plan_id").isin(todo)))
+    # Report-only groups cannot honor a plan: approving theirs records the decision and holds the plan.
+    is_held = sf.col("plan_id").isin(held) if held else sf.lit(False)
     updates = (
         chosen.where(sf.col("plan_id").isin(todo))
-        .withColumn("status", sf.lit(decision))
+        .withColumn("status", sf.when(is_held, sf.lit(str(PlanStatus.HELD))).otherwise(sf.lit(str(decision))))
         .withColumn("approved_by", sf.lit(by))
         .withColumn("approved_at", sf.lit(now).cast("bigint"))
-        .withColumn("reason", sf.lit(note).cast("string"))
+        .withColumn("reason", sf.when(is_held, sf.lit(held_reason(note))).otherwise(sf.lit(note).cast("string")))
     )
     if todo and not reject:  # what a person approved is the 'planned' assignment, whether or not it gets published
         meta = {r["plan_id"]: r for r in updates.select("plan_id", "group_id", "snapshot_id").collect()}
@@ -89,6 +106,7 @@ def run_approve(
         outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL)))
     # The plans row last: once it says APPROVED, a re-run has nothing left to do.
     outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
-    log.info("approve: %d plan(s) %s by %s", len(todo), decision, by)
+    log.info("approve: %d plan(s) %s by %s (%d of them HELD: report-only)", len(todo), decision, by, len(held))
     counts = {decision.lower(): len(todo), **({"target_changed": len(changed)} if changed else {})}
+    counts |= {"held": len(held)} if held else {}
     return StageResult("approve", snapshot, tuple(outcomes), counts)

@@ -18,9 +18,9 @@ from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline.report_only import REPORT_ONLY_REASON, report_only_groups
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.streams_groups import GROUP_METADATA
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
 from jobs.settings import Kip441Settings, Settings
 from schemas import read_json
@@ -68,22 +68,9 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
         raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
 
 
-REPORT_ONLY_REASON = (
-    "report-only: the group's reports were read from its group metadata (an unmodified Kafka Streams group has "
-    "neither our plugin nor our runtime to honor a plan); not published"
-)
-
-
-def report_only_groups(lake: Lake, snapshot_ids: Sequence[str]) -> set[str]:
-    """Groups whose reports in those snapshots came from group metadata: nothing may be published to them."""
-    reports = lake.read("member_reports").where(sf.col("snapshot_id").isin(list(snapshot_ids)))
-    rows = reports.where(sf.col("origin") == GROUP_METADATA).select("group_id").distinct().collect()
-    return {r["group_id"] for r in rows}
-
-
 def _hold_report_only(lake: Lake, approved: list[Row]) -> tuple[list[Row], list[MergeOutcome]]:
-    """The approved plans that may be published; those of report-only groups keep their status and get the
-    reason they were not published."""
+    """The approved plans that may be published; those of report-only groups become HELD, with the reason
+    (approve holds them already; this catches plans approved before it did)."""
     held_groups = report_only_groups(lake, sorted({r["snapshot_id"] for r in approved}))
     held = [r for r in approved if r["group_id"] in held_groups]
     if not held:
@@ -93,7 +80,8 @@ def _hold_report_only(lake: Lake, approved: list[Row]) -> tuple[list[Row], list[
             "publish: plan %s of group %s not published: %s", row["plan_id"], row["group_id"], REPORT_ONLY_REASON
         )
     rows = lake.read("plans").where(sf.col("plan_id").isin([r["plan_id"] for r in held]))
-    outcome = lake.merge("plans", rows.withColumn("reason", sf.lit(REPORT_ONLY_REASON)), update=["reason"])
+    held_rows = rows.withColumn("status", sf.lit(str(PlanStatus.HELD))).withColumn("reason", sf.lit(REPORT_ONLY_REASON))
+    outcome = lake.merge("plans", held_rows, update=["status", "reason"])
     return [r for r in approved if r["group_id"] not in held_groups], [outcome]
 
 

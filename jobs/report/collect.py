@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline.report_only import report_only_groups
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
 from jobs.report.model import (
@@ -43,8 +44,10 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             return []
         plans = _in(plans, "group_id", group_ids)
     chosen = plans.select(
-        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining"
-    ).collect()
+        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining",
+        "source_age_ms", "missing_offset_sums",
+    ).collect()  # fmt: skip
+    report_only = report_only_groups(lake, [snapshot_id])
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, Cost]] = {}
     known = {a.value for a in Assignor if a is not Assignor.PLAN}
@@ -71,6 +74,9 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             checks_passed=checks.get(r["plan_id"], (0, 0))[0],
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
             draining=tuple(sorted(r["draining"] or ())),
+            report_only=r["group_id"] in report_only,
+            source_age_ms=r["source_age_ms"],
+            missing_offset_sums=int(r["missing_offset_sums"] or 0),
         )
         for r in chosen
     ]
