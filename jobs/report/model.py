@@ -79,6 +79,8 @@ class GroupRow:
             return ""
         age = "of unknown age" if self.source_age_ms is None else f"at least {duration(self.source_age_ms / 1000)} old"
         note = f"report-only: planned from group metadata {age}"
+        if self.status == PlanStatus.VALIDATED:
+            note += "; approving it HOLDs it: the group cannot honor a plan, so nothing is published"
         if self.missing_offset_sums:
             replicas = plural(self.missing_offset_sums, "held replica")
             note += f"; {replicas} without offset sums, not counted: the restore figure is a lower bound"

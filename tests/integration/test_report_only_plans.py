@@ -90,7 +90,7 @@ def test_report_only_plans_flag_missing_offset_sums_carry_their_age_and_are_held
     lopsided = _plans(lake, "s1")["legacy-lopsided"]
     assert lopsided["status"] == "VALIDATED"
     assert "flagged: offset_sums_known (1 rows)" in str(lopsided["reason"])
-    results = lake.read("validation_results").where(sf.col("plan_id") == lopsided["plan_id"])
+    results = lake.read("validation_results").where(sf.col("plan_id") == str(lopsided["plan_id"]))
     flag = results.where(sf.col("expectation") == "offset_sums_known").first()
     assert flag is not None and not flag["success"] and flag["unexpected_count"] == 1
 
@@ -102,7 +102,7 @@ def test_report_only_plans_flag_missing_offset_sums_carry_their_age_and_are_held
     assert "report-only" in str(held["reason"])
     assert not run_approve(lake, settings, by="alice", plan_ids=[str(held["plan_id"])]).changed
     planned = lake.read("assignment_history").where(
-        (sf.col("plan_id") == held["plan_id"]) & (sf.col("source") == "planned")
+        (sf.col("plan_id") == str(held["plan_id"])) & (sf.col("source") == "planned")
     )
     assert planned.count() > 0  # what a person approved is recorded, published or not
 

@@ -37,8 +37,8 @@ def write_reports(
 ) -> None:
     """A snapshot of these reports; ``ends``: group -> end offset of each partition of its one changelog."""
     records = {f"{r['group_id']}/{r['process_id']}".encode(): json.dumps(r).encode() for r in reports}
-    partitions = {}
-    end_offsets = {}
+    partitions: dict[str, int] = {}
+    end_offsets: dict[tuple[str, int], int] = {}
     for group_id, group_ends in ends.items():
         partitions |= {f"{group_id}-in0": len(group_ends), f"{group_id}-store0-changelog": len(group_ends)}
         end_offsets |= {(f"{group_id}-store0-changelog", p): e for p, e in enumerate(group_ends)}
