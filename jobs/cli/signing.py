@@ -86,7 +86,8 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
             print("rebalance-planner withdraw: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
         result = withdraw_and_record(settings, bootstrap, args.group, args.plan_id, args.by or getpass.getuser())
-        console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published; {_withdrawn_note(result.counts)}")
+        note = _withdrawn_note(result.counts)
+        console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published; {note}", soft_wrap=True)
         return EXIT_OK
     if args.command == "kafka-acls":
         from jobs.kafka_acls import Principals, acl_bindings, apply_acls  # noqa: PLC0415
