@@ -47,7 +47,7 @@ TRANSITIONS: Mapping[PlanStatus, Mapping[PlanEvent, PlanStatus]] = {
     },
     # A realized plan stays on the plans topic and keeps its group on the target; withdrawing it sends the group
     # back to Kafka's own assignment, so the lake must stop saying the target holds.
-    _S.REALIZED: {_E.WITHDRAWN: _S.WITHDRAWN, _E.SUPERSEDED: _S.SUPERSEDED},
+    _S.REALIZED: {_E.WITHDRAWN: _S.WITHDRAWN},
     _S.HELD: {_E.WITHDRAWN: _S.WITHDRAWN},
 }
 FINAL = frozenset(s for s in PlanStatus if s not in TRANSITIONS)
