@@ -22,7 +22,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.extract import read_membership
 from jobs.pipeline.intake import BrokerGroup, Report, parse_records
-from jobs.pipeline.plan_reality import notice_withdrawals_and_fallbacks
+from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, plan_targets
@@ -138,8 +138,10 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
             plans.where(sf.col("plan_id").isin(done))
             .withColumn("status", sf.lit(PlanStatus.REALIZED))
             .withColumn("realized_at", sf.lit(now).cast("bigint"))
+            # A fallback the group has since recovered from no longer says why the plan is where it is.
+            .withColumn("reason", sf.when(~sf.col("reason").startswith(FALLBACK_PREFIX), sf.col("reason")))
         )
-        outcomes.append(lake.merge("plans", updates, update=["status", "realized_at"]))
+        outcomes.append(lake.merge("plans", updates, update=["status", "realized_at", "reason"]))
     if left:
         why = lake.spark.createDataFrame(
             [(p, drain_left_reason(gone)) for p, gone in sorted(left.items())], "plan_id string, why string"

@@ -25,6 +25,7 @@ from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 FALLBACK_SOURCE = "fallback"
+FALLBACK_PREFIX = "fallback: "  # how plans.reason starts while it holds a group's fallback
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def fallen_back(plans: Iterable[PublishedPlan], fallbacks: Mapping[str, Fallback
 
 def fallback_reason(fb: Fallback) -> str:
     """The plans.reason of a PUBLISHED plan whose group fell back."""
-    return f"fallback: {fb.reason} (reported by {fb.process_id} at {fb.reported_at})"
+    return f"{FALLBACK_PREFIX}{fb.reason} (reported by {fb.process_id} at {fb.reported_at})"
 
 
 def fallback_rows(plan_id: str, fb: Fallback, reports: Iterable[Report]) -> list[tuple[object, ...]]:

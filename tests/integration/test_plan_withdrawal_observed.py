@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
@@ -24,33 +23,20 @@ from jobs.pipeline.publish import publish_withdrawal, run_publish
 from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import run_validate
 from jobs.pipeline.withdraw import run_withdraw
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Settings
 from tests.support.pipeline_kafka import produce, publish_reports, report, stateful_topology
-from tests.support.signing import FORGER, SIGNER, key_file
-from tests.system.test_pipeline_e2e import seed_fleet
+from tests.support.signing import FORGER
+from tests.system.test_pipeline_e2e import seed_fleet, settings  # noqa: F401  (the fixture)
 
 
-def _settings(tmp_path: Path, broker: EmbeddedBroker) -> Settings:
-    return Settings(
-        lake_root=tmp_path / "lake",
-        kafka_bootstrap=broker.bootstrap,
-        plan_signing_key_file=key_file(tmp_path),
-        plan_key_id=SIGNER.key_id,
-        kip441=Kip441Settings(acceptable_recovery_lag=2, num_standby_replicas=1),
-        planner_processes=1,
-        reports_topic="reports",
-        plans_topic="plans",
-    )
-
-
-def _published_orders_plan(lake: Lake, settings: Settings, bootstrap: str) -> tuple[str, GroupAssignment]:
+def _published_orders_plan(lake: Lake, config: Settings, bootstrap: str) -> tuple[str, GroupAssignment]:
     """Extract → publish of the seeded fleet; the orders group's PUBLISHED plan and its target."""
-    snapshot = run_extract(lake, settings, bootstrap).snapshot_id
-    run_lags(lake, settings, snapshot)
-    run_plan(lake, settings, snapshot)
-    run_validate(lake, settings, snapshot)
-    run_approve(lake, settings, by="alice", snapshot_id=snapshot)
-    run_publish(lake, settings, bootstrap, snapshot_id=snapshot)
+    snapshot = run_extract(lake, config, bootstrap).snapshot_id
+    run_lags(lake, config, snapshot)
+    run_plan(lake, config, snapshot)
+    run_validate(lake, config, snapshot)
+    run_approve(lake, config, by="alice", snapshot_id=snapshot)
+    run_publish(lake, config, bootstrap, snapshot_id=snapshot)
     row = lake.read("plans", snapshot).where(sf.col("group_id") == "orders").first()
     assert row is not None and row["status"] == "PUBLISHED"
     plan_id = str(row["plan_id"])
@@ -78,9 +64,10 @@ def _target_rows(target: GroupAssignment) -> set[tuple[str, str, str]]:
 
 
 def test_observe_records_a_fallback_ignores_a_forged_withdrawal_and_marks_a_signed_one_withdrawn(
-    spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path
+    spark: SparkSession,
+    broker: EmbeddedBroker,
+    settings: Settings,  # noqa: F811  (the fixture)
 ) -> None:
-    settings = _settings(tmp_path, broker)
     seed_fleet(broker, settings)
     lake = Lake(spark, settings.lake_root)
     bootstrap = broker.bootstrap
@@ -103,13 +90,20 @@ def test_observe_records_a_fallback_ignores_a_forged_withdrawal_and_marks_a_sign
     again = run_observe(lake, settings, bootstrap)
     assert not any(o.table == "plans" and o.changed for o in again.outcomes)  # nothing new to say
 
+    # The leader honors the plan at its next rebalance: now the group follows it, and the fallback is over.
+    honoring = [r | {"fallback_reason": None, "plan_id": plan_id, "reported_at": r["reported_at"] + 1} for r in reports]
+    publish_reports(bootstrap, settings.reports_topic, honoring)
+    assert run_observe(lake, settings, bootstrap).counts["realized"] == 1
+    realized = _plan(lake, plan_id)
+    assert (realized["status"], realized["reason"]) == ("REALIZED", None)
+
     # A withdrawal signed with a key the pipeline does not hold withdraws nothing.
     forged = Withdrawal(plan_id, "orders", int(time.time() * 1000)).to_record(FORGER)
     produce(bootstrap, settings.plans_topic, [(b"orders", json.dumps(forged).encode(), None)])
     assert run_observe(lake, settings, bootstrap).counts["withdrawn"] == 0
-    assert _plan(lake, plan_id)["status"] == "PUBLISHED"
+    assert _plan(lake, plan_id)["status"] == "REALIZED"
 
-    # A signed one sent by anyone holding the key (not through this lake) is noticed.
+    # A signed one sent by anyone holding the key (not through this lake) is noticed, also for a realized plan.
     record = publish_withdrawal(settings, bootstrap, "orders", plan_id)
     assert run_observe(lake, settings, bootstrap).counts["withdrawn"] == 1
     withdrawn = _plan(lake, plan_id)
@@ -121,9 +115,10 @@ def test_observe_records_a_fallback_ignores_a_forged_withdrawal_and_marks_a_sign
 
 
 def test_withdraw_records_the_plan_withdrawn_at_once_and_a_repeat_changes_nothing(
-    spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path
+    spark: SparkSession,
+    broker: EmbeddedBroker,
+    settings: Settings,  # noqa: F811  (the fixture)
 ) -> None:
-    settings = _settings(tmp_path, broker)
     seed_fleet(broker, settings)
     lake = Lake(spark, settings.lake_root)
     bootstrap = broker.bootstrap

@@ -3,8 +3,6 @@ once; a withdrawn plan cannot be published again; a plan named for the wrong gro
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
@@ -15,29 +13,16 @@ from jobs.cli.main import main
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.settings import Settings
-from tests.support.signing import VERIFY_KEYS, signing_env
+from tests.support.signing import VERIFY_KEYS
+from tests.system.test_pipeline_cli import env  # noqa: F401  (the fixture: RBP_ settings for the CLI)
 from tests.system.test_pipeline_e2e import seed_fleet
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: EmbeddedBroker) -> Settings:
-    values = {
-        "RBP_LAKE_ROOT": str(tmp_path / "lake"),
-        "RBP_KAFKA_BOOTSTRAP": broker.bootstrap,
-        **signing_env(tmp_path),
-        "RBP_REPORTS_TOPIC": "reports",
-        "RBP_PLANS_TOPIC": "plans",
-        "RBP_ACCEPTABLE_RECOVERY_LAG": "2",
-        "RBP_NUM_STANDBY_REPLICAS": "1",
-    }
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
-    return Settings()
-
-
 def test_withdraw_marks_the_published_plan_withdrawn_and_it_is_never_published_again(
-    env: Settings, broker: EmbeddedBroker, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+    env: Settings,  # noqa: F811
+    broker: EmbeddedBroker,
+    spark: SparkSession,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     seed_fleet(broker, env)
     for command in (["extract"], ["lags"], ["plan"], ["validate"], ["approve", "--by", "bob"], ["publish"]):
