@@ -4,6 +4,7 @@ and the Kafka ACLs that let only the pipeline write plans."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ def add_signing_commands(commands: Any) -> None:
     withdraw.add_argument("--group", required=True, help="consumer group (application) id")
     withdraw.add_argument("--plan-id", required=True, help="the plan being withdrawn (recorded in the record)")
     withdraw.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
+    withdraw.add_argument("--by", help="who withdraws (recorded on the plan; default: the current user)")
     acls = commands.add_parser(
         "kafka-acls",
         help="create the ACLs of a secured broker: only the pipeline writes plans, applications write reports",
@@ -70,14 +72,15 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
         _print_settings(console, args.file, PlanSigner.from_pem(pem, args.key_id))
         return EXIT_OK
     if args.command == "withdraw":
-        from jobs.pipeline.publish import publish_withdrawal  # noqa: PLC0415 (Spark-free, but pulls Kafka in)
+        from jobs.cli.withdraw import withdraw_and_record  # noqa: PLC0415 (pulls Kafka and Spark in)
 
         bootstrap = args.bootstrap or settings.kafka_bootstrap
         if not bootstrap:
             print("rebalance-planner withdraw: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        record = publish_withdrawal(settings, bootstrap, args.group, args.plan_id)
-        console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published (key {record['key_id']})")
+        result = withdraw_and_record(settings, bootstrap, args.group, args.plan_id, args.by or getpass.getuser())
+        note = _withdrawn_note(result.counts)
+        console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published; {note}", soft_wrap=True)
         return EXIT_OK
     if args.command == "kafka-acls":
         bootstrap = args.bootstrap or settings.kafka_bootstrap
@@ -86,6 +89,14 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
             return EXIT_BAD_INPUT
         return run_setup(args, console, settings, bootstrap)  # setup with the principals required
     return None
+
+
+def _withdrawn_note(counts: Any) -> str:
+    if counts.get("withdrawn"):
+        return "the plan is WITHDRAWN in the lake"
+    if counts.get("unknown_plan"):
+        return "the lake has no such plan: nothing recorded"
+    return "the plan's status in the lake is kept (it was not live)"
 
 
 def _print_settings(console: Console, path: Path, signer: PlanSigner) -> None:

@@ -346,7 +346,13 @@ def observe(rt: Runtime) -> dict[str, int]:
 
 def _snapshot_statuses(lake: Lake) -> dict[str, tuple[tuple[str, str], ...]]:
     """Per snapshot with a published plan, its plans' statuses: observe only changes those."""
-    published = (PlanStatus.PUBLISHED, PlanStatus.REALIZED, PlanStatus.EXPIRED, PlanStatus.SUPERSEDED)
+    published = (
+        PlanStatus.PUBLISHED,
+        PlanStatus.REALIZED,
+        PlanStatus.EXPIRED,
+        PlanStatus.SUPERSEDED,
+        PlanStatus.WITHDRAWN,
+    )
     rows = lake.read("plans").where(sf.col("published_at").isNotNull() | sf.col("status").isin(*published))
     out: dict[str, list[tuple[str, str]]] = {}
     for r in rows.select("snapshot_id", "plan_id", "status").collect():

@@ -26,6 +26,7 @@ from jobs.lakehouse.engine import embedded
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.buckets import GroupBucket, group_buckets
+from jobs.pipeline.plan_sources import with_source_facts
 from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
@@ -571,7 +572,14 @@ def _plan_bucket(
         )
         # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
         assignments = lake.merge("plan_assignments", explode_assignments(planned), within=bucket.scope)
-        plans = lake.merge("plans", plan_rows(planned, settings.kip441), within=bucket.scope)
+        rows = with_source_facts(
+            plan_rows(planned, settings.kip441),
+            explode_assignments(planned),
+            bucket.rows(lake.read("member_reports", snapshot_id)),
+            bucket.rows(lake.read("task_lags", snapshot_id)),
+            bucket.rows(lake.read("member_reports")),
+        )
+        plans = lake.merge("plans", rows, within=bucket.scope)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return _PlannedBucket(statuses, plans, assignments)

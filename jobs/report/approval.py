@@ -78,15 +78,16 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
     for r in ranked[:top]:
         kip = r.baselines.get(Assignor.KIP441)
         status = r.status + (f": {r.reason}" if r.reason else "") + (f"; {r.drain_note}" if r.drain_note else "")
-        if r.report_only and r.report_only != r.reason:  # publish copies it into the reason once it holds the plan
+        if r.report_only and r.report_only not in (r.reason or ""):  # holding the plan copies it into the reason
             status += f"; {r.report_only}"
+        status += f"; {r.source_note}" if r.source_note else ""
         cells = [
             r.group_id,
             status,
             numbers.count(r.plan.moves),
             numbers.count(r.plan.warmups),
             numbers.count(r.plan.rounds),
-            numbers.count(r.plan.restore_offsets),
+            r.restore_figure,
             numbers.count(kip.restore_offsets) if kip else numbers.NOT_COMPUTED,
             numbers.duration(r.plan.estimated_seconds),
         ]

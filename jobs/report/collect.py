@@ -45,8 +45,9 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             return []
         plans = _in(plans, "group_id", group_ids)
     chosen = plans.select(
-        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining"
-    ).collect()
+        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining",
+        "source_age_ms", "missing_offset_sums",
+    ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, Cost]] = {}
     known = {a.value for a in Assignor if a is not Assignor.PLAN}
@@ -75,6 +76,8 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
             draining=tuple(sorted(r["draining"] or ())),
             report_only=report_only.get(r["group_id"]),
+            source_age_ms=r["source_age_ms"],
+            missing_offset_sums=int(r["missing_offset_sums"] or 0),
         )
         for r in chosen
     ]

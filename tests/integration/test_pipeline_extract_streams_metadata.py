@@ -18,7 +18,8 @@ from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.group_metadata import read_streams_groups
-from jobs.pipeline.publish import REPORT_ONLY_REASON, run_publish
+from jobs.pipeline.publish import run_publish
+from jobs.pipeline.report_only import REPORT_ONLY_REASON
 from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
 from jobs.polling import wait_until
 from jobs.settings import Settings
@@ -128,13 +129,13 @@ def test_extract_reads_an_unmodified_streams_group_from_its_metadata_and_publish
     members = lake.read("group_members", snapshot).where(sf.col("group_id") == APP).collect()
     assert sorted(r["process_id"] for r in members) == sorted([process_a, process_a, process_b])
 
-    # An approved plan for the group (however it came to be) is held back, with the reason, and never sent.
+    # An approved plan for the group (however it came to be) is HELD, with the reason, and never sent.
     plan: dict[str, object] = {"plan_id": "p-wordcount", "snapshot_id": snapshot, "group_id": APP, "status": "APPROVED"}
     plan |= {"created_at": int(time.time() * 1000), "approved_by": "alice", "approved_at": int(time.time() * 1000)}
     lake.merge("plans", spark.createDataFrame([plan]))
     published = run_publish(lake, settings, broker.bootstrap, snapshot_id=snapshot)
     assert dict(published.counts) == {"report_only": 1}
     row = lake.read("plans").where(sf.col("plan_id") == "p-wordcount").first()
-    assert row is not None and (row["status"], row["reason"]) == ("APPROVED", REPORT_ONLY_REASON)
+    assert row is not None and (row["status"], row["reason"]) == ("HELD", REPORT_ONLY_REASON)
     assert read_latest_by_key(broker.bootstrap, settings.plans_topic) == {}
     assert a.running and b.running
