@@ -13,7 +13,7 @@ from jobs.settings import Kip441Settings
 
 # What every integer column and the JVM's long hold: a run's params are outside input too.
 _INT64_MAX = (1 << 63) - 1
-_ID_CHARS = 249  # a group or process id (shared/contracts/pipeline.md)
+_ID_CHARS = 249  # a group or process id (docs/formats.md)
 _APPROVAL_TIMEOUT_MAX_S = 366 * 24 * 3600
 
 
