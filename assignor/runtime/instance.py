@@ -273,6 +273,7 @@ class Instance:
             host=socket.gethostname(),
             generation=membership.generation,
             reported_at=int(time.time() * 1000),
+            configs=self.config.configs,
         )
         try:
             self._reports.publish(report)

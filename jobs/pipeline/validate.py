@@ -28,6 +28,7 @@ from jobs.pipeline.checks import (
     assignment_checks,
     balance_checks,
     instance_task_checks,
+    settings_checks,
     step_checks,
     step_task_checks,
     task_copy_checks,
@@ -158,10 +159,11 @@ def datasets(
         "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
-        "steps": step_checks(assignments),
+        "steps": step_checks(assignments, pending),
         "task_copies": task_copy_checks(assignments, tasks, lags, pending),
         "plan_balance": balance_checks(assignments, pending, reports, tasks),
         "plans": pending.select("plan_id", "status", "rounds"),
+        "plan_settings": settings_checks(pending),
     }
 
 
@@ -185,7 +187,11 @@ class _Validation:
 
     def __init__(self, lake: Lake, settings: Settings, snapshot_id: str) -> None:
         self.lake, self.settings, self.snapshot_id = lake, settings, snapshot_id
-        self.suites = load_suites(settings.kip441.columns())
+        self.suites = load_suites({})
+        # Expectations that flag without rejecting (meta.blocking false): recorded, shown, not a REJECTED.
+        self.flags = {
+            str(e["meta"]["name"]) for s in self.suites for e in s.expectations if e["meta"].get("blocking") is False
+        }
         self._validator: PlanValidator | None = None
 
     @property
@@ -220,12 +226,22 @@ class _Validation:
             shutil.rmtree(staging, ignore_errors=True)
         now = int(time.time() * 1000)
         results, statuses = [], []
+        unexplained = {
+            str(r["plan_id"]): str(r["settings_unexplained"])
+            for r in frames["plan_settings"].where(sf.col("settings_unexplained").isNotNull()).collect()
+        }
         for plan_id in plans:
-            failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in outcomes if o.failures_by_plan.get(plan_id)]
+            failed = [
+                (o.expectation, o.failures_by_plan[plan_id])
+                for o in outcomes
+                if o.failures_by_plan.get(plan_id) and o.expectation not in self.flags
+            ]
             for o in outcomes:
                 count = o.failures_by_plan.get(plan_id, 0)
                 results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
             status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
+            if failed and plan_id in unexplained:  # name the setting, not only the expectation
+                reason = f"{reason}; settings changed without an override: {unexplained[plan_id]}"
             statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))
         spark = lake.spark
         result_frame = spark.createDataFrame(

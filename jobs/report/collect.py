@@ -42,8 +42,18 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         if not group_ids:  # a filter that matches nothing shows nothing, not everything
             return []
         plans = _in(plans, "group_id", group_ids)
+    # Plans rows written before the settings columns existed change nothing.
+    changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     chosen = plans.select(
-        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining"
+        "plan_id",
+        "group_id",
+        "status",
+        "reason",
+        *_COST,
+        "max_load_skew_before",
+        "max_load_skew_after",
+        "draining",
+        *changes,
     ).collect()
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, Cost]] = {}
@@ -71,6 +81,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             checks_passed=checks.get(r["plan_id"], (0, 0))[0],
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
             draining=tuple(sorted(r["draining"] or ())),
+            settings_changes=r["settings_changes"] if changes else None,
         )
         for r in chosen
     ]

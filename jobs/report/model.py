@@ -61,6 +61,12 @@ class GroupRow:
     checks_passed: int
     checks_total: int
     draining: tuple[str, ...] = ()  # instances the plan drains (planned scale-in)
+    settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
+
+    @property
+    def settings_note(self) -> str:
+        """The visible flag of a plan whose settings differ from the group's own ("" when none)."""
+        return f"settings change: {self.settings_changes}" if self.settings_changes else ""
 
     @property
     def drain_note(self) -> str:

@@ -18,7 +18,7 @@ from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.validate import run_validate
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 
 pytestmark = pytest.mark.engines  # every test here runs on Sail and on Apache Spark with delta-spark
 
@@ -42,7 +42,9 @@ def planned_lake(spark: SparkSession, root: Path, settings: Settings) -> tuple[L
 
 
 def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
     lake, plans = planned_lake(spark, settings.lake_root, settings)
     step1 = lake.read("plan_assignments", "s1").where(sf.col("step") == 1).collect()
 
@@ -88,7 +90,9 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
 
 
 def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
     lake, plans = planned_lake(spark, settings.lake_root, settings)
     assignments = DeltaTable(str(lake.path("plan_assignments")))
     rows = lake.read("plan_assignments", "s1").collect()
