@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from assignor import AssignmentConfigs, TaskId
 from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.protocol.state_report import StateReport
+from assignor.runtime.group_assignor import settings_changes
 from jobs.pipeline.group_settings import SettingSource, resolve
 from jobs.pipeline.streams_groups import StreamsMember, group_reports
 from schemas.kip441 import KIP441_NAMES, kip441_settings
@@ -140,3 +141,10 @@ def test_report_only_groups_infer_standbys_from_what_they_hold_and_leave_the_res
     assert _inferred(rebalancing) == {None}
     alone = [_member(p[0], 0, t, [])]
     assert _inferred(alone) == {None}
+
+
+def test_a_leader_honoring_a_plan_names_the_settings_it_uses_instead_of_the_groups_own() -> None:
+    plan = AssignmentConfigs(num_standby_replicas=0, probing_rebalance_interval_ms=60_000)
+    own = AssignmentConfigs(num_standby_replicas=1)
+    assert settings_changes(plan, own) == "num_standby_replicas 1 -> 0, probing_rebalance_interval_ms 600000 -> 60000"
+    assert settings_changes(own, own) == "" and settings_changes(None, own) == ""

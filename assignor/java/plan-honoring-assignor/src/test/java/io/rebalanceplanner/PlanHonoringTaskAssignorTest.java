@@ -212,6 +212,9 @@ class PlanHonoringTaskAssignorTest {
                     "probing_rebalance_interval_ms", 600_000L, "rack_aware_assignment_tags", List.of("zone")),
                     r.get("settings"));
         }
+        assertEquals("max_warmup_replicas 2 -> 1, num_standby_replicas 1 -> 0, probing_rebalance_interval_ms 600000 -> "
+                + "10000", PlanHonoringTaskAssignor.settingsChanges(new io.rebalanceplanner.core.PlanConfigs(
+                        100L, 1, 0, 10_000L), app.assignmentConfigs()));
     }
 
     private void assertFallback(TaskAssignment result, String pid, String reasonPrefix) throws Exception {
