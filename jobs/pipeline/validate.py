@@ -222,14 +222,15 @@ class _Validation:
             for suite in self.suites:
                 outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
             self.validator.build_docs()
+            # Read before the staging goes: a rejection names the setting changed without an override.
+            unexplained = {
+                str(r["plan_id"]): str(r["settings_unexplained"])
+                for r in frames["plan_settings"].where(sf.col("settings_unexplained").isNotNull()).collect()
+            }
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         now = int(time.time() * 1000)
         results, statuses = [], []
-        unexplained = {
-            str(r["plan_id"]): str(r["settings_unexplained"])
-            for r in frames["plan_settings"].where(sf.col("settings_unexplained").isNotNull()).collect()
-        }
         for plan_id in plans:
             failed = [
                 (o.expectation, o.failures_by_plan[plan_id])
