@@ -65,11 +65,12 @@ def test_the_plan_schema_the_report_schema_and_the_dag_params_hold_the_same_boun
 @given(name=st.sampled_from(KIP441_NAMES), value=st.integers(-(2**64), 2**64))
 def test_the_assignor_accepts_a_setting_exactly_within_its_bounds(name: str, value: int) -> None:
     b = BOUNDS[name]
+    values: dict[str, Any] = {name: value}
     if b.minimum <= value <= b.maximum:
-        assert getattr(AssignmentConfigs(**{name: value}), name) == value
+        assert getattr(AssignmentConfigs(**values), name) == value
     else:
         with pytest.raises(ValueError, match=rf"{name} must be an integer in {b.minimum}\.\.{b.maximum}"):
-            AssignmentConfigs(**{name: value})
+            AssignmentConfigs(**values)
 
 
 def test_the_committed_bound_vectors_are_what_the_rules_produce() -> None:
