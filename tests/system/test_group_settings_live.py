@@ -123,6 +123,6 @@ def test_an_explicit_override_that_drops_the_standbys_is_flagged_not_silent(live
     assert results["settings_changes_explicit"] is True  # asked for: not a rejection
     view = build_report(live.lake, snapshot, None, 1000)
     body = summary_markdown(view.fleet, view.rows)  # the approval page's body
-    assert "**Settings change** in 1 plan" in body and "num\\_standby\\_replicas 1 -> 0 (override)" in body
+    assert "**Settings change** in 1 plan" in body and "num\\_standby\\_replicas 1 -\\> 0 (override)" in body
     html = run_report(live.lake, snapshot, None).read_text(encoding="utf-8")
     assert "settings change: num_standby_replicas 1 -&gt; 0 (override)" in html
