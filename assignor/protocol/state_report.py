@@ -18,6 +18,7 @@ import jsonschema
 import jsonschema_rs
 
 from assignor.protocol.bounded import INT32_MAX, OutOfBounds, parse_int
+from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.task import TaskId
 from schemas import read_json
 
@@ -100,6 +101,8 @@ class StateReport:
     origin: ReportOrigin | None = None
     task_lags: Mapping[TaskId, int] | None = None  # the plugin's leader-computed lags
     task_offset_sums_error: str | None = None  # the plugin's reason for sending no offset sums
+    protocol: GroupProtocol | None = None  # None: a report from before the field existed
+    settings: ReportedSettings | None = None  # the application's effective KIP-441 settings; None: unknown
     schema_version: int = REPORT_SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields this version does not know, kept as read
 
@@ -152,6 +155,10 @@ class StateReport:
             body["task_lags"] = {str(t): lag for t, lag in self.task_lags.items()}
         if self.task_offset_sums_error is not None:
             body["task_offset_sums_error"] = self.task_offset_sums_error
+        if self.protocol is not None:
+            body["protocol"] = str(self.protocol)
+        if self.settings is not None:
+            body["settings"] = self.settings.to_json()
         return body
 
     def encode(self) -> bytes:
@@ -190,6 +197,8 @@ class StateReport:
             origin=None if origin is None else ReportOrigin(origin),
             task_lags=None if lags is None else {TaskId.parse(t): lag for t, lag in lags.items()},
             task_offset_sums_error=fields.get("task_offset_sums_error"),
+            protocol=None if fields.get("protocol") is None else GroupProtocol(fields["protocol"]),
+            settings=None if fields.get("settings") is None else ReportedSettings.from_json(fields["settings"]),
             schema_version=fields["schema_version"],
             extra={k: v for k, v in fields.items() if k not in known},
         )

@@ -282,6 +282,7 @@ class Instance:
             host=socket.gethostname(),
             generation=membership.generation,
             reported_at=int(time.time() * 1000),
+            configs=self.config.configs,
         )
         report = replace(report, extra={**report.extra, **self._schedule_fields()})
         try:

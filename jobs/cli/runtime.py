@@ -106,12 +106,12 @@ PROTOCOL_CHOICES = {
 
 
 def _kip441_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per KIP-441 setting (``--max-warmup-replicas``); an absent flag keeps the RBP_ setting."""
+    """One flag per KIP-441 setting (``--max-warmup-replicas``): the settings the instances run with and report;
+    an absent flag keeps RBP_KIP441's value."""
     for name, field in Kip441Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")
-        parser.add_argument(
-            flag, type=bounded_int(0, INT64_MAX), dest=name, help=f"{field.description} (default: RBP_{name.upper()})"
-        )
+        default = f"(default: RBP_KIP441's, else {field.default})"
+        parser.add_argument(flag, type=bounded_int(0, INT64_MAX), dest=name, help=f"{field.description} {default}")
 
 
 def kip441_configs(args: argparse.Namespace, settings: Settings) -> AssignmentConfigs:

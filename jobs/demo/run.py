@@ -224,7 +224,7 @@ def _seed_groups(
 ) -> None:
     """Report-only groups beside the live ones, live state worth moving, and the scale-out announced for tonight."""
     bootstrap = str(settings.kafka_bootstrap)
-    groups = simulated_groups(simulated)
+    groups = simulated_groups(simulated, configs=settings.kip441.configs())  # they run the demo's settings
     written = write_simulated_groups(bootstrap, settings.reports_topic, groups)
     say(f"{len(groups)} report-only simulated groups written ({written:,} records)")
 

@@ -82,9 +82,10 @@ def spark_url(host: str | None, port: int | None, extra: Mapping[str, Any]) -> s
 
 
 def runtime(params: Mapping[str, Any] | None = None) -> Runtime:
-    """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params."""
+    """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params (explicit
+    fleet-wide overrides)."""
     settings = Settings()
-    settings = settings.model_copy(update={"kip441": settings.kip441.overridden(params or {})})
+    settings = settings.model_copy(update={"kip441_overrides": settings.kip441_overrides.with_fleet(params or {})})
     bootstrap, remote = settings.kafka_bootstrap, settings.spark_remote or None
     kafka = _connection(KAFKA_CONN_ID)
     if kafka is not None:

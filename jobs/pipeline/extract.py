@@ -22,6 +22,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # public, not
 )
 from pyspark.sql import DataFrame
 
+from assignor.protocol.reported_settings import ReportedSettings
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake, Scope
 from jobs.lakehouse.tables import table_schema
@@ -344,6 +345,11 @@ _REPORT_FIELDS = (
 )  # fmt: skip
 
 
+def _settings_columns(settings: ReportedSettings | None) -> dict[str, Any]:
+    """member_reports' columns of the application's own KIP-441 settings (null where unknown)."""
+    return (settings or ReportedSettings()).to_json()
+
+
 def bronze_rows(
     snapshot_id: str,
     captured_at: int,
@@ -370,6 +376,8 @@ def bronze_rows(
                 origin=None if record.origin is None else str(record.origin),
                 task_lags=f.get("task_lags"),
                 task_offset_sums_error=record.task_offset_sums_error,
+                protocol=None if record.protocol is None else str(record.protocol),
+                **_settings_columns(record.settings),
             )
         )
     offsets = [

@@ -28,6 +28,7 @@ from jobs.pipeline.checks import (
     assignment_checks,
     balance_checks,
     instance_task_checks,
+    settings_checks,
     step_checks,
     step_task_checks,
     task_copy_checks,
@@ -160,10 +161,11 @@ def datasets(
         "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
-        "steps": step_checks(assignments),
+        "steps": step_checks(assignments, pending),
         "task_copies": task_copy_checks(assignments, tasks, lags, pending),
         "plan_balance": balance_checks(assignments, pending, reports, tasks),
         "plans": pending.select("plan_id", "status", "rounds", "missing_offset_sums"),
+        "plan_settings": settings_checks(pending),
     }
 
 
@@ -192,7 +194,7 @@ class _Validation:
 
     def __init__(self, lake: Lake, settings: Settings, snapshot_id: str) -> None:
         self.lake, self.settings, self.snapshot_id = lake, settings, snapshot_id
-        self.suites = load_suites(settings.kip441.columns())
+        self.suites = load_suites({})
         self._validator: PlanValidator | None = None
 
     @property
@@ -223,6 +225,11 @@ class _Validation:
             for suite in self.suites:
                 outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
             self.validator.build_docs()
+            # Read before the staging goes: a rejection names the setting changed without an override.
+            unexplained = {
+                str(r["plan_id"]): str(r["settings_unexplained"])
+                for r in frames["plan_settings"].where(sf.col("settings_unexplained").isNotNull()).collect()
+            }
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         now = int(time.time() * 1000)
@@ -235,6 +242,8 @@ class _Validation:
                 count = o.failures_by_plan.get(plan_id, 0)
                 results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
             status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
+            if failed and plan_id in unexplained:  # name the setting, not only the expectation
+                reason = f"{reason}; settings changed without an override: {unexplained[plan_id]}"
             if flags:
                 reason = "; ".join(filter(None, [reason, flag_reason(flags)]))
             statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))

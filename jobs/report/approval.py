@@ -94,4 +94,23 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     if len(ranked) > top:
         lines.append(f"\n… and {numbers.plural(len(ranked) - top, 'more group')} in the HTML report.")
+    lines += settings_changes_markdown(rows)
     return "\n".join(lines)
+
+
+def settings_changes_markdown(rows: Sequence[GroupRow]) -> list[str]:
+    """Every plan whose KIP-441 settings differ from its group's own, all of them (never cut to the top rows): a
+    person approving sees each group whose standbys, lag or interval the plan would change."""
+    changed = sorted((r for r in rows if r.settings_changes), key=lambda r: r.group_id)
+    if not changed:
+        return []
+    lines = [
+        "",
+        f"**Settings change** in {numbers.plural(len(changed), 'plan')}: the group runs with other KIP-441 "
+        "settings than the plan (an override, or a change validation rejected):",
+        "",
+        "| group | status | settings change |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {md(r.group_id)} | {md(r.status)} | {md(r.settings_changes)} |" for r in changed]
+    return lines

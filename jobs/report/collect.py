@@ -44,9 +44,11 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         if not group_ids:  # a filter that matches nothing shows nothing, not everything
             return []
         plans = _in(plans, "group_id", group_ids)
+    # Plans rows written before the settings columns existed change nothing.
+    changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining",
-        "source_age_ms", "missing_offset_sums",
+        "source_age_ms", "missing_offset_sums", *changes,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, Cost]] = {}
@@ -78,6 +80,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             report_only=report_only.get(r["group_id"]),
             source_age_ms=r["source_age_ms"],
             missing_offset_sums=int(r["missing_offset_sums"] or 0),
+            settings_changes=r["settings_changes"] if changes else None,
         )
         for r in chosen
     ]

@@ -65,6 +65,7 @@ class GroupRow:
     report_only: str | None = None  # why no plan can be sent to this group (jobs/pipeline/report_only.py)
     source_age_ms: int | None = None  # age of the oldest report planned from (a lower bound for group metadata)
     missing_offset_sums: int = 0  # held replicas without offset sums: restore_offsets is a lower bound
+    settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
 
     @property
     def restore_figure(self) -> str:
@@ -85,6 +86,11 @@ class GroupRow:
             replicas = plural(self.missing_offset_sums, "held replica")
             note += f"; {replicas} without offset sums, not counted: the restore figure is a lower bound"
         return note
+
+    @property
+    def settings_note(self) -> str:
+        """The visible flag of a plan whose settings differ from the group's own ("" when none)."""
+        return f"settings change: {self.settings_changes}" if self.settings_changes else ""
 
     @property
     def drain_note(self) -> str:

@@ -104,6 +104,10 @@ def test_extract_reads_an_unmodified_streams_group_from_its_metadata_and_publish
         process_b: (APP, GROUP_METADATA, 1),
     }
     assert all(r["protocol_version"] == 11 and not r["stale"] for r in reports.values())
+    # The application's settings, as far as its metadata tells them: WordCountDemo runs without standbys (at most
+    # max.warmup.replicas = 2 of its 4 counting tasks can be warming up, sent as standbys); the rest is unknown.
+    own = {(r["protocol"], r["num_standby_replicas"], r["acceptable_recovery_lag"]) for r in reports.values()}
+    assert own == {("classic", 0, None)}
     # Offset sums are sent for stateful tasks only (subtopology 1 holds the count store): a ran all of them before
     # b joined, so it has state for each, as the -2 sentinel (running it as an active when it last joined) or as
     # the offsets its checkpoint holds. b only ever has state for subtopology 1's tasks too.

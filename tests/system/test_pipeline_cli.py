@@ -24,8 +24,8 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: EmbeddedBroker)
         **signing_env(tmp_path),
         "RBP_REPORTS_TOPIC": "reports",
         "RBP_PLANS_TOPIC": "plans",
-        "RBP_ACCEPTABLE_RECOVERY_LAG": "2",
-        "RBP_NUM_STANDBY_REPLICAS": "1",
+        # The seeded reports say nothing of their settings: these are explicit fleet-wide overrides.
+        "RBP_KIP441_OVERRIDES": '{"*": {"acceptable_recovery_lag": 2, "num_standby_replicas": 1}}',
     }
     for name, value in values.items():
         monkeypatch.setenv(name, value)

@@ -66,6 +66,23 @@ import org.slf4j.LoggerFactory;
 public class PlanHonoringTaskAssignor implements TaskAssignor {
     private static final Logger LOG = LoggerFactory.getLogger(PlanHonoringTaskAssignor.class);
 
+    /** "num_standby_replicas 1 -> 0, ..." where the plan's settings differ from the application's own; "" if none. */
+    static String settingsChanges(PlanConfigs plan, AssignmentConfigs own) {
+        List<String> out = new ArrayList<>();
+        long[][] pairs = {
+            {own.acceptableRecoveryLag(), plan.acceptableRecoveryLag()},
+            {own.maxWarmupReplicas(), plan.maxWarmupReplicas()},
+            {own.numStandbyReplicas(), plan.numStandbyReplicas()},
+            {own.probingRebalanceIntervalMs(), plan.probingRebalanceIntervalMs()},
+        };
+        for (int i = 0; i < pairs.length; i++) {
+            if (pairs[i][0] != pairs[i][1]) {
+                out.add(PlanConfigs.NAMES.get(i) + " " + pairs[i][0] + " -> " + pairs[i][1]);
+            }
+        }
+        return String.join(", ", out);
+    }
+
     private final LongSupplier clock;
     /** Used only when the KIP-441 port fails: Kafka's public assignor (lag-blind, but always available). */
     private final TaskAssignor lastFallback;
@@ -195,6 +212,13 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             SharedClients.honored(groupId, plan.createdAt());
             planId = plan.planId();
             LOG.info("honoring plan {} (next rebalance: {})", planId, describe(honored.followupRebalance(), next));
+            String changed = settingsChanges(plan.configs(), applicationState.assignmentConfigs());
+            if (!changed.isEmpty()) {
+                // The rule (docs/group-settings.md): a verified plan is honored with the settings a person approved,
+                // which the pipeline flagged as an explicit override; the application's own return with the fallback.
+                LOG.warn("plan {} is honored with its approved settings, not the application's own: {}", planId,
+                        changed);
+            }
             return finish(applicationState, new Fallback(assignment, honored.assignment()), planId, null, lags,
                     now);
         } catch (Throwable t) {

@@ -55,10 +55,6 @@ public final class PlanVerifier {
     private static final Set<String> NON_EMPTY = Set.of("plan_id", "group_id", "key_id", "signature");
     private static final Set<String> TIMES = Set.of("created_at", "valid_until", "approved_at");
 
-    private static final String[] CONFIG_FIELDS = {
-        "acceptable_recovery_lag", "max_warmup_replicas", "num_standby_replicas", "probing_rebalance_interval_ms",
-    };
-    private static final long[] CONFIG_MINIMUMS = {0, 1, 0, 1000};
 
     private final Map<String, PublicKey> keys;
     private final long clockSkewMs;
@@ -199,17 +195,18 @@ public final class PlanVerifier {
     /** The plan, or the Verdict rejecting its fields. */
     private static Object readPlan(Map<String, Object> record, String planId) {
         Map<?, ?> configFields = (Map<?, ?>) record.get("configs");
-        long[] values = new long[CONFIG_FIELDS.length];
-        for (int i = 0; i < CONFIG_FIELDS.length; i++) {
-            Object v = configFields.get(CONFIG_FIELDS[i]);
-            if (!(v instanceof Long) || (Long) v < CONFIG_MINIMUMS[i]) {
-                return Verdict.rejected("malformed", "configs." + CONFIG_FIELDS[i] + " must be an integer >= "
-                        + CONFIG_MINIMUMS[i], planId);
+        long[] values = new long[PlanConfigs.NAMES.size()];
+        for (int i = 0; i < values.length; i++) {
+            String name = PlanConfigs.NAMES.get(i);
+            Object v = configFields.get(name);
+            if (!(v instanceof Long) || (Long) v < PlanConfigs.minimum(i) || (Long) v > PlanConfigs.maximum(i)) {
+                return Verdict.rejected("malformed", "configs." + name + " must be an integer in "
+                        + PlanConfigs.minimum(i) + ".." + PlanConfigs.maximum(i), planId);
             }
             values[i] = (Long) v;
         }
-        // Counts beyond int range mean "no limit", exactly as the same huge number would in Python.
-        PlanConfigs configs = new PlanConfigs(values[0], clampToInt(values[1]), clampToInt(values[2]), values[3]);
+        // Bounded above: the counts fit an int, and a deadline now + interval cannot overflow a long.
+        PlanConfigs configs = new PlanConfigs(values[0], (int) values[1], (int) values[2], values[3]);
         Map<String, ClientTasks> target = new TreeMap<>(CodePoints.ORDER);
         for (Map.Entry<?, ?> entry : ((Map<?, ?>) record.get("target")).entrySet()) {
             String pid = (String) entry.getKey();

@@ -25,7 +25,7 @@ class SignedPlanVectorsTest {
         return tests;
     }
 
-    private static void check(PlanVerifier verifier, long now, JsonNode c, String name) {
+    static void check(PlanVerifier verifier, long now, JsonNode c, String name) {
         byte[] value = Base64.getDecoder().decode(c.get("record_b64").asText());
         if (c.hasNonNull("pad_with_spaces_to")) {
             int size = c.get("pad_with_spaces_to").asInt();
