@@ -4,15 +4,27 @@ kafka-streams-examples jar (Maven Central, tests/support/streams_examples/pom.xm
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir
 from jobs.processes import spawn, stop_group
 
+REPO = Path(__file__).resolve().parents[2]
 WORDCOUNT_MAIN = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"
 INPUT_TOPIC = "streams-plaintext-input"  # fixed by WordCountDemo
 OUTPUT_TOPIC = "streams-wordcount-output"
+
+
+def plugin_jar() -> Path:
+    """The plan-honoring plugin jar `make` built (assignor/java/plan-honoring-assignor)."""
+    target = REPO / "assignor" / "java" / "plan-honoring-assignor" / "target"
+    built = target.glob("plan-honoring-assignor-*.jar")
+    jars = [j for j in built if not j.name.endswith(("-sources.jar", "-tests.jar"))]
+    if len(jars) != 1:
+        raise FileNotFoundError(f"expected one plugin jar in {target} (run `make java`), found {jars}")
+    return jars[0]
 
 
 def streams_examples_classpath(jvm_dir: Path = DEFAULT_JVM_DIR) -> str:
@@ -31,8 +43,10 @@ class WordCountInstance:
         name: str,
         threads: int = 1,
         group_protocol: str = "classic",
+        extra: Mapping[str, str] | None = None,
     ) -> None:
-        """``group_protocol``: ``classic`` (a consumer group) or ``streams`` (KIP-1071: the broker assigns)."""
+        """``group_protocol``: ``classic`` (a consumer group) or ``streams`` (KIP-1071: the broker assigns);
+        ``extra``: more Kafka Streams properties (the plugin's lines, standbys), as an operator would add them."""
         if group_protocol not in ("classic", "streams"):
             raise ValueError(f"group_protocol must be classic or streams, not {group_protocol!r}")
         self.application_id = application_id
@@ -51,6 +65,7 @@ class WordCountInstance:
             **({"session.timeout.ms": "6000", "heartbeat.interval.ms": "500"} if group_protocol == "classic" else {}),
             "commit.interval.ms": "200",
             "replication.factor": "1",
+            **(extra or {}),
         }
         self._config = self._dir / "streams.properties"
         self._config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()), encoding="utf-8")
