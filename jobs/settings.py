@@ -120,6 +120,12 @@ class Settings(BaseSettings):
     plan_clock_skew_ms: int = Field(default=60_000, ge=0, description="how far in the future a plan may be dated")
     reports_topic: str = "_rebalance_reports"
     plans_topic: str = "_rebalance_plans"
+    broker_assignor: str | None = Field(
+        default=None,
+        max_length=249,
+        description="streams.assignor.name of our broker-side assignor for streams-protocol groups; unset: found in "
+        "the brokers' group.streams.assignors; empty: not installed (such groups stay report-only)",
+    )
     # Pipeline: the KIP-441 settings plans are made and checked with (Kafka Streams' defaults).
     kip441: Kip441Settings = Field(default_factory=Kip441Settings)
     restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
