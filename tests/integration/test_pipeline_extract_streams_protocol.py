@@ -118,6 +118,8 @@ def test_extract_reads_a_streams_protocol_group_and_its_plan_is_report_only(
         plan_key_id=SIGNER.key_id,
         planner_processes=1,
         kip441=Kip441Settings(num_standby_replicas=1),  # the group's own, until reports carry per-group settings
+        # The shared broker has our assignor; as if it had not (tests/system/test_streams_protocol_plan.py: with it).
+        broker_assignor="",
     )
     lake = Lake(spark, settings.lake_root)
     processes = {i.process_id for i in fleet.members()}
