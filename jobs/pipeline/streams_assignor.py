@@ -88,7 +88,9 @@ def select_assignor(
     return confirm_first_step(settings, bootstrap, {g: processes[g] for g in selected}, time.time() * 1000)
 
 
-def _decision(latest: Mapping[bytes, bytes | None], group_id: str, process_ids: Iterable[str], since_ms: float) -> Any:
+def latest_decision(
+    latest: Mapping[bytes, bytes | None], group_id: str, process_ids: Iterable[str], since_ms: float
+) -> Any:
     """The group's newest decision since ``since_ms``: keyed by group id, or by its first process id while unmatched."""
     for key in (group_id, f"process:{min(process_ids, default='')}"):
         raw = latest.get(key.encode())
@@ -119,7 +121,7 @@ def confirm_first_step(
             log.warning("publish: %s not readable (%s): first steps not confirmed", DECISIONS_TOPIC, err)
             break
         for group_id, pids in processes.items():
-            decision = _decision(latest, group_id, pids, since[group_id]) if outcomes[group_id] is None else None
+            decision = latest_decision(latest, group_id, pids, since[group_id]) if outcomes[group_id] is None else None
             if decision is None:
                 continue
             reason = str(decision.get("fallback_reason") or "")
@@ -168,9 +170,12 @@ def trigger_assignment(admin: AdminClient, group_id: str, timeout: float) -> Non
     """Make the coordinator assign the group again: selecting an assignor alone waits for the next epoch. Toggles
     our tag in the group's rack-aware assignment tags (a change bumps the epoch; a value set and set back before
     the coordinator looks does not, nor does re-setting the same value)."""
-    tags = _tags(_group_configs(admin, [group_id], timeout)[group_id])
-    toggled = [t for t in tags if t != TRIGGER_TAG] if TRIGGER_TAG in tags else [*tags, TRIGGER_TAG]
-    _set_tags(admin, group_id, toggled, timeout)
+    _set_tags(admin, group_id, toggled_tags(_tags(_group_configs(admin, [group_id], timeout)[group_id])), timeout)
+
+
+def toggled_tags(tags: list[str]) -> list[str]:
+    """The group's rack-aware tags with our trigger tag added when absent, removed when present."""
+    return [t for t in tags if t != TRIGGER_TAG] if TRIGGER_TAG in tags else [*tags, TRIGGER_TAG]
 
 
 def release_assignor(settings: Settings, bootstrap: str, group_ids: Iterable[str]) -> list[str]:
