@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from rich.console import Console
 
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
-from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_jar
+from jobs.local.broker import BrokerAssignor, EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
 from jobs.settings import Settings
 
@@ -66,9 +66,13 @@ def run_local_command(args: argparse.Namespace, console: Console, settings: Sett
     """Run ``broker`` or ``spark-connect``; None for any other command."""
     if args.command == "broker":
         # Our streams assignor installed, verifying plans with the keys the pipeline's groups trust.
-        assignor = BrokerAssignor(broker_assignor_jar(), settings.plan_verify_keys, settings.plans_topic)
+        assignor = BrokerAssignor.built(settings.plan_verify_keys, settings.plans_topic)
         with EmbeddedBroker(
-            port=args.port, data_dir=args.data_dir, jvm_dir=settings.jvm_dir, assignor=assignor
+            port=args.port,
+            data_dir=args.data_dir,
+            jvm_dir=settings.jvm_dir,
+            assignor=assignor,
+            with_assignor=bool(assignor),
         ) as broker:
             kept = f"data in {broker.data_dir}" if args.data_dir else "temporary data"
             console.print(f"Apache Kafka listening on [bold]{broker.bootstrap}[/bold] ({kept}; Ctrl-C stops it)")
