@@ -4,9 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV_VERSION := 0.13.8
+# The product's data home (RBP_HOME: lake, jars, demo; see docs/onboarding.md): the checkout's var/ for everything
+# make runs, so make, the tests and `RBP_HOME=$(CURDIR)/var rebalance-planner ...` share one lake and one download.
+export RBP_HOME ?= $(CURDIR)/var
 # JVM artifacts (Apache Kafka for the embedded broker, delta-spark for the local Apache Spark Connect server) come
-# from Maven Central through mvn, cached in var/jvm.
-JVM_DIR := var/jvm
+# from Maven Central through mvn, cached in RBP_HOME/jvm (what Settings.jvm_dir defaults to).
+JVM_DIR := $(RBP_HOME)/jvm
 KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
 DELTA_JARS := $(JVM_DIR)/spark/.pom.sha256
 # Our own Maven build (assignor/java): the KIP-924 plugin jar, the reference Kafka Streams app, the streams-groups

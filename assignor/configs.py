@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from schemas.kip441 import kip441_settings
+
+# Defaults and bounds come from schemas/kip441_settings.json, the one definition every part follows; the
+# defaults are spelled here too because a dataclass needs them at class creation (a unit test keeps them equal).
+
 
 @dataclass(frozen=True)
 class AssignmentConfigs:
@@ -16,16 +21,8 @@ class AssignmentConfigs:
     rack_aware_assignment_tags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        minimums = {
-            "acceptable_recovery_lag": 0,
-            "max_warmup_replicas": 1,
-            "num_standby_replicas": 0,
-            "probing_rebalance_interval_ms": 1_000,
-        }
-        for name, minimum in minimums.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"AssignmentConfigs.{name} must be an integer >= {minimum}, got {value!r}")
+        for name, bounds in kip441_settings().items():
+            bounds.check(getattr(self, name), "AssignmentConfigs")
         tags = self.rack_aware_assignment_tags
         if isinstance(tags, str) or not all(isinstance(t, str) and t for t in tags):
             raise ValueError(

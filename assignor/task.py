@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from assignor.protocol.bounded import PARTITION_RANGE, SUBTOPOLOGY_RANGE, shown
+
 LATEST_OFFSET = -2
 """Offset-sum sentinel: the task runs as an active here, caught up by definition."""
 
 UNKNOWN_OFFSET_SUM = -3
 """Offset-sum sentinel: the client has state for the task but cannot tell how much."""
 
-_TASK_ID = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)")
+# At most ten digits a part, checked by the pattern before int() converts anything; the range after.
+_TASK_ID = re.compile(r"(0|[1-9][0-9]{0,9})_(0|[1-9][0-9]{0,9})")
 
 
 class TaskId(NamedTuple):
@@ -22,11 +25,16 @@ class TaskId(NamedTuple):
 
     @classmethod
     def parse(cls, text: str) -> TaskId:
-        """Parse ``"<subtopology>_<partition>"``; raise ValueError on anything else."""
+        """Parse ``"<subtopology>_<partition>"``, each part 0..2^31-1 as in Kafka; raise ValueError on anything else."""
         match = _TASK_ID.fullmatch(text) if isinstance(text, str) else None
-        if match is None:
-            raise ValueError(f"task id must look like '<subtopology>_<partition>' (e.g. '0_3'), got {text!r}")
-        return cls(int(match.group(1)), int(match.group(2)))
+        if match is not None:
+            subtopology, partition = int(match.group(1)), int(match.group(2))
+            if subtopology <= SUBTOPOLOGY_RANGE[1] and partition <= PARTITION_RANGE[1]:
+                return cls(subtopology, partition)
+        raise ValueError(
+            f"task id must look like '<subtopology>_<partition>' (e.g. '0_3'), each part 0..{PARTITION_RANGE[1]}, "
+            f"got {shown(text)}"
+        )
 
     def __str__(self) -> str:
         return f"{self.subtopology}_{self.partition}"

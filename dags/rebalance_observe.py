@@ -27,7 +27,8 @@ SETTINGS = Settings()  # parse time: the schedule (empty: triggered runs only) a
     doc_md=__doc__,
 )
 def rebalance_observe() -> None:
-    """Reads the reports topic; appends observed assignment_history; marks plans REALIZED or EXPIRED."""
+    """Reads the reports and plans topics; appends observed assignment_history; marks plans REALIZED, EXPIRED or
+    WITHDRAWN and records fallbacks (docs/plan-lifecycle.md)."""
 
     @task
     def observe() -> dict[str, int]:

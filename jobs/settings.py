@@ -8,13 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from schemas.kip441 import KIP441_NAMES, kip441_settings
 
 if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at parse time and must stay light
     from assignor import AssignmentConfigs
@@ -22,32 +18,39 @@ if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at par
     from assignor.protocol.plans import Verifier
 
 
+def _setting(name: str, *, optional: bool = False) -> Any:
+    """A KIP-441 setting's field: its default, bounds and description from schemas/kip441_settings.json, their one
+    definition (null by default where ``optional``)."""
+    b = kip441_settings()[name]
+    return Field(default=None if optional else b.default, ge=b.minimum, le=b.maximum, description=b.description)
+
+
 class Kip441Settings(BaseModel):
-    """The KIP-441 settings plans are made, checked and honored with: the assignor's AssignmentConfigs as a
-    setting (Kafka Streams' defaults). Built once at the entry point, converted by ``configs()`` alone."""
+    """A complete set of KIP-441 settings (a live group's own, or what a plan was made with): the assignor's
+    AssignmentConfigs as a setting, Kafka Streams' defaults. Converted by ``configs()`` alone."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    acceptable_recovery_lag: int = Field(default=10_000, ge=0, description="a task this close to its end is caught up")
-    max_warmup_replicas: int = Field(default=2, ge=1, description="warmups placed at once")
-    num_standby_replicas: int = Field(default=0, ge=0, description="standby copies of every stateful task")
-    probing_rebalance_interval_ms: int = Field(default=600_000, ge=1_000, description="between probing rebalances")
+    acceptable_recovery_lag: int = _setting("acceptable_recovery_lag")
+    max_warmup_replicas: int = _setting("max_warmup_replicas")
+    num_standby_replicas: int = _setting("num_standby_replicas")
+    probing_rebalance_interval_ms: int = _setting("probing_rebalance_interval_ms")
 
     @classmethod
     def of(cls, configs: AssignmentConfigs) -> Kip441Settings:
         """The settings whose ``configs()`` are ``configs`` (rack-aware tags are no setting of the pipeline)."""
         if configs.rack_aware_assignment_tags:
             raise ValueError("rack_aware_assignment_tags cannot be a pipeline setting")
-        return cls.model_validate({name: getattr(configs, name) for name in cls.model_fields})
+        return cls.model_validate({name: getattr(configs, name) for name in KIP441_NAMES})
 
     @classmethod
     def from_columns(cls, row: Mapping[str, Any]) -> Kip441Settings:
         """The settings recorded in a row that has one column per setting (``plans``)."""
-        return cls.model_validate({name: row[name] for name in cls.model_fields})
+        return cls.model_validate({name: row[name] for name in KIP441_NAMES})
 
     def overridden(self, given: Mapping[str, Any]) -> Kip441Settings:
-        """These settings with ``given``'s non-null values for any of them (a run's params, a command's flags)."""
-        chosen = {name: given[name] for name in type(self).model_fields if given.get(name) is not None}
+        """These settings with ``given``'s non-null values for any of them (a command's flags)."""
+        chosen = {name: given[name] for name in KIP441_NAMES if given.get(name) is not None}
         return type(self).model_validate({**self.model_dump(), **chosen})
 
     def columns(self) -> dict[str, int]:
@@ -61,39 +64,76 @@ class Kip441Settings(BaseModel):
         return AssignmentConfigs(**self.model_dump())
 
 
-class _FlatKip441Source(PydanticBaseSettingsSource):
-    """``RBP_ACCEPTABLE_RECOVERY_LAG`` and its three siblings: the settings' environment names from before they
-    were one nested value, still read (``RBP_KIP441`` as JSON is the nested spelling)."""
+class Kip441Override(BaseModel):
+    """Some KIP-441 settings chosen explicitly for the groups it applies to; null: not overridden."""
 
-    def __init__(self, settings_cls: type[BaseSettings], env: EnvSettingsSource) -> None:
-        super().__init__(settings_cls)
-        self.env = env
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # __call__ reads the four names itself
+    acceptable_recovery_lag: int | None = _setting("acceptable_recovery_lag", optional=True)
+    max_warmup_replicas: int | None = _setting("max_warmup_replicas", optional=True)
+    num_standby_replicas: int | None = _setting("num_standby_replicas", optional=True)
+    probing_rebalance_interval_ms: int | None = _setting("probing_rebalance_interval_ms", optional=True)
 
-    def __call__(self) -> dict[str, Any]:
-        found = {}
-        for name in Kip441Settings.model_fields:
-            key = self.env.env_prefix + name
-            value = self.env.env_vars.get(key if self.env.case_sensitive else key.lower())
-            if value is not None:
-                found[name] = value
-        return found
+    def given(self) -> dict[str, int]:
+        """The settings this override sets."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
 
 
-def _fold_kip441(data: dict[str, Any]) -> dict[str, Any]:
-    """Move flat KIP-441 keys (old keyword arguments, the flat environment names) into the nested value; a
-    nested mapping wins per key, a complete nested value wins over all of them."""
-    flat = {name: data.pop(name) for name in list(data) if name in Kip441Settings.model_fields}
-    if not flat:
+FLEET = "*"  # the overrides' key for every group
+
+
+class Kip441Overrides(BaseModel):
+    """Explicit KIP-441 overrides: ``"*"`` for every group, a group id for that group (which wins per setting).
+    Without one, a group is planned with the settings it reports, else Kafka's defaults (docs/group-settings.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    by_group: dict[str, Kip441Override] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_mapping(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "by_group" not in data:
+            return {"by_group": dict(data)}
         return data
-    nested = data.get("kip441")
-    if nested is None:
-        data["kip441"] = flat
-    elif isinstance(nested, Mapping):
-        data["kip441"] = {**flat, **nested}
-    return data
+
+    @classmethod
+    def fleet(cls, **values: int) -> Kip441Overrides:
+        """Overrides of ``values`` for every group."""
+        return cls(by_group={FLEET: Kip441Override.model_validate(values)})
+
+    def for_group(self, group_id: str) -> dict[str, int]:
+        """The settings explicitly chosen for ``group_id``: its own override over the fleet-wide one."""
+        fleet = self.by_group.get(FLEET)
+        own = self.by_group.get(group_id)
+        return {**(fleet.given() if fleet else {}), **(own.given() if own else {})}
+
+    def with_fleet(self, given: Mapping[str, Any]) -> Kip441Overrides:
+        """These overrides with ``given``'s non-null settings (a DAG run's params) over the fleet-wide ones;
+        per-group overrides still win for their group."""
+        chosen = {name: given[name] for name in KIP441_NAMES if given.get(name) is not None}
+        if not chosen:
+            return self
+        fleet = self.by_group.get(FLEET)
+        merged = Kip441Override.model_validate({**(fleet.given() if fleet else {}), **chosen})
+        return Kip441Overrides(by_group={**self.by_group, FLEET: merged})
+
+
+def default_home() -> Path:
+    """The product's data home when RBP_HOME is unset: ``$XDG_DATA_HOME/rebalance-planner``, else
+    ``~/.local/share/rebalance-planner``; never the working directory, so every command finds the same lake and jars."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base / "rebalance-planner"
+
+
+def env_jvm_dir() -> Path:
+    """Settings.jvm_dir as the environment sets it (RBP_JVM_DIR, else RBP_HOME/jvm), for default arguments that
+    exist before any Settings (jobs.local.jvm)."""
+    jvm_dir, home = os.environ.get("RBP_JVM_DIR", ""), os.environ.get("RBP_HOME", "")
+    if jvm_dir:
+        return Path(jvm_dir).expanduser()
+    return (Path(home).expanduser() if home else default_home()) / "jvm"
 
 
 class Settings(BaseSettings):
@@ -101,7 +141,14 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="RBP_", extra="ignore")
 
-    lake_root: Path = Path("./var/lake")
+    home: Path = Field(
+        default_factory=default_home,
+        description="the data home: lake, jars, Data Docs, demo and fleet folders default under it "
+        "(unset: $XDG_DATA_HOME/rebalance-planner or ~/.local/share/rebalance-planner)",
+    )
+    lake_root: Path = Field(
+        default_factory=lambda data: Path(data["home"]) / "lake", description="the Delta lake (default RBP_HOME/lake)"
+    )
     kafka_bootstrap: str | None = Field(default=None, description="unset: the embedded broker")
     kafka_config: dict[str, str] = Field(default_factory=dict, description="extra client properties (JSON)")
     # Spark's own variable, not an RBP_ one: the Spark Connect endpoint every Spark client understands.
@@ -118,28 +165,43 @@ class Settings(BaseSettings):
         default="", description="key_id=<64 hex Ed25519 public key>[,...]: the keys live groups accept plans from"
     )
     plan_clock_skew_ms: int = Field(default=60_000, ge=0, description="how far in the future a plan may be dated")
-    reports_topic: str = "_rebalance_reports"
-    plans_topic: str = "_rebalance_plans"
+    reports_topic: str = Field(default="_rebalance_reports", description="compacted topic of the state reports")
+    plans_topic: str = Field(default="_rebalance_plans", description="compacted topic of the signed plans")
     broker_assignor: str | None = Field(
         default=None,
         max_length=249,
         description="streams.assignor.name of our broker-side assignor for streams-protocol groups; unset: found in "
         "the brokers' group.streams.assignors; empty: not installed (such groups stay report-only)",
     )
-    # Pipeline: the KIP-441 settings plans are made and checked with (Kafka Streams' defaults).
+    # The KIP-441 settings of the live groups this process runs (`fleet`, `instance`, the demo's groups).
     kip441: Kip441Settings = Field(default_factory=Kip441Settings)
+    # Pipeline: groups are planned with their own settings; these are the explicit exceptions.
+    kip441_overrides: Kip441Overrides = Field(
+        default_factory=Kip441Overrides,
+        description='explicit KIP-441 overrides for planning, JSON {"*": {...}, "<group>": {...}}; '
+        "unset: every group is planned with its own settings",
+    )
     restore_rate: float | None = Field(default=None, gt=0, description="offsets/second/instance for estimates")
     stale_report_age_ms: int = Field(default=900_000, ge=0, description="older reports are kept but flagged stale")
+    quarantine_cap_per_source: int = Field(
+        default=1_000,
+        ge=1,
+        le=1_000_000,
+        description="quarantine rows a source a night; beyond, one row counts the rest",
+    )
     plan_valid_ms: int = Field(default=86_400_000, ge=1, description="plans expire this long after approval")
     lake_lock_timeout_s: float = Field(
         default=1_800, gt=0, description="how long a stage waits for another to finish writing the lake"
     )
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
-    kafka_timeout_s: float = Field(default=30.0, gt=0)
+    kafka_timeout_s: float = Field(default=30.0, gt=0, description="how long one Kafka request may take")
     kafka_connect_attempts: int = Field(default=5, ge=1, description="tries to reach Kafka before a stage gives up")
     kafka_retry_backoff_s: float = Field(default=1.0, gt=0, description="wait after the first failure; doubles")
     kafka_retry_backoff_max_s: float = Field(default=30.0, gt=0, description="longest wait between tries")
-    jvm_dir: Path = Field(default=Path("./var/jvm"), description="jars fetched from Maven Central (embedded Kafka)")
+    jvm_dir: Path = Field(
+        default_factory=lambda data: Path(data["home"]) / "jvm",
+        description="jars fetched from Maven Central: embedded Kafka, delta-spark (default RBP_HOME/jvm)",
+    )
     streams_reader_jar: Path | None = Field(
         default=None, description="extract's streams-groups reader jar (KIP-1071 groups); unset: the one `make` built"
     )
@@ -170,18 +232,10 @@ class Settings(BaseSettings):
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="processes planning groups under Sail"
     )
 
+    @field_validator("home", mode="after")
     @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        assert isinstance(env_settings, EnvSettingsSource)
-        flat = _FlatKip441Source(settings_cls, env_settings)
-        return init_settings, env_settings, flat, dotenv_settings, file_secret_settings
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()  # RBP_HOME=~/rbp as a shell would leave it quoted
 
     @field_validator("approvers", mode="before")
     @classmethod
@@ -189,11 +243,6 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
         return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _nest_kip441(cls, data: Any) -> Any:
-        return _fold_kip441(dict(data)) if isinstance(data, Mapping) else data
 
     @property
     def data_docs(self) -> Path:

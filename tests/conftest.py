@@ -2,10 +2,13 @@
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 # pyspark's classic launcher (the parity tests' local[2] server) starts its JVM with fork(), and gRPC's fork handlers,
 # armed once a Spark Connect client has run, abort that child now and then; they must be off before gRPC loads.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+# The checkout's var/ is the tests' data home (as the Makefile's), wherever pytest runs from: one download of the jars.
+os.environ.setdefault("RBP_HOME", str(Path(__file__).resolve().parents[1] / "var"))
 
 import pytest
 from hypothesis import HealthCheck, settings

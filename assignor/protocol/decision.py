@@ -24,6 +24,7 @@ class LeaderDecision:
     retry_in_ms: int | None = None  # rebalance again this soon, not after the probing interval
     acted_on_created_at: int | None = None  # created_at of the plan honored or the withdrawal obeyed
     probing_interval_ms: int | None = None  # the honored plan's probing interval
+    plan_configs: AssignmentConfigs | None = None  # the honored plan's settings: they apply while it is honored
 
 
 def decide(
@@ -53,7 +54,8 @@ def decide(
     except Exception as err:
         reason = PlanRejected(Reason.INTERNAL_ERROR, f"{type(err).__name__}: {err}")
         return LeaderDecision(assign_high_availability(group, configs), None, str(reason))
-    return LeaderDecision(live, plan.plan_id, None, None, plan.created_at, plan.configs.probing_rebalance_interval_ms)
+    interval = plan.configs.probing_rebalance_interval_ms
+    return LeaderDecision(live, plan.plan_id, None, None, plan.created_at, interval, plan.configs)
 
 
 # Kafka Streams retries a leader that could not fetch changelog end offsets with a follow-up rebalance after its

@@ -14,6 +14,7 @@ from typing import Any
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.invariants import validity_violations
+from assignor.protocol.bounded import shown
 from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
 from assignor.protocol.strict_json import MalformedJson, canonical_json, strict_loads
 from assignor.state import GroupState
@@ -27,7 +28,6 @@ CONFIG_FIELDS = (
     "probing_rebalance_interval_ms",
 )
 DEFAULT_CLOCK_SKEW_MS = 60_000
-_INT32_MAX = (1 << 31) - 1
 _SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
 _COMMON: dict[str, type] = {
     "schema_version": int,
@@ -194,12 +194,9 @@ _JSON_TYPE = {int: "integer", str: "string", dict: "object", list: "array"}
 
 def _task(value: Any, where: str) -> TaskId:
     try:
-        task = TaskId.parse(value)
+        return TaskId.parse(value)  # each part 0..2^31-1, refused by its form before conversion
     except ValueError as err:
         raise _malformed(f"{where}: {err}") from None
-    if task.subtopology > _INT32_MAX or task.partition > _INT32_MAX:
-        raise _malformed(f"{where}: task id {value!r} is out of range")
-    return task
 
 
 def _tasks(values: Any, where: str) -> tuple[TaskId, ...]:
@@ -222,13 +219,14 @@ def _plan(record: dict[str, Any]) -> ApprovedPlan:
     for pid, roles in record["target"].items():
         if not pid:
             raise _malformed("target names an empty process id")
+        where = f"target[{shown(pid)}]"  # a process id may be as long as the record: reasons stay short
         if not isinstance(roles, dict) or not isinstance(roles.get("active"), list):
-            raise _malformed(f"target[{pid}] must be {{active: [...], standby: [...]}}")
+            raise _malformed(f"{where} must be {{active: [...], standby: [...]}}")
         if not isinstance(roles.get("standby"), list):
-            raise _malformed(f"target[{pid}] must be {{active: [...], standby: [...]}}")
+            raise _malformed(f"{where} must be {{active: [...], standby: [...]}}")
         clients[pid] = ClientAssignment(
-            active=frozenset(_tasks(roles["active"], f"target[{pid}].active")),
-            standby=frozenset(_tasks(roles["standby"], f"target[{pid}].standby")),
+            active=frozenset(_tasks(roles["active"], f"{where}.active")),
+            standby=frozenset(_tasks(roles["standby"], f"{where}.standby")),
         )
     order = tuple(dict.fromkeys(_tasks(record["move_order"], "move_order")))
     if target_digest(record["target"]) != record["target_digest"]:

@@ -17,6 +17,8 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 
+from assignor.protocol.bounded import INT32_MAX, OutOfBounds, parse_int
+from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.task import TaskId
 from schemas import read_json
 
@@ -99,6 +101,8 @@ class StateReport:
     origin: ReportOrigin | None = None
     task_lags: Mapping[TaskId, int] | None = None  # the plugin's leader-computed lags
     task_offset_sums_error: str | None = None  # the plugin's reason for sending no offset sums
+    protocol: GroupProtocol | None = None  # None: a report from before the field existed
+    settings: ReportedSettings | None = None  # the application's effective KIP-441 settings; None: unknown
     schema_version: int = REPORT_SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields this version does not know, kept as read
 
@@ -151,6 +155,10 @@ class StateReport:
             body["task_lags"] = {str(t): lag for t, lag in self.task_lags.items()}
         if self.task_offset_sums_error is not None:
             body["task_offset_sums_error"] = self.task_offset_sums_error
+        if self.protocol is not None:
+            body["protocol"] = str(self.protocol)
+        if self.settings is not None:
+            body["settings"] = self.settings.to_json()
         return body
 
     def encode(self) -> bytes:
@@ -189,6 +197,8 @@ class StateReport:
             origin=None if origin is None else ReportOrigin(origin),
             task_lags=None if lags is None else {TaskId.parse(t): lag for t, lag in lags.items()},
             task_offset_sums_error=fields.get("task_offset_sums_error"),
+            protocol=None if fields.get("protocol") is None else GroupProtocol(fields["protocol"]),
+            settings=None if fields.get("settings") is None else ReportedSettings.from_json(fields["settings"]),
             schema_version=fields["schema_version"],
             extra={k: v for k, v in fields.items() if k not in known},
         )
@@ -222,7 +232,7 @@ def check_report(key: str, value: bytes) -> dict[str, Any]:
         below = sorted(t for t, s in sums.items() if isinstance(s, int) and not isinstance(s, bool) and s < -3)
         if below:
             detail = ", ".join(f"{t}={sums[t]}" for t in below[:5])
-            raise ReportRejected(RejectReason.OFFSET_SUM_BELOW_SENTINEL, detail, group)
+            raise ReportRejected(RejectReason.OFFSET_SUM_BELOW_SENTINEL, _brief(detail), group)
     violation = schema_violation(fields)
     if violation is not None:
         raise ReportRejected(RejectReason.SCHEMA_VIOLATION, violation, group)
@@ -232,7 +242,7 @@ def check_report(key: str, value: bytes) -> dict[str, Any]:
     expected_key = f"{fields['group_id']}/{fields['process_id']}"
     if key != expected_key:
         detail = f"key {key!r} but the report is from {expected_key!r}"
-        raise ReportRejected(RejectReason.CONFLICTING_REPORT, detail, group)
+        raise ReportRejected(RejectReason.CONFLICTING_REPORT, _brief(detail), group)
     roles = [set(fields["active_tasks"]), set(fields["standby_tasks"]), set(fields["warmup_tasks"])]
     twice = sorted((roles[0] & roles[1]) | (roles[0] & roles[2]) | (roles[1] & roles[2]))
     if twice:
@@ -267,11 +277,19 @@ def schema_violation(fields: Mapping[str, Any]) -> str | None:
     error = jsonschema.exceptions.best_match(_validator().iter_errors(fields))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        return f"at {where}: {error.message}"
+        return _brief(f"at {where}: {error.message}")
     if refused is not None:
         where = "/".join(str(p) for p in refused.instance_path) or "(top level)"
-        return f"at {where}: {refused.message}"
+        return _brief(f"at {where}: {refused.message}")
     return None
+
+
+def _brief(message: str, limit: int = 400) -> str:
+    """A validator's message cut in its middle when it quotes a long value: its start says where, its end what
+    was expected."""
+    if len(message) <= limit:
+        return message
+    return f"{message[: limit // 2]}... ({len(message)} characters) ...{message[-limit // 4 :]}"
 
 
 def _depth(value: Any) -> int:
@@ -299,4 +317,21 @@ def _out_of_bounds(fields: Mapping[str, Any]) -> str | None:
     for name in ("group_id", "process_id"):
         if len(fields[name]) > MAX_ID_CHARS:
             return f"at {name}: {len(fields[name])} characters, more than {MAX_ID_CHARS}"
+    return _keys_out_of_bounds(fields)
+
+
+def _keys_out_of_bounds(fields: Mapping[str, Any]) -> str | None:
+    """Why a subtopology or task id (as a key or in a task list) is beyond Kafka's int32 parts, or None: the
+    schema's patterns take any number of digits, and one such key once failed the extract of every group."""
+    try:
+        for sub_id in fields["topology"]:
+            parse_int(sub_id, 0, INT32_MAX, "topology key")
+    except OutOfBounds as err:
+        return f"at topology: {err}"
+    for name in ("active_tasks", "standby_tasks", "warmup_tasks", "task_offset_sums", "task_lags"):
+        try:
+            for task in fields.get(name) or ():
+                TaskId.parse(task)
+        except ValueError as err:
+            return f"at {name}: {err}"
     return None

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from assignor.protocol.bounded import shown
 from assignor.protocol.streams_wire import StreamsUserDataError, WireReader
 from assignor.task import TaskId
 
@@ -50,7 +51,13 @@ def _utf(reader: WireReader, name: str) -> str:
 
 
 def _topic_partitions(reader: WireReader, name: str) -> frozenset[tuple[str, int]]:
-    return frozenset((_utf(reader, name), reader.int32(name)) for _ in range(reader.count(name, 6)))
+    pairs = []
+    for _ in range(reader.count(name, 6)):
+        topic, partition = _utf(reader, name), reader.int32(name)
+        if partition < 0:  # an int32 on the wire: only its sign is left to check
+            raise reader.fail(f"{name} has a negative partition {partition} of {shown(topic)}")
+        pairs.append((topic, partition))
+    return frozenset(pairs)
 
 
 def _skip_host_map(reader: WireReader, name: str, dictionary: bool) -> None:

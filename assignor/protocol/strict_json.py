@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from assignor.protocol.bounded import OutOfBounds, json_int, shown
+
 MAX_RECORD_BYTES = 1 << 20
 MAX_DEPTH = 32
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 _QUOTE, _BACKSLASH, _OPENERS, _CLOSERS = 0x22, 0x5C, frozenset(b"[{"), frozenset(b"]}")
 
 
@@ -47,12 +48,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _integer(text: str) -> int:
-    if len(text) > 20:  # int64 needs at most 19 digits and a sign; refuse before converting huge numbers
-        raise MalformedJson(f"integer {text[:24]}... is outside the signed 64-bit range")
-    number = int(text)
-    if not _INT64[0] <= number <= _INT64[1]:
-        raise MalformedJson(f"integer {text} is outside the signed 64-bit range")
-    return number
+    try:
+        return json_int(text)  # its length is checked before int() converts it
+    except OutOfBounds:
+        raise MalformedJson(f"integer {shown(text)} is outside the signed 64-bit range") from None
 
 
 def _no_float(text: str) -> float:

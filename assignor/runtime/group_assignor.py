@@ -40,6 +40,7 @@ from assignor.runtime.protocol import (
 )
 from assignor.state import ClientState, GroupState
 from assignor.task import TaskId
+from schemas.kip441 import KIP441_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -402,6 +403,11 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             )
             choice = self._deferred(choice, group, now)
         self.member.decisions.append(choice)
+        changed = settings_changes(choice.plan_configs, self.leader.configs)
+        if changed:
+            # The rule (docs/group-settings.md): a verified plan is honored with the settings a person approved (the
+            # pipeline flagged the override); the application's own settings return with the fallback.
+            log.warning("plan %s honored with its approved settings, not the group's: %s", choice.plan_id, changed)
         log.info(
             "leader decision for %s: plan=%s fallback=%s probing=%s",
             self.leader.group_id,
@@ -498,3 +504,11 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
 
 def _empty(info: AssignmentInfo) -> ConsumerProtocolAssignment:
     return ConsumerProtocolAssignment(version=0, assigned_partitions=[], user_data=info.encode())
+
+
+def settings_changes(plan: AssignmentConfigs | None, own: AssignmentConfigs) -> str:
+    """``"num_standby_replicas 1 -> 0, ..."`` where an honored plan's settings differ from the group's own."""
+    if plan is None:
+        return ""
+    changed = [n for n in KIP441_NAMES if getattr(own, n) != getattr(plan, n)]
+    return ", ".join(f"{n} {getattr(own, n)} -> {getattr(plan, n)}" for n in changed)

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +263,15 @@ class Instance:
             if changed:
                 self.view.request_rejoin()
 
+    def _schedule_fields(self) -> dict[str, int | None]:
+        """When this member looks at the plans topic next (for `rebalance-planner status`): the probing rebalance
+        it holds, if any, and how often it checks for a newly published plan (0: never)."""
+        info = self.view.info
+        return {
+            "next_rebalance_at": info.next_probing_rebalance_ms if info else None,
+            "plan_check_interval_ms": int(self.config.plan_check_interval_s * 1000),
+        }
+
     def _report(self, membership: _Membership) -> None:
         report = build_state_report(
             self.config.group_id,
@@ -273,7 +282,9 @@ class Instance:
             host=socket.gethostname(),
             generation=membership.generation,
             reported_at=int(time.time() * 1000),
+            configs=self.config.configs,
         )
+        report = replace(report, extra={**report.extra, **self._schedule_fields()})
         try:
             self._reports.publish(report)
         except Exception as err:  # a report lost is retried at the next interval; the tasks go on

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in __all__
@@ -17,6 +17,8 @@ class TopicReadError(RuntimeError):
 
 
 Record = tuple[int, int, bytes | None, bytes | None]  # (partition, offset, key, value)
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def read_records(
@@ -24,6 +26,13 @@ def read_records(
 ) -> list[Record]:
     """Every record of a topic from its beginning to its current end, in offset order per partition (a topic
     that does not exist reads as empty)."""
+    return list(iter_records(bootstrap, topic, config, timeout_s))
+
+
+def iter_records(
+    bootstrap: str, topic: str, config: Mapping[str, str] | None = None, timeout_s: float = 30.0
+) -> Iterator[Record]:
+    """``read_records`` one record at a time, as they arrive: a reader that folds them holds none it dropped."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -36,14 +45,13 @@ def read_records(
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if metadata is None or metadata.error is not None:
-            return []
+            return
         partitions = [TopicPartition(topic, p, 0) for p in sorted(metadata.partitions)]
         ends = {}
         for tp in partitions:
             _, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
             ends[tp.partition] = high
         consumer.assign([tp for tp in partitions if ends[tp.partition] > 0])
-        records: list[Record] = []
         done = {p for p, end in ends.items() if end == 0}
         deadline = time.monotonic() + timeout_s
         while len(done) < len(partitions):
@@ -62,10 +70,9 @@ def read_records(
                 raise KafkaException(error)
             if offset is None or offset >= ends[partition]:
                 continue  # written after we looked at the end
-            records.append((partition, offset, message.key(), message.value()))
             if offset + 1 >= ends[partition]:
                 done.add(partition)
-        return records
+            yield partition, offset, message.key(), message.value()
     finally:
         consumer.close()
 
@@ -75,10 +82,16 @@ def read_latest_by_key(
 ) -> dict[bytes, bytes | None]:
     """Fold a (compacted) topic from the beginning to its current end: the latest value per key, None for a
     tombstone. Readers fold themselves because a broker compacts only segments that have rolled."""
-    latest: dict[bytes, bytes | None] = {}
-    for _, _, key, value in read_records(bootstrap, topic, config, timeout_s):
-        if key is not None:
-            latest[key] = value
+    records = iter_records(bootstrap, topic, config, timeout_s)
+    return fold_latest((key, value) for _, _, key, value in records if key is not None)
+
+
+def fold_latest(records: Iterable[tuple[K, V]]) -> dict[K, V]:
+    """The latest value per key, folded as the records arrive: a superseded value is let go at once, so memory
+    follows the number of keys, not of records (a busy compacted topic holds many records per key)."""
+    latest: dict[K, V] = {}
+    for key, value in records:
+        latest[key] = value
     return latest
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assignor.protocol.bounded import PARTITION_RANGE, OutOfBounds, json_int, shown
 from assignor.task import UNKNOWN_OFFSET_SUM, TaskId, parse_task_ids
 
 SUPPORTED_VERSIONS = (1, 2)
@@ -47,9 +48,12 @@ class NewerVersionError(ProtocolError):
 
 def _load(data: bytes, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ProtocolError(f"{what} user data is not UTF-8 JSON: {err}") from None
+        # Every integer within int64, its length checked before conversion (a 5,000-digit one is refused here).
+        value = json.loads(data.decode("utf-8"), parse_int=json_int)
+    except (UnicodeDecodeError, json.JSONDecodeError, OutOfBounds) as err:
+        raise ProtocolError(f"{what} user data is not UTF-8 JSON within bounds: {err}") from None
+    except RecursionError:
+        raise ProtocolError(f"{what} user data is nested too deeply") from None
     if not isinstance(value, dict):
         raise ProtocolError(f"{what} user data must be a JSON object, got {type(value).__name__}")
     version, latest = value.get("version"), value.get("latest_supported_version")
@@ -63,7 +67,7 @@ def _load(data: bytes, what: str) -> dict[str, Any]:
 def _field(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
     value = data.get(key)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ProtocolError(f"{what}.{key} must be {kind.__name__}, got {value!r}")
+        raise ProtocolError(f"{what}.{key} must be {kind.__name__}, got {shown(value)}")
     return value
 
 
@@ -114,16 +118,16 @@ class Subscription:
         for key, value in sums_raw.items():
             (task,) = _tasks([key], f"{what}.task_offset_sums")
             if not isinstance(value, int) or isinstance(value, bool) or value < UNKNOWN_OFFSET_SUM:
-                raise ProtocolError(f"{what}.task_offset_sums[{key}] must be an integer >= -3, got {value!r}")
+                raise ProtocolError(f"{what}.task_offset_sums[{key}] must be an integer >= -3, got {shown(value)}")
             sums[task] = value
         tags: dict[str, str] = {}
         if body["version"] >= 2:
             tags = _field(body, "client_tags", dict, what)
             if not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
-                raise ProtocolError(f"{what}.client_tags must map strings to strings, got {tags!r}")
+                raise ProtocolError(f"{what}.client_tags must map strings to strings, got {shown(tags)}")
         epoch = body.get("rejoin_epoch", 0)
         if not isinstance(epoch, int) or isinstance(epoch, bool):
-            raise ProtocolError(f"{what}.rejoin_epoch must be an integer, got {epoch!r}")
+            raise ProtocolError(f"{what}.rejoin_epoch must be an integer, got {shown(epoch)}")
         capacity = _field(body, "capacity", int, what)
         if not 1 <= capacity <= MAX_CAPACITY:
             raise ProtocolError(f"{what}.capacity must be 1..{MAX_CAPACITY}, got {capacity}")
@@ -144,17 +148,25 @@ class Subscription:
         )
 
 
+def _is_partition(pair: Any) -> bool:
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+        return False
+    number = pair[1]
+    return (
+        isinstance(number, int) and not isinstance(number, bool) and PARTITION_RANGE[0] <= number <= PARTITION_RANGE[1]
+    )
+
+
 def _partitions(value: Any, where: str) -> tuple[Partition, ...]:
-    if not isinstance(value, list) or not all(
-        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], int) for p in value
-    ):
-        raise ProtocolError(f"{where} must be a list of [topic, partition] pairs, got {value!r}")
+    if not isinstance(value, list) or not all(_is_partition(p) for p in value):
+        low, high = PARTITION_RANGE
+        raise ProtocolError(f"{where} must be a list of [topic, partition {low}..{high}] pairs, got {shown(value)}")
     return tuple((topic, partition) for topic, partition in value)
 
 
 def _task_partitions(value: Any, where: str) -> dict[TaskId, tuple[Partition, ...]]:
     if not isinstance(value, dict):
-        raise ProtocolError(f"{where} must map task ids to partitions, got {value!r}")
+        raise ProtocolError(f"{where} must map task ids to partitions, got {shown(value)}")
     result = {}
     for key, parts in value.items():
         (task,) = _tasks([key], where)
@@ -199,13 +211,17 @@ class AssignmentInfo:
         body = _load(data, "assignment")
         code = body.get("error_code", 0)
         if code not in set(ErrorCode):
-            raise ProtocolError(f"assignment.error_code must be one of {[int(c) for c in ErrorCode]}, got {code!r}")
+            raise ProtocolError(
+                f"assignment.error_code must be one of {[int(c) for c in ErrorCode]}, got {shown(code)}"
+            )
         probing = body.get("next_probing_rebalance_ms")
         if probing is not None and (not isinstance(probing, int) or isinstance(probing, bool)):
-            raise ProtocolError(f"assignment.next_probing_rebalance_ms must be an integer or null, got {probing!r}")
+            raise ProtocolError(
+                f"assignment.next_probing_rebalance_ms must be an integer or null, got {shown(probing)}"
+            )
         for key in ("plan_id", "fallback_reason"):
             if body.get(key) is not None and not isinstance(body[key], str):
-                raise ProtocolError(f"assignment.{key} must be a string or null, got {body[key]!r}")
+                raise ProtocolError(f"assignment.{key} must be a string or null, got {shown(body[key])}")
         return cls(
             active_tasks=_task_partitions(body.get("active_tasks", {}), "assignment.active_tasks"),
             standby_tasks=_task_partitions(body.get("standby_tasks", {}), "assignment.standby_tasks"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from assignor.configs import AssignmentConfigs
+from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.protocol.state_report import REPORT_SCHEMA_VERSION, ReportOrigin, StateReport, SubtopologyReport
 from assignor.runtime.group_assignor import MemberView, Topology
 
@@ -18,8 +20,10 @@ def build_state_report(
     host: str,
     generation: int,
     reported_at: int,
+    configs: AssignmentConfigs,
 ) -> StateReport:
-    """The instance's report now: its assignment, its offset sums, its topology and the plan it honors."""
+    """The instance's report now: its assignment, its offset sums, its topology, the plan it honors and the
+    KIP-441 settings it runs with (``configs``: the group's own, whatever a plan says)."""
     info = member.info
     return StateReport(
         group_id=group_id,
@@ -43,4 +47,6 @@ def build_state_report(
         plan_id=info.plan_id if info else None,
         fallback_reason=info.fallback_reason if info else None,
         origin=ReportOrigin.PYTHON_RUNTIME,
+        protocol=GroupProtocol.CLASSIC,  # the runtime is a kafka-python consumer group
+        settings=ReportedSettings.of(configs),
     )

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
+from jobs.cli.arguments import COUNT, PORT
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
 from jobs.local.broker import BrokerAssignor, EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
@@ -30,7 +31,7 @@ def add_local_commands(commands: Any) -> None:
         description="Run Apache Kafka (one KRaft broker+controller, a child JVM) on 127.0.0.1 until Ctrl-C or "
         "SIGTERM. The jars come from Maven Central through mvn on first use (make does it ahead).",
     )
-    broker.add_argument("--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)")
+    broker.add_argument("--port", type=PORT, default=9092, help="listening port (default 9092; 0 picks a free one)")
     broker.add_argument(
         "--data-dir",
         type=Path,
@@ -43,12 +44,12 @@ def add_local_commands(commands: Any) -> None:
         "delta-spark's SQL extension and catalog, and print the SPARK_REMOTE that points the pipeline at it. The "
         "Delta jars come from Maven Central through mvn on first use (make does it ahead).",
     )
-    spark.add_argument("--port", type=int, default=15002, help="listening port (default 15002; 0 picks a free one)")
+    spark.add_argument("--port", type=PORT, default=15002, help="listening port (default 15002; 0 picks a free one)")
     spark.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default loopback; a container needs 0.0.0.0)"
     )
-    spark.add_argument("--cores", type=int, default=2, help="local[N]: threads running Spark tasks (default 2)")
-    spark.add_argument("--driver-memory-mb", type=int, default=1024, help="the JVM's heap (default 1024)")
+    spark.add_argument("--cores", type=COUNT, default=2, help="local[N]: threads running Spark tasks (default 2)")
+    spark.add_argument("--driver-memory-mb", type=COUNT, default=1024, help="the JVM's heap (default 1024)")
 
 
 def _until_stopped(console: Console, part: _Running, name: str) -> int:

@@ -22,8 +22,10 @@ from assignor import (
 from assignor.baselines import BASELINE_ASSIGNORS
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
+from jobs.cli.arguments import COUNT
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.cli.local import add_local_commands, run_local_command
+from jobs.cli.operations import add_operations_commands, run_operations_command
 from jobs.cli.pipeline import add_pipeline_commands, run_pipeline_command
 from jobs.cli.runtime import add_runtime_commands, run_runtime_command
 from jobs.cli.signing import add_signing_commands, run_signing_command
@@ -44,6 +46,11 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rebalance-planner",
         description="Plan, approve and carry out task movements for Kafka Streams-style consumer groups.",
+        epilog="Settings come from RBP_ environment variables; `rebalance-planner settings` lists every one with its "
+        "value and default. RBP_HOME is the data home (default ~/.local/share/rebalance-planner, or under "
+        "$XDG_DATA_HOME): RBP_LAKE_ROOT (the lake, default RBP_HOME/lake), the fetched jars and Data Docs default "
+        "under it. RBP_KAFKA_BOOTSTRAP and RBP_KAFKA_CONFIG (JSON, SASL/TLS) say where Kafka is. New here: "
+        "`setup`, then `status` (docs/onboarding.md).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="command", parser_class=_Parser)
     sim = commands.add_parser(
@@ -60,7 +67,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     source.add_argument("--file", type=Path, help="scenario JSON file (schemas/scenario.schema.json)")
     sim.add_argument("--restore-rate", type=float, help="restore offsets/second/instance instead of full catch-up")
-    sim.add_argument("--max-rounds", type=int, help="stop after this many rebalances")
+    sim.add_argument("--max-rounds", type=COUNT, help="stop after this many rebalances")
     sim.add_argument(
         "--assignor",
         choices=("kip441", "planner", "streams_broker"),
@@ -73,6 +80,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print one JSON line per round instead of tables")
     sim.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
     add_local_commands(commands)
+    add_operations_commands(commands)
     add_pipeline_commands(commands)
     add_runtime_commands(commands)
     add_signing_commands(commands)
@@ -156,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         local = run_local_command(args, console, Settings())
         if local is not None:
             return local
+        operations = run_operations_command(args, console, Settings())
+        if operations is not None:
+            return operations
         pipeline = run_pipeline_command(args, console)
         if pipeline is not None:
             return pipeline

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from jobs.cli.arguments import COUNT, VERSION, task_id
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.pipeline.registry import STAGES, request_from
 from jobs.settings import Settings
@@ -44,16 +45,16 @@ def add_pipeline_commands(commands: Any) -> None:
             parser.add_argument(a.flag, **options)
     history = commands.add_parser("history", help=READERS["history"], description=READERS["history"].capitalize() + ".")
     history.add_argument("--group", required=True, help="consumer group id")
-    history.add_argument("--task", help="task id, e.g. 0_3 (default: every task)")
+    history.add_argument("--task", type=task_id, help="task id, e.g. 0_3 (default: every task)")
     when = history.add_mutually_exclusive_group()
     when.add_argument("--as-of", help="epoch milliseconds or ISO 8601 time (default: now)")
-    when.add_argument("--version", type=int, help="assignment_history Delta version (time travel)")
+    when.add_argument("--version", type=VERSION, help="assignment_history Delta version (time travel)")
     report = commands.add_parser("report", help=READERS["report"], description=READERS["report"].capitalize() + ".")
     report.add_argument("--snapshot-id", help="snapshot (default: the latest)")
     report.add_argument("--out", type=Path, help="HTML file (default: reports/<snapshot>.html beside the lake)")
     report.add_argument("--group", action="append", default=[], help="only this group (repeatable)")
     report.add_argument(
-        "--limit", type=int, default=1000, help="details for at most this many groups, most to restore first"
+        "--limit", type=COUNT, default=1000, help="details for at most this many groups, most to restore first"
     )
 
 
@@ -131,7 +132,14 @@ def run_pipeline_command(args: argparse.Namespace, console: Console) -> int | No
                 path = run_report(lake, args.snapshot_id, args.out, args.group or None, args.limit)
                 console.print(f"report written to [bold]{path}[/bold]")
             else:
-                print_result(_run_stage(args, lake, settings), console)
+                result = _run_stage(args, lake, settings)
+                print_result(result, console)
+                bootstrap = getattr(args, "bootstrap", None) or settings.kafka_bootstrap
+                if args.command == "publish" and result.counts.get("published") and bootstrap:
+                    from jobs.live.read import pickup_lines
+
+                    for line in pickup_lines(settings, bootstrap):
+                        console.print(line, soft_wrap=True, highlight=False)
     except ValueError as err:  # StageInputError, bad settings or ids: the input is wrong
         print(f"rebalance-planner {args.command}: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

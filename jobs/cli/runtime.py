@@ -17,9 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from assignor.configs import AssignmentConfigs
+from assignor.protocol.bounded import INT64_MAX
 from assignor.protocol.deferral import DeferralSettings
 from assignor.runtime.instance import Instance, InstanceConfig
-from assignor.runtime.protocol import SUPPORTED_VERSIONS
+from assignor.runtime.protocol import MAX_CAPACITY, SUPPORTED_VERSIONS
+from jobs.cli.arguments import COUNT, MILLIS, bounded_int
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad, group_topology
 from jobs.settings import Kip441Settings, Settings
@@ -36,9 +38,10 @@ def add_runtime_commands(commands: Any) -> None:
     inst.add_argument("--group", required=True, help="consumer group id (the demo topology's topics derive from it)")
     inst.add_argument("--bootstrap", help="Kafka bootstrap servers (default RBP_KAFKA_BOOTSTRAP)")
     inst.add_argument("--state-dir", type=Path, required=True, help="state directory (process id, task stores)")
-    inst.add_argument("--capacity", type=int, default=1)
+    inst.add_argument("--capacity", type=bounded_int(1, MAX_CAPACITY), default=1)
     inst.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE", help="client tag (repeatable)")
-    inst.add_argument("--protocol-version", type=int, choices=SUPPORTED_VERSIONS, default=max(SUPPORTED_VERSIONS))
+    versions = bounded_int(min(SUPPORTED_VERSIONS), max(SUPPORTED_VERSIONS))
+    inst.add_argument("--protocol-version", type=versions, choices=SUPPORTED_VERSIONS, default=max(SUPPORTED_VERSIONS))
     inst.add_argument(
         "--rebalance-protocols",
         choices=sorted(PROTOCOL_CHOICES),
@@ -49,7 +52,7 @@ def add_runtime_commands(commands: Any) -> None:
     inst.add_argument("--eager", action="store_true", help="same as --rebalance-protocols eager")
     inst.add_argument(
         "--scheduled-rebalance-max-delay-ms",
-        type=int,
+        type=bounded_int(0, INT64_MAX),
         default=0,
         help="keep a departed member's place this long (deferred resolution; 0: move its tasks at once)",
     )
@@ -66,7 +69,7 @@ def add_runtime_commands(commands: Any) -> None:
         "starts a rebalance, none costs nothing (0: never; a settled group then waits for its next rebalance)",
     )
     inst.add_argument("--report-interval", type=float, default=10.0, help="seconds between state reports")
-    inst.add_argument("--session-timeout-ms", type=int, default=6_000)
+    inst.add_argument("--session-timeout-ms", type=MILLIS, default=6_000)
     inst.add_argument("--corrupt-user-data", action="store_true", help="fault injection: unreadable user data")
     _kip441_arguments(inst)
 
@@ -78,11 +81,11 @@ def add_runtime_commands(commands: Any) -> None:
             "Commands on stdin: add G, stop G/NAME, kill G/NAME, restart G/NAME, status, quit."
         ),
     )
-    fleet.add_argument("--groups", type=int, default=3)
-    fleet.add_argument("--instances", type=int, default=3, help="instances per group at start")
-    fleet.add_argument("--partitions", type=int, default=6, help="input/changelog partitions (tasks) per group")
+    fleet.add_argument("--groups", type=COUNT, default=3)
+    fleet.add_argument("--instances", type=COUNT, default=3, help="instances per group at start")
+    fleet.add_argument("--partitions", type=COUNT, default=6, help="input/changelog partitions (tasks) per group")
     fleet.add_argument("--rate", type=float, default=50.0, help="input records per second per group")
-    fleet.add_argument("--root", type=Path, default=Path("var/fleet"), help="where instance state directories live")
+    fleet.add_argument("--root", type=Path, help="where instance state directories live (default RBP_HOME/fleet)")
     fleet.add_argument("--status-interval", type=float, default=10.0, help="seconds between status tables")
     fleet.add_argument(
         "--schedule",
@@ -103,10 +106,12 @@ PROTOCOL_CHOICES = {
 
 
 def _kip441_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per KIP-441 setting (``--max-warmup-replicas``); an absent flag keeps the RBP_ setting."""
+    """One flag per KIP-441 setting (``--max-warmup-replicas``): the settings the instances run with and report;
+    an absent flag keeps RBP_KIP441's value."""
     for name, field in Kip441Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=int, dest=name, help=f"{field.description} (default: RBP_{name.upper()})")
+        default = f"(default: RBP_KIP441's, else {field.default})"
+        parser.add_argument(flag, type=bounded_int(0, INT64_MAX), dest=name, help=f"{field.description} {default}")
 
 
 def kip441_configs(args: argparse.Namespace, settings: Settings) -> AssignmentConfigs:
@@ -168,6 +173,7 @@ def _instance(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _fleet(args: argparse.Namespace, console: Console, settings: Settings) -> int:
+    args.root = args.root or settings.home / "fleet"
     schedule = sorted(_parse_schedule(s) for s in args.schedule)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     verify_keys = settings.plan_verify_keys

@@ -4,6 +4,7 @@ and the Kafka ACLs that let only the pipeline write plans."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 from rich.console import Console
 
 from assignor.protocol.plan_keys import PlanSigner
-from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_OK
+from jobs.cli.operations import add_principal_arguments, run_setup
 from jobs.settings import Settings
 from jobs.signing import write_signing_key
 
@@ -42,6 +44,7 @@ def add_signing_commands(commands: Any) -> None:
     withdraw.add_argument("--group", required=True, help="consumer group (application) id")
     withdraw.add_argument("--plan-id", required=True, help="the plan being withdrawn (recorded in the record)")
     withdraw.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
+    withdraw.add_argument("--by", help="who withdraws (recorded on the plan; default: the current user)")
     acls = commands.add_parser(
         "kafka-acls",
         help="create the ACLs of a secured broker: only the pipeline writes plans, applications write reports",
@@ -50,15 +53,7 @@ def add_signing_commands(commands: Any) -> None:
         "to create them, then the ACLs on them and what extract needs to describe groups and offsets; anything "
         "else stays denied. Re-running is harmless.",
     )
-    acls.add_argument("--pipeline-user", required=True, help="the SASL user Airflow's tasks connect as")
-    acls.add_argument("--app-user", action="append", default=[], help="an application's SASL user (repeat)")
-    acls.add_argument(
-        "--app-prefix",
-        action="append",
-        default=[],
-        metavar="USER=PREFIX",
-        help="give an application user its own topics and consumer groups: every name starting with PREFIX (repeat)",
-    )
+    add_principal_arguments(acls, pipeline_required=True)
     acls.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
 
 
@@ -77,46 +72,31 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
         _print_settings(console, args.file, PlanSigner.from_pem(pem, args.key_id))
         return EXIT_OK
     if args.command == "withdraw":
-        from jobs.pipeline.publish import publish_withdrawal  # noqa: PLC0415 (Spark-free, but pulls Kafka in)
+        from jobs.cli.withdraw import withdraw_and_record  # noqa: PLC0415 (pulls Kafka and Spark in)
 
         bootstrap = args.bootstrap or settings.kafka_bootstrap
         if not bootstrap:
             print("rebalance-planner withdraw: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        record = publish_withdrawal(settings, bootstrap, args.group, args.plan_id)
-        console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published (key {record['key_id']})")
+        result = withdraw_and_record(settings, bootstrap, args.group, args.plan_id, args.by or getpass.getuser())
+        note = _withdrawn_note(result.counts)
+        console.print(f"withdrawal of {args.group}'s plan {args.plan_id} published; {note}", soft_wrap=True)
         return EXIT_OK
     if args.command == "kafka-acls":
-        from jobs.kafka_acls import Principals, acl_bindings, apply_acls  # noqa: PLC0415
-
         bootstrap = args.bootstrap or settings.kafka_bootstrap
         if not bootstrap:
             print("rebalance-planner kafka-acls: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        from assignor.runtime.topics import TopicSpec, ensure_topics  # noqa: PLC0415
-
-        prefixes = tuple(_user_prefix(text) for text in args.app_prefix)
-        principals = Principals(args.pipeline_user, tuple(args.app_user), prefixes)
-        bindings = acl_bindings(principals, settings.plans_topic, settings.reports_topic)
-        admin = settings.kafka_properties(bootstrap)
-        try:
-            # Compacted as the fleet and publish would create them (assignor.runtime.topics).
-            topics = (settings.plans_topic, settings.reports_topic)
-            ensure_topics(admin, [TopicSpec(t, compacted=True) for t in topics], settings.kafka_timeout_s)
-            count = apply_acls(admin, bindings, settings.kafka_timeout_s)
-        except RuntimeError as err:  # TopicError too
-            print(f"rebalance-planner kafka-acls: {err}", file=sys.stderr)
-            return EXIT_FAILURE
-        console.print(f"{count} ACLs in force for {args.pipeline_user} and {len(args.app_user)} application(s)")
-        return EXIT_OK
+        return run_setup(args, console, settings, bootstrap)  # setup with the principals required
     return None
 
 
-def _user_prefix(text: str) -> tuple[str, str]:
-    user, sep, prefix = text.partition("=")
-    if not sep or not user or not prefix:
-        raise ValueError(f"--app-prefix must look like USER=PREFIX, got {text!r}")
-    return user, prefix
+def _withdrawn_note(counts: Any) -> str:
+    if counts.get("withdrawn"):
+        return "the plan is WITHDRAWN in the lake"
+    if counts.get("unknown_plan"):
+        return "the lake has no such plan: nothing recorded"
+    return "the plan's status in the lake is kept (it was not live)"
 
 
 def _print_settings(console: Console, path: Path, signer: PlanSigner) -> None:

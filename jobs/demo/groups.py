@@ -10,29 +10,36 @@ from dataclasses import replace
 
 from confluent_kafka import Producer
 
+from assignor import AssignmentConfigs
+from assignor.protocol.reported_settings import ReportedSettings
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.local.synthetic import SyntheticGroup, synthetic_group
 
 SCALE = 1_000  # synthetic changelogs hold ~200k records per partition; the demo writes 1/1000 of that
 
 
-def _scaled(group: SyntheticGroup, now_ms: int) -> SyntheticGroup:
-    """The same group with changelogs and offset sums divided by SCALE (sentinels kept), reported now."""
+def _scaled(group: SyntheticGroup, now_ms: int, settings: ReportedSettings | None = None) -> SyntheticGroup:
+    """The same group with changelogs and offset sums divided by SCALE (sentinels kept), reported now, running
+    with ``settings`` when given."""
     ends = {tp: max(1, end // SCALE) for tp, end in group.end_offsets.items()}
     reports = []
     for r in group.reports:
         sums = {t: (s if s < 0 else s // SCALE) for t, s in r.task_offset_sums.items()}
-        reports.append(replace(r, task_offset_sums=sums, reported_at=now_ms))
+        reports.append(replace(r, task_offset_sums=sums, reported_at=now_ms, settings=settings or r.settings))
     return replace(group, reports=reports, end_offsets=ends)
 
 
-def simulated_groups(count: int, seed: int = 11) -> list[SyntheticGroup]:
-    """``count`` groups sim-0000, sim-0001, ...: one stateful subtopology of 4 partitions on 3 instances."""
+def simulated_groups(count: int, seed: int = 11, configs: AssignmentConfigs | None = None) -> list[SyntheticGroup]:
+    """``count`` groups sim-0000, sim-0001, ...: one stateful subtopology of 4 partitions on 3 instances, each
+    reporting ``configs`` as its own settings (default: one standby, the rest unknown)."""
     rng, now = random.Random(seed), int(time.time() * 1000)
-    return [
-        _scaled(synthetic_group(f"sim-{i:04d}", rng, subtopologies=1, partitions=4, instances=3, standbys=1), now)
-        for i in range(count)
-    ]
+    own = None if configs is None else ReportedSettings.of(configs)
+    standbys = 1 if configs is None else configs.num_standby_replicas
+    groups = []
+    for i in range(count):
+        group = synthetic_group(f"sim-{i:04d}", rng, subtopologies=1, partitions=4, instances=3, standbys=standbys)
+        groups.append(_scaled(group, now, own))
+    return groups
 
 
 def write_simulated_groups(

@@ -35,6 +35,7 @@ from jobs.local.direct_plan import live_reports
 from jobs.pipeline.status import PlanStatus
 from jobs.polling import wait_until
 from jobs.processes import free_port
+from jobs.provisioning import ensure_product_topics, product_topics
 from jobs.settings import Kip441Settings, Settings
 from jobs.signing import write_signing_key
 
@@ -60,7 +61,7 @@ def add_demo_command(commands: Any) -> None:
     )
     demo.add_argument("--interactive", action="store_true", help="wait for a person to approve in the Airflow UI")
     demo.add_argument("--simulated", type=int, default=300, help="report-only simulated groups (default 300)")
-    demo.add_argument("--root", type=Path, default=Path("var/demo"), help="working directory (wiped first)")
+    demo.add_argument("--root", type=Path, help="working directory, wiped first (default RBP_HOME/demo)")
     demo.add_argument("--port", type=int, default=8080, help="Airflow UI port (default 8080; busy: a free one)")
     demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for each phase (default 600)")
     demo.add_argument(
@@ -176,6 +177,13 @@ def _start_broker(stack: ExitStack, root: Path, say: Progress) -> str:
     return broker.bootstrap
 
 
+def _setup_topics(settings: Settings, say: Progress) -> None:
+    """The reports and plans topics, made as `rebalance-planner setup` makes them (no authorizer here: no ACLs)."""
+    properties = settings.kafka_properties(str(settings.kafka_bootstrap))
+    done = ensure_product_topics(properties, product_topics(settings.reports_topic, settings.plans_topic))
+    say("topics " + ", ".join(f"{t.name} {t.action}" for t in done) + " (as `rebalance-planner setup` does)")
+
+
 def _demo_settings(root: Path, bootstrap: str, engine: DemoEngine) -> Settings:
     """The settings every part of the demo shares, with a signing key generated under ``root``."""
     key_file, signer = write_signing_key(root / "keys", "demo")
@@ -216,7 +224,7 @@ def _seed_groups(
 ) -> None:
     """Report-only groups beside the live ones, live state worth moving, and the scale-out announced for tonight."""
     bootstrap = str(settings.kafka_bootstrap)
-    groups = simulated_groups(simulated)
+    groups = simulated_groups(simulated, configs=settings.kip441.configs())  # they run the demo's settings
     written = write_simulated_groups(bootstrap, settings.reports_topic, groups)
     say(f"{len(groups)} report-only simulated groups written ({written:,} records)")
 
@@ -335,11 +343,12 @@ def _check_engine(engine: DemoEngine, settings: Settings) -> None:
 def run_demo(args: argparse.Namespace, console: Console, configured: Settings) -> int:
     """The demo from an empty working directory to converged groups; every process started here is stopped."""
     say = Progress(console, time.monotonic())
-    root = _fresh_root(args.root)
+    root = _fresh_root(args.root or configured.home / "demo")
     with ExitStack() as stack, _interrupt_on_sigterm():
         engine = DemoEngine.choose(args.engine, configured.spark_remote, configured.jvm_dir.resolve())
         stack.callback(engine.close)
         settings = _demo_settings(root, _start_broker(stack, root, say), engine)
+        _setup_topics(settings, say)
         airflow = _start_airflow(stack, root, args.port, settings, say)
         live = _start_fleet(stack, root, settings, say)
         _seed_groups(stack, live, settings, args.simulated, args.timeout, say)

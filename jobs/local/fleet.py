@@ -25,6 +25,7 @@ from assignor.runtime.instance import EVENTS_FILE
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.processes import spawn
+from jobs.provisioning import product_topics
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,9 @@ class Fleet:
     def __init__(self, config: FleetConfig) -> None:
         self.config = config
         self.instances: dict[tuple[str, str], InstanceProcess] = {}
-        # Compacted with segments that roll, so real Kafka compacts them (assignor.runtime.topics says how).
-        self._ensure([TopicSpec(config.reports_topic, compacted=True), TopicSpec(config.plans_topic, compacted=True)])
+        # The product's topics as `rebalance-planner setup` makes them (jobs.provisioning), created if missing; their
+        # configs are setup's to check: a fleet connects as an application, which may not read topic configs.
+        self._ensure(product_topics(config.reports_topic, config.plans_topic))
 
     def create_group(self, group_id: str) -> Topology:
         topology = group_topology(group_id)

@@ -11,9 +11,13 @@ import sys
 from importlib.resources import as_file, files
 from pathlib import Path
 
+from jobs.settings import env_jvm_dir
+
 log = logging.getLogger(__name__)
 
-DEFAULT_JVM_DIR = Path("var/jvm")
+# As Settings.jvm_dir: RBP_JVM_DIR, else RBP_HOME/jvm (read at import: these are default arguments, and the Makefile
+# and tests set the variables before any import), so make, the CLI and the tests share one download.
+DEFAULT_JVM_DIR = env_jvm_dir()
 _STAMP = ".pom.sha256"
 
 
@@ -64,7 +68,7 @@ def classpath_dir(name: str, jvm_dir: Path = DEFAULT_JVM_DIR, package: str = "jo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m jobs.local.jvm kafka [--jvm-dir var/jvm]`: what `make` runs to fetch the jars."""
+    """`python -m jobs.local.jvm kafka [--jvm-dir DIR]`: what `make` runs to fetch the jars."""
     parser = argparse.ArgumentParser(prog="python -m jobs.local.jvm", description=main.__doc__)
     parser.add_argument("names", nargs="+", help="pom folders under jobs/local (e.g. kafka)")
     parser.add_argument("--jvm-dir", type=Path, default=DEFAULT_JVM_DIR)

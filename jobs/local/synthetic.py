@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.protocol.state_report import StateReport, SubtopologyReport
 from assignor.task import TaskId
 
@@ -107,6 +108,9 @@ def synthetic_group(
                 topology=topology(group_id, subtopologies),
                 plan_id=None,
                 fallback_reason=None,
+                protocol=GroupProtocol.CLASSIC,
+                # A synthetic application states the standbys it runs with; the rest it leaves unknown.
+                settings=ReportedSettings(num_standby_replicas=standbys),
             )
         )
     end_offsets = {(changelog_topic(group_id, int(t.split("_")[0])), int(t.split("_")[1])): ends[t] for t in tasks}

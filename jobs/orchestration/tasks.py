@@ -31,7 +31,8 @@ from jobs.pipeline import registry
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
 from jobs.report import Report, build_report, report_path, run_report, write_report
-from jobs.report.approval import summary_markdown
+from jobs.report.approval import md, summary_markdown
+from jobs.report.gaps import gaps_markdown
 from jobs.report.links import data_docs_url, report_url
 from jobs.report.numbers import plural
 from jobs.settings import Settings
@@ -81,9 +82,10 @@ def spark_url(host: str | None, port: int | None, extra: Mapping[str, Any]) -> s
 
 
 def runtime(params: Mapping[str, Any] | None = None) -> Runtime:
-    """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params."""
+    """Settings for one task: RBP_ environment, then Airflow Connections, then the run's KIP-441 params (explicit
+    fleet-wide overrides)."""
     settings = Settings()
-    settings = settings.model_copy(update={"kip441": settings.kip441.overridden(params or {})})
+    settings = settings.model_copy(update={"kip441_overrides": settings.kip441_overrides.with_fleet(params or {})})
     bootstrap, remote = settings.kafka_bootstrap, settings.spark_remote or None
     kafka = _connection(KAFKA_CONN_ID)
     if kafka is not None:
@@ -209,6 +211,7 @@ def approval_body(report: Report, report_link: str, data_docs_link: str, filtere
         f"### Tonight's plans, snapshot `{report.snapshot_id}`",
         "",
         summary_markdown(report.fleet, report.rows, BODY_ROWS),
+        *gaps_markdown(report.reporting_gaps, md),
     ]
     if filtered_out:
         lines.append(
@@ -318,7 +321,13 @@ def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
         return result
 
     result = run_stage("publish", rt, body)
-    return int(result.counts.get("published", 0))
+    published = int(result.counts.get("published", 0))
+    if published and rt.bootstrap:
+        from jobs.live.read import pickup_lines  # noqa: PLC0415 (Kafka clients: only once something was published)
+
+        for line in pickup_lines(rt.settings, rt.bootstrap):
+            log.info("publish %s: %s", snapshot_id, line)
+    return published
 
 
 def observe(rt: Runtime) -> dict[str, int]:
@@ -338,7 +347,13 @@ def observe(rt: Runtime) -> dict[str, int]:
 
 def _snapshot_statuses(lake: Lake) -> dict[str, tuple[tuple[str, str], ...]]:
     """Per snapshot with a published plan, its plans' statuses: observe only changes those."""
-    published = (PlanStatus.PUBLISHED, PlanStatus.REALIZED, PlanStatus.EXPIRED, PlanStatus.SUPERSEDED)
+    published = (
+        PlanStatus.PUBLISHED,
+        PlanStatus.REALIZED,
+        PlanStatus.EXPIRED,
+        PlanStatus.SUPERSEDED,
+        PlanStatus.WITHDRAWN,
+    )
     rows = lake.read("plans").where(sf.col("published_at").isNotNull() | sf.col("status").isin(*published))
     out: dict[str, list[tuple[str, str]]] = {}
     for r in rows.select("snapshot_id", "plan_id", "status").collect():

@@ -6,9 +6,11 @@ import logging
 import time
 from collections.abc import Sequence
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
@@ -16,6 +18,26 @@ from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 DECIDED = {PlanStatus.APPROVED: APPROVED_LATER, PlanStatus.REJECTED: (PlanStatus.REJECTED,)}
+
+
+def held_plans(lake: Lake, approved: DataFrame) -> dict[str, str]:
+    """Plan id -> why it is held, for the plans among ``approved`` whose groups are report-only: approving them
+    makes them HELD, not APPROVED."""
+    rows = approved.select("plan_id", "group_id", "snapshot_id").collect()
+    reasons = report_only_reasons(lake, sorted({r["snapshot_id"] for r in rows}))
+    # A streams-protocol group can honor a plan once publish selects our broker-side assignor for it: publish
+    # decides (it asks the brokers), so approving it here is an approval, not a hold.
+    reasons = {g: why for g, why in reasons.items() if why != STREAMS_PROTOCOL_REASON}
+    return {
+        r["plan_id"]: reasons[r["group_id"]]
+        for r in sorted(rows, key=lambda r: r["plan_id"])
+        if r["group_id"] in reasons
+    }
+
+
+def held_reason(why: str, note: str | None) -> str:
+    """plans.reason of an approved report-only plan: why it is held, then the approver's note, if any."""
+    return f"approved, held: {why}" + (f"; note: {note}" if note else "")
 
 
 def run_approve(
@@ -70,12 +92,20 @@ def run_approve(
         outcomes.append(lake.merge("plans", tampered, update=["status", "reason"]))
         todo = [p for p in todo if p not in changed]
         targets = {p: t for p, t in targets.items() if p not in changed}
+    held = {} if reject else held_plans(lake, chosen.where(sf.col("plan_id").isin(todo)))
+    # Report-only groups cannot honor a plan: approving theirs records the decision and holds the plan.
+    why_held = lake.spark.createDataFrame(
+        [(p, held_reason(why, note)) for p, why in held.items()], "plan_id string, held_reason string"
+    )
+    is_held = sf.col("held_reason").isNotNull()
     updates = (
         chosen.where(sf.col("plan_id").isin(todo))
-        .withColumn("status", sf.lit(decision))
+        .join(why_held, "plan_id", "left")
+        .withColumn("status", sf.when(is_held, sf.lit(str(PlanStatus.HELD))).otherwise(sf.lit(str(decision))))
         .withColumn("approved_by", sf.lit(by))
         .withColumn("approved_at", sf.lit(now).cast("bigint"))
-        .withColumn("reason", sf.lit(note).cast("string"))
+        .withColumn("reason", sf.when(is_held, sf.col("held_reason")).otherwise(sf.lit(note).cast("string")))
+        .drop("held_reason")
     )
     if todo and not reject:  # what a person approved is the 'planned' assignment, whether or not it gets published
         meta = {r["plan_id"]: r for r in updates.select("plan_id", "group_id", "snapshot_id").collect()}
@@ -89,6 +119,7 @@ def run_approve(
         outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL)))
     # The plans row last: once it says APPROVED, a re-run has nothing left to do.
     outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
-    log.info("approve: %d plan(s) %s by %s", len(todo), decision, by)
+    log.info("approve: %d plan(s) %s by %s (%d of them HELD: report-only)", len(todo), decision, by, len(held))
     counts = {decision.lower(): len(todo), **({"target_changed": len(changed)} if changed else {})}
+    counts |= {"held": len(held)} if held else {}
     return StageResult("approve", snapshot, tuple(outcomes), counts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -21,7 +21,8 @@ from jobs.pipeline.plan import group_state, plan_id_of, planning_input
 from jobs.pipeline.restore_rates import RestoreRates, restore_rates
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.workers import WorkerDied, run_alone, run_on_workers
-from jobs.settings import Settings
+from jobs.settings import Kip441Settings, Settings
+from schemas.kip441 import KIP441_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +76,19 @@ def baselines_udf(
     rates: RestoreRates,
     processes: int,
     records: Callable[[pd.DataFrame, AssignmentConfigs, float | None], list[dict[str, Any]]] = baseline_records,
+    group_configs: Mapping[str, AssignmentConfigs] | None = None,
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The applyInPandas function: one group's planning rows in, its plan_baselines rows out, estimated at the
-    restore rate its plan was (``rates``); ``records`` is baseline_records, or a stand-in a test passes."""
+    restore rate its plan was (``rates``) with the settings its plan was made with (``group_configs``, else
+    ``configs``); ``records`` is baseline_records, or a stand-in a test passes."""
+    own = dict(group_configs or {})
+    default = configs
     driver = os.getpid()
     columns = table_schema("plan_baselines").column_names
 
     def replay(rows: pd.DataFrame) -> pd.DataFrame:
         restore_rate, _ = rates.for_group(str(rows["group_id"].iloc[0]))
+        configs = own.get(str(rows["group_id"].iloc[0]), default)
         if processes > 1 and os.getpid() == driver:  # see planner_udf: CPU-bound Python off the engine's GIL
             try:
                 out = run_on_workers(processes, records, rows, configs, restore_rate)
@@ -103,8 +109,13 @@ def baselines_udf(
 def run_baselines(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> StageResult:
     """Replay every baseline assignor on each planned group of the snapshot that has no baselines yet."""
     snapshot_id = resolve_snapshot(lake, snapshot_id)
-    configs = settings.kip441.configs()
-    planned = lake.read("plans", snapshot_id).select("group_id")
+    plans = lake.read("plans", snapshot_id)
+    planned = plans.select("group_id")
+    # Kafka's assignor replayed with the settings each plan was made with: the group's own or its override.
+    made_with = {
+        str(r["group_id"]): Kip441Settings.from_columns(r.asDict()).configs()
+        for r in plans.where(sf.col("num_standby_replicas").isNotNull()).select("group_id", *KIP441_NAMES).collect()
+    }
     done = lake.read("plan_baselines", snapshot_id).select("group_id").distinct()
     inputs: DataFrame = (
         planning_input(
@@ -115,7 +126,8 @@ def run_baselines(lake: Lake, settings: Settings, snapshot_id: str | None = None
         .join(planned, "group_id", "left_semi")
         .join(done, "group_id", "left_anti")
     )
-    udf = baselines_udf(configs, restore_rates(lake, snapshot_id, settings.restore_rate), settings.planner_processes)
+    rates = restore_rates(lake, snapshot_id, settings.restore_rate)
+    udf = baselines_udf(AssignmentConfigs(), rates, settings.planner_processes, group_configs=made_with)
     rows = inputs.groupBy("group_id").applyInPandas(udf, table_schema("plan_baselines").ddl)
     outcome = lake.merge("plan_baselines", rows.where(sf.col("plan_id").isNotNull()))
     return StageResult("baselines", snapshot_id, (outcome,), {})

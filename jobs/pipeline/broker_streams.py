@@ -18,12 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.protocol.state_report import MAX_CAPACITY, MAX_ID_CHARS, ReportOrigin, StateReport, SubtopologyReport
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
 from jobs.pipeline.intake import Quarantined
 
 BROKER_STREAMS = str(ReportOrigin.BROKER_STREAMS)  # the reports' origin, and the quarantine source of bad input
-STREAMS_GROUP_PROTOCOL = "streams"  # the reports' ``protocol``
 MALFORMED_DESCRIPTION = "malformed_streams_group"
 MAX_LINE_BYTES = 64 << 20  # one group's line: thousands of members with their tasks fit
 MAX_NESTING = 32
@@ -280,12 +280,7 @@ def _report(
     stateful = frozenset(s for s, sub in topology.items() if sub.stateful)
     # The contract's settings: what the broker holds for the group; the 4.4 broker has no warm-ups, hence no
     # acceptable lag, warm-up budget or probing interval for these groups (null: the source cannot know them).
-    contract_settings = {
-        "num_standby_replicas": settings.num_standby_replicas,
-        "acceptable_recovery_lag": None,
-        "max_warmup_replicas": None,
-        "probing_rebalance_interval_ms": None,
-    }
+    contract_settings = ReportedSettings(num_standby_replicas=settings.num_standby_replicas)
     return StateReport(
         group_id=group_id,
         process_id=process_id,
@@ -305,11 +300,9 @@ def _report(
         plan_id=None,
         fallback_reason=None,
         origin=ReportOrigin.BROKER_STREAMS,
-        extra={
-            "protocol": STREAMS_GROUP_PROTOCOL,
-            "settings": contract_settings,
-            "rack_id": racks[0] if len(racks) == 1 else None,
-        },
+        protocol=GroupProtocol.STREAMS,
+        settings=contract_settings,
+        extra={"rack_id": racks[0] if len(racks) == 1 else None},
     )
 
 

@@ -82,11 +82,27 @@ def instance_task_checks(assignments: DataFrame) -> DataFrame:
     )
 
 
-def step_checks(assignments: DataFrame) -> DataFrame:
-    """One row per (plan, step) with its number of warmups."""
-    return assignments.groupBy("plan_id", "step").agg(
+def step_checks(assignments: DataFrame, plans: DataFrame | None = None) -> DataFrame:
+    """One row per (plan, step) with its number of warmups; with ``plans`` also whether they are within the
+    plan's own max_warmup_replicas (``within_warmup_budget``; each group is planned with its own settings)."""
+    steps = assignments.groupBy("plan_id", "step").agg(
         sf.sum(sf.when(sf.col("role") == "WARMUP", 1).otherwise(0)).cast("bigint").alias("warmups")
     )
+    if plans is None:
+        return steps
+    budget = plans.select("plan_id", "max_warmup_replicas")
+    return steps.join(budget, "plan_id", "left").select(
+        "plan_id",
+        "step",
+        "warmups",
+        (sf.col("warmups") <= sf.coalesce(sf.col("max_warmup_replicas"), sf.lit(0))).alias("within_warmup_budget"),
+    )
+
+
+def settings_checks(plans: DataFrame) -> DataFrame:
+    """One row per plan with what its settings change versus the group's own: ``settings_changes`` (explicit
+    overrides included) and ``settings_unexplained`` (changes no override asked for)."""
+    return plans.select("plan_id", "settings_changes", "settings_unexplained")
 
 
 def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, plans: DataFrame) -> DataFrame:

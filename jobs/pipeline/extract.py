@@ -9,7 +9,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # public, not
 )
 from pyspark.sql import DataFrame
 
+from assignor.protocol.reported_settings import ReportedSettings
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake, Scope
 from jobs.lakehouse.tables import table_schema
@@ -31,6 +32,7 @@ from jobs.pipeline.intake import (
     BrokerGroup,
     BrokerMember,
     Intake,
+    MembershipFinding,
     Quarantined,
     Report,
     check_membership,
@@ -38,6 +40,15 @@ from jobs.pipeline.intake import (
     parse_report,
     topics_named,
     triage_groups,
+)
+from jobs.pipeline.plugin_groups import earlier_plugin_snapshots, reporting_gaps
+from jobs.pipeline.quarantine import (
+    DEFAULT_CAP_PER_SOURCE,
+    QuarantineRow,
+    bound_quarantine,
+    candidate_hashes,
+    stored_hashes,
+    stored_row,
 )
 from jobs.pipeline.stage import BrokerUnreachable, StageResult
 from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
@@ -334,10 +345,20 @@ _REPORT_FIELDS = (
 )  # fmt: skip
 
 
+def _settings_columns(settings: ReportedSettings | None) -> dict[str, Any]:
+    """member_reports' columns of the application's own KIP-441 settings (null where unknown)."""
+    return (settings or ReportedSettings()).to_json()
+
+
 def bronze_rows(
-    snapshot_id: str, captured_at: int, intake: Intake, state: BrokerState
+    snapshot_id: str,
+    captured_at: int,
+    intake: Intake,
+    state: BrokerState,
+    quarantined: Sequence[QuarantineRow] | None = None,
 ) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of every bronze table for one snapshot, in table schema column order."""
+    """The rows of every bronze table for one snapshot, in table schema column order; ``quarantined``: the
+    bounded quarantine rows (default: every entry of the intake, cut to its limits)."""
     reports = []
     for report, stale in intake.reports:
         record = report.record
@@ -355,6 +376,8 @@ def bronze_rows(
                 origin=None if record.origin is None else str(record.origin),
                 task_lags=f.get("task_lags"),
                 task_offset_sums_error=record.task_offset_sums_error,
+                protocol=None if record.protocol is None else str(record.protocol),
+                **_settings_columns(record.settings),
             )
         )
     offsets = [
@@ -367,7 +390,8 @@ def bronze_rows(
         for group, offsets_by_tp in sorted(state.committed.items())
         for (topic, p), offset in sorted(offsets_by_tp.items())
     ]
-    quarantine = [(snapshot_id, q.source, q.key, q.raw, q.reason, captured_at, q.group_id) for q in intake.quarantine]
+    rows = quarantined if quarantined is not None else [stored_row(q) for q in intake.quarantine]
+    quarantine = [_row("quarantine", snapshot_id=snapshot_id, captured_at=captured_at, **vars(q)) for q in rows]
     members = [
         _row(
             "group_members",
@@ -424,10 +448,20 @@ def bronze_rows(
     }
 
 
-def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intake, state: BrokerState) -> StageResult:
-    """MERGE one snapshot's bronze rows (insert-only: a snapshot never changes once written)."""
+def write_snapshot(
+    lake: Lake,
+    snapshot_id: str,
+    captured_at: int,
+    intake: Intake,
+    state: BrokerState,
+    quarantine_cap: int = DEFAULT_CAP_PER_SOURCE,
+) -> StageResult:
+    """MERGE one snapshot's bronze rows (insert-only: a snapshot never changes once written). The quarantine is
+    bounded: at most ``quarantine_cap`` rows a source, records an earlier snapshot holds not stored again."""
     outcomes = []
-    bronze = bronze_rows(snapshot_id, captured_at, intake, state)
+    seen = stored_hashes(lake, snapshot_id, candidate_hashes(intake.quarantine))
+    bounded = bound_quarantine(intake.quarantine, quarantine_cap, seen)
+    bronze = bronze_rows(snapshot_id, captured_at, intake, state, bounded.rows)
     for name in BRONZE_TABLES:
         # Every bronze key holds the snapshot: the MERGE reads this snapshot's rows only, not every night's.
         outcomes.append(lake.merge(name, _frame(lake, name, bronze[name]), within=Scope(snapshot_id)))
@@ -435,6 +469,13 @@ def write_snapshot(lake: Lake, snapshot_id: str, captured_at: int, intake: Intak
     counts = {"reports_read": intake.read, "tombstones": intake.tombstones}
     counts["skipped_groups"] = len(intake.skipped_groups)
     counts.update({f"quarantined[{reason}]": n for reason, n in sorted(reasons.items())})
+    counts.update({f"quarantine_not_stored[{source}]": n for source, n in sorted(bounded.dropped.items())})
+    counts.update({f"quarantine_seen_before[{source}]": n for source, n in sorted(bounded.repeated.items())})
+    if bounded.dropped or bounded.repeated:
+        log.warning(
+            "snapshot %s: quarantine bounded: %d entries over the cap of %d a source not stored, %d stored before",
+            *(snapshot_id, sum(bounded.dropped.values()), quarantine_cap, sum(bounded.repeated.values())),
+        )
     if state.membership is not None:
         counts["broker_members"] = sum(len(g.members) for g in state.membership.values())
         checks = Counter(f.reason.split(":", 1)[0] for f in intake.findings)
@@ -475,6 +516,24 @@ def read_metadata_reports(
             *(group_id, len(members), len(read.reports), len(read.quarantine)),
         )
     return reports
+
+
+def _reporting_gaps(
+    lake: Lake, settings: Settings, bootstrap: str, metadata_groups: set[str]
+) -> list[MembershipFinding]:
+    """Groups planned from their metadata that should have reported (jobs.pipeline.plugin_groups), logged."""
+    if not metadata_groups:
+        return []
+    topics = _admin(settings, bootstrap).list_topics(timeout=settings.kafka_timeout_s).topics
+    exists = settings.reports_topic in topics
+    if not exists:
+        log.error("the reports topic %s does not exist: run `rebalance-planner setup`", settings.reports_topic)
+    gaps = reporting_gaps(
+        metadata_groups, earlier_plugin_snapshots(lake, metadata_groups), settings.reports_topic, exists
+    )
+    for gap in gaps:
+        log.warning("%s: %s", gap.group_id, gap.reason)
+    return gaps
 
 
 def discard_partial_snapshot(lake: Lake, snapshot_id: str) -> None:
@@ -520,6 +579,7 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     intake = triage_groups(parsed, state.partitions, captured_at, settings.stale_report_age_ms, intake)
     # A group read from its own metadata needs no cross-check against that same metadata.
     intake = check_membership([r for r in parsed if r.group_id in groups], state.membership or {}, groups, intake)
+    intake.findings.extend(_reporting_gaps(lake, settings, bootstrap, metadata_groups))
     ends = _end_offsets(
         _admin(settings, bootstrap),
         sorted({(topic, p) for _, _, topic, p in intake.changelogs}),
@@ -536,4 +596,4 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
         len(ends),
         len(intake.findings),
     )
-    return write_snapshot(lake, snapshot_id, captured_at, intake, state)
+    return write_snapshot(lake, snapshot_id, captured_at, intake, state, settings.quarantine_cap_per_source)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
+from assignor.protocol.bounded import INT64_MAX, OutOfBounds, parse_int
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.stage import StageInputError
 
@@ -15,8 +16,11 @@ OWNER_COLUMNS = ["task_id", "role", "process_id", "plan_id", "source", "event_ti
 
 def parse_as_of(text: str) -> int:
     """Epoch milliseconds from digits (epoch ms) or an ISO 8601 time (UTC when no offset is given)."""
-    if text.isdigit():
-        return int(text)
+    if text.isascii() and text.isdigit():  # str.isdigit alone takes other scripts' digits, which int() reads
+        try:
+            return parse_int(text, 0, INT64_MAX, "--as-of epoch milliseconds")
+        except OutOfBounds as err:
+            raise StageInputError(str(err)) from None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

@@ -7,8 +7,10 @@ import logging
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
+from assignor import AssignmentConfigs
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.pipeline.buckets import group_buckets
+from jobs.pipeline.group_settings import resolve_groups, settings_frame
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.settings import Settings
 
@@ -37,10 +39,18 @@ def offset_sum_from_lag(reported_lag: Column) -> Column:
     )
 
 
-def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptable_recovery_lag: int) -> DataFrame:
+def task_lags(
+    reports: DataFrame,
+    tasks: DataFrame,
+    offsets: DataFrame,
+    acceptable_recovery_lag: int,
+    group_lags: DataFrame | None = None,
+) -> DataFrame:
     """One row per (snapshot, group, fresh instance, stateful task): offset sum, changelog end sum, lag, caught_up.
 
-    ``reports``: member_reports rows; ``tasks``: group_tasks rows; ``offsets``: changelog_offsets rows.
+    ``reports``: member_reports rows; ``tasks``: group_tasks rows; ``offsets``: changelog_offsets rows;
+    ``group_lags``: (group_id, acceptable_recovery_lag) rows, each group's own (group_settings.py), else
+    ``acceptable_recovery_lag`` for every group.
     Stale reports are left out: their instances may be gone, and planning for them would strand tasks.
     """
     group = ["snapshot_id", "group_id"]
@@ -74,6 +84,11 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
         .withColumn("offset_sum", sf.coalesce(offset_sum_from_lag(sf.col("reported_lag")), sf.col("offset_sum")))
     )
     lag = lag_column(sf.col("offset_sum").cast("bigint"), sf.col("end_offset_sum"))
+    acceptable: Column = sf.lit(acceptable_recovery_lag)
+    if group_lags is not None:
+        own = group_lags.select("group_id", sf.col("acceptable_recovery_lag").alias("_acceptable_lag"))
+        grid = grid.join(own, "group_id", "left")
+        acceptable = sf.coalesce(sf.col("_acceptable_lag"), acceptable)
     return grid.select(
         *group,
         "process_id",
@@ -81,7 +96,7 @@ def task_lags(reports: DataFrame, tasks: DataFrame, offsets: DataFrame, acceptab
         sf.col("offset_sum").cast("bigint").alias("offset_sum"),
         "end_offset_sum",
         lag.alias("lag"),
-        ((lag == LATEST_OFFSET) | ((lag >= 0) & (lag <= acceptable_recovery_lag))).alias("caught_up"),
+        ((lag == LATEST_OFFSET) | ((lag >= 0) & (lag <= acceptable))).alias("caught_up"),
     )
 
 
@@ -93,11 +108,13 @@ def run_lags(lake: Lake, settings: Settings, snapshot_id: str | None = None) -> 
     buckets = group_buckets(reports, snapshot_id, settings.stage_bucket_groups)
     outcomes = []
     for bucket in buckets:
+        own = resolve_groups(bucket.rows(reports), settings.kip441_overrides)
         lags = task_lags(
             bucket.rows(reports),
             bucket.rows(lake.read("group_tasks", snapshot_id)),
             bucket.rows(lake.read("changelog_offsets", snapshot_id)),
-            settings.kip441.acceptable_recovery_lag,
+            AssignmentConfigs().acceptable_recovery_lag,  # a group without reports has no lag rows anyway
+            settings_frame(lake.spark, own),
         )
         outcomes.append(lake.merge("task_lags", lags, within=bucket.scope))
         log.info("lags %s: %s, %d rows written", snapshot_id, bucket, outcomes[-1].inserted)

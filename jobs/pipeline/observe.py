@@ -1,4 +1,6 @@
-"""Stage 7, observe: the live assignment from the latest reports → observed history rows; plans now REALIZED.
+"""Stage 7, observe: the live assignment from the latest reports → observed history rows; plans now REALIZED,
+EXPIRED, WITHDRAWN (a signed withdrawal is the group's newest plans record), or PUBLISHED with the group's fallback
+reason (plan_reality.py).
 
 A drain plan is REALIZED only while every instance it drains is still a member of its group (the broker lists the
 member its newest report names) and holds nothing: that is what makes the instance safe to stop. If a drained
@@ -21,6 +23,7 @@ from jobs.lakehouse.lake import Lake
 from jobs.pipeline.extract import read_membership
 from jobs.pipeline.intake import BrokerGroup, Report, parse_records
 from jobs.pipeline.observe_streams import release_finished, streams_group_reports, streams_protocol_groups
+from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, plan_targets
@@ -113,6 +116,10 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     log.info("observe: %d reports (%d fresh, %d unreadable)", len(reports), len(fresh), len(intake.quarantine))
     rows = observed_rows(reports)
     outcomes = [lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL))]
+    # Withdrawals and fallbacks first: a withdrawn plan is neither realized nor expired, a fallen-back one not realized.
+    plans_topic = read_latest_by_key(bootstrap, settings.plans_topic, settings.kafka_config, settings.kafka_timeout_s)
+    noticed = notice_withdrawals_and_fallbacks(lake, settings, plans_topic, fresh)
+    outcomes.extend(noticed.outcomes)
     plans = lake.read("plans").where(sf.col("status") == PlanStatus.PUBLISHED)
     plan_rows = plans.select("plan_id", "group_id", "snapshot_id", "draining").collect()
     published = {r["plan_id"]: r["group_id"] for r in plan_rows}
@@ -128,15 +135,17 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     if undecided:
         log.warning("observe: the broker did not describe the groups of drain plans %s: not marked", undecided)
     left = {p: gone for p, gone in departures.items() if gone}
-    candidates = {p: g for p, g in published.items() if departures.get(p, []) == []}
+    candidates = {p: g for p, g in published.items() if departures.get(p, []) == [] and p not in noticed.fell_back}
     done = realized_plans(candidates, plan_targets(lake, list(candidates)), live_assignments(fresh))
     if done:
         updates = (
             plans.where(sf.col("plan_id").isin(done))
             .withColumn("status", sf.lit(PlanStatus.REALIZED))
             .withColumn("realized_at", sf.lit(now).cast("bigint"))
+            # A fallback the group has since recovered from no longer says why the plan is where it is.
+            .withColumn("reason", sf.when(~sf.col("reason").startswith(FALLBACK_PREFIX), sf.col("reason")))
         )
-        outcomes.append(lake.merge("plans", updates, update=["status", "realized_at"]))
+        outcomes.append(lake.merge("plans", updates, update=["status", "realized_at", "reason"]))
     if left:
         why = lake.spark.createDataFrame(
             [(p, drain_left_reason(gone)) for p, gone in sorted(left.items())], "plan_id string, why string"
@@ -161,4 +170,5 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
         outcomes.append(outcome)
     log.info("observe: %d history rows, %d plan(s) realized, %d expired", len(rows), len(done), outcome.updated)
     counts = {"observed_rows": len(rows), "realized": len(done), "expired": outcome.updated + len(left)}
+    counts |= {"withdrawn": len(noticed.withdrawn), "fell_back": len(noticed.fell_back)}
     return StageResult("observe", None, tuple(outcomes), counts)

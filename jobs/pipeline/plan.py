@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -26,11 +26,14 @@ from jobs.lakehouse.engine import embedded
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.buckets import GroupBucket, group_buckets
+from jobs.pipeline.group_settings import resolve_groups, settings_frame
+from jobs.pipeline.plan_sources import with_source_facts
 from jobs.pipeline.restore_rates import RateSource, RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.workers import WorkerDied, release_pools, run_alone, run_on_workers, worker_pool
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Settings
+from schemas.kip441 import KIP441_NAMES
 
 if TYPE_CHECKING:  # planner workers import this module: pandas would add a second to each one's start
     import pandas as pd
@@ -311,13 +314,15 @@ def groups_of(rows: pa.Table) -> Iterator[dict[str, list[Any]]]:
 @dataclass(frozen=True)
 class PlanCall:
     """What every planner call of a run plans with, beside its rows: ``rates`` is group_id -> restore rate and its
-    source for the call's groups; ``schema`` the Arrow form of PLANNED_SCHEMA; ``drains`` as in plan_record."""
+    source for the call's groups; ``schema`` the Arrow form of PLANNED_SCHEMA; ``drains`` as in plan_record;
+    ``group_configs`` each group's own settings (group_settings.py), ``configs`` for a group it lacks."""
 
     configs: AssignmentConfigs
     rates: Mapping[str, tuple[float, RateSource]]
     created_at: int
     schema: pa.Schema
     drains: Mapping[str, frozenset[str]] | None = None
+    group_configs: Mapping[str, AssignmentConfigs] = field(default_factory=dict)
 
 
 def plan_table(rows: pa.Table, call: PlanCall) -> pa.Table:
@@ -327,8 +332,10 @@ def plan_table(rows: pa.Table, call: PlanCall) -> pa.Table:
     the stage's bottleneck."""
     records = []
     for group in groups_of(rows):
-        rate, source = call.rates[_first(group, "group_id")]
-        records.append(plan_record(group, call.configs, rate, call.created_at, call.drains, source))
+        group_id = _first(group, "group_id")
+        rate, source = call.rates[group_id]
+        configs = call.group_configs.get(group_id, call.configs)
+        records.append(plan_record(group, configs, rate, call.created_at, call.drains, source))
     return planned_arrow(records, call.schema)
 
 
@@ -354,14 +361,23 @@ def planner_udf(
     schema: pa.Schema,
     drains: Mapping[str, frozenset[str]] | None = None,
     planner: Callable[[pa.Table, PlanCall], pa.Table] = plan_table,
+    group_configs: Mapping[str, AssignmentConfigs] | None = None,
 ) -> Callable[[pa.Table], pa.Table]:
     """The applyInArrow function: several groups' rows in, one PLANNED_SCHEMA row (``schema``) per group out
-    (``planner``: plan_table, or a stand-in a test passes)."""
+    (``planner``: plan_table, or a stand-in a test passes; ``group_configs`` as in PlanCall)."""
+    own = dict(group_configs or {})
     driver = os.getpid()
 
     def plan_some(rows: pa.Table) -> pa.Table:
         ids = pc.unique(rows.column("group_id")).to_pylist()
-        call = PlanCall(configs, {str(g): rates.for_group(str(g)) for g in ids}, created_at, schema, drains)
+        call = PlanCall(
+            configs,
+            {str(g): rates.for_group(str(g)) for g in ids},
+            created_at,
+            schema,
+            drains,
+            {str(g): own[str(g)] for g in ids if str(g) in own},
+        )
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: planning is
             # CPU-bound Python, so each call hands its groups to a worker process and waits without the GIL.
@@ -432,14 +448,16 @@ def plan_groups(
     processes: int = 1,
     drains: Mapping[str, frozenset[str]] | None = None,
     calls: int = 1,
+    group_configs: Mapping[str, AssignmentConfigs] | None = None,
 ) -> DataFrame:
     """PLANNED_SCHEMA rows: plan_group once per group, in parallel over the engine's partitions, each estimated
     at its group's restore rate (``rates``). The groups are dealt by a hash of their id into ``calls`` UDF
     calls: a call per group costs more handing the group over (to the UDF, to a worker and back) than planning
-    it under Sail, so each call plans about GROUPS_PER_CALL groups."""
+    it under Sail, so each call plans about GROUPS_PER_CALL groups. Each group is planned with its
+    ``group_configs`` entry, else ``configs``."""
     # The engine parses the DDL (a round trip, once), pyspark maps it to Arrow as applyInArrow expects it.
     schema = to_arrow_schema(inputs.sparkSession.createDataFrame([], PLANNED_SCHEMA).schema)
-    udf = planner_udf(configs, rates, created_at, processes, schema, drains)
+    udf = planner_udf(configs, rates, created_at, processes, schema, drains, group_configs=group_configs)
     call = sf.pmod(sf.xxhash64("group_id"), sf.lit(max(1, calls))).alias(_CALL)
     return inputs.select("*", call).groupBy(_CALL).applyInArrow(udf, PLANNED_SCHEMA)
 
@@ -450,9 +468,10 @@ def explode_assignments(planned: DataFrame) -> DataFrame:
     return entries.select("plan_id", "snapshot_id", "group_id", *[sf.col(f"entry.{c}").alias(c) for c in STEP_COLUMNS])
 
 
-def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
-    """plans rows from the planner's output, with the KIP-441 settings the plans were made with."""
-    return planned.select(
+def plan_rows(planned: DataFrame, group_settings: DataFrame) -> DataFrame:
+    """plans rows from the planner's output, with each group's KIP-441 settings the plan was made with, where they
+    came from and what they change (``group_settings``: group_settings.settings_frame)."""
+    return planned.join(group_settings, "group_id", "left").select(
         "plan_id",
         "snapshot_id",
         "group_id",
@@ -466,11 +485,14 @@ def plan_rows(planned: DataFrame, kip441: Kip441Settings) -> DataFrame:
         "estimated_seconds",
         "move_order",
         "draining",
-        *[sf.lit(value).alias(name) for name, value in kip441.columns().items()],
+        *KIP441_NAMES,
         "created_at",
         "reason",
         "restore_rate",
         "restore_rate_source",
+        "settings_sources",
+        "settings_changes",
+        "settings_unexplained",
     )
 
 
@@ -556,10 +578,20 @@ def _plan_bucket(
     # The planner's output feeds two tables: write it once, read it twice (persist() is a no-op on Sail).
     staging = lake.staging("plan")
     try:
-        configs = settings.kip441.configs()
+        # Each group with its own settings, or an explicit override (never one setting for the whole fleet).
+        own = resolve_groups(bucket.rows(lake.read("member_reports", snapshot_id)), settings.kip441_overrides)
         # At most a bucket's groups (fewer when done ones are left out): calls of about GROUPS_PER_CALL groups.
         calls = math.ceil(settings.stage_bucket_groups / GROUPS_PER_CALL)
-        planned_groups = plan_groups(inputs, configs, rates, created_at, settings.planner_processes, drains, calls)
+        planned_groups = plan_groups(
+            inputs,
+            AssignmentConfigs(),
+            rates,
+            created_at,
+            settings.planner_processes,
+            drains,
+            calls,
+            group_configs={g: s.configs() for g, s in own.items()},
+        )
         planned_groups.write.mode("overwrite").parquet(str(staging))
         planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}
@@ -571,7 +603,14 @@ def _plan_bucket(
         )
         # Assignments first: a plans row marks its group done, so a run cut short in between re-plans it.
         assignments = lake.merge("plan_assignments", explode_assignments(planned), within=bucket.scope)
-        plans = lake.merge("plans", plan_rows(planned, settings.kip441), within=bucket.scope)
+        rows = with_source_facts(
+            plan_rows(planned, settings_frame(lake.spark, own)),
+            explode_assignments(planned),
+            bucket.rows(lake.read("member_reports", snapshot_id)),
+            bucket.rows(lake.read("task_lags", snapshot_id)),
+            bucket.rows(lake.read("member_reports")),
+        )
+        plans = lake.merge("plans", rows, within=bucket.scope)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return _PlannedBucket(statuses, plans, assignments)

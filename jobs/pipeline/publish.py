@@ -18,7 +18,7 @@ from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
-from jobs.pipeline.report_only import GROUP_METADATA_REASON, STREAMS_PROTOCOL_REASON, report_only_reasons
+from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.streams_assignor import (
@@ -75,21 +75,12 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
         raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
 
 
-REPORT_ONLY_REASON = GROUP_METADATA_REASON
-
-
-def report_only_groups(lake: Lake, snapshot_ids: Sequence[str]) -> set[str]:
-    """Groups whose reports in those snapshots came from group metadata or from the broker's description of a
-    streams-protocol group: nothing may be published to them."""
-    return set(report_only_reasons(lake, snapshot_ids))
-
-
 def _hold_report_only(
     lake: Lake, approved: list[Row], settings: Settings, bootstrap: str
 ) -> tuple[list[Row], list[MergeOutcome], set[str], str | None]:
-    """The approved plans that may be published; those of report-only groups keep their status and get the
-    reason (per group) they were not published. Streams-protocol groups are not report-only when the brokers have
-    our assignor: they are returned, with its name, to select it for them."""
+    """The approved plans that may be published; those of report-only groups become HELD, with the reason per
+    group. Streams-protocol groups are not report-only when the brokers have our assignor: they are returned, with
+    its name, to select it for them."""
     reasons = report_only_reasons(lake, sorted({r["snapshot_id"] for r in approved}))
     streams = {g for g, why in reasons.items() if why == STREAMS_PROTOCOL_REASON}
     # The brokers are asked only when a streams-protocol group has a plan to publish.
@@ -107,7 +98,8 @@ def _hold_report_only(
         [(r["plan_id"], reasons[r["group_id"]]) for r in held], "plan_id string, why string"
     )
     rows = lake.read("plans").join(why_by_plan, "plan_id")
-    outcome = lake.merge("plans", rows.withColumn("reason", sf.col("why")).drop("why"), update=["reason"])
+    held_rows = rows.withColumn("status", sf.lit(str(PlanStatus.HELD))).withColumn("reason", sf.col("why")).drop("why")
+    outcome = lake.merge("plans", held_rows, update=["status", "reason"])
     return [r for r in approved if r["group_id"] not in reasons], [outcome], streams, assignor
 
 

@@ -216,7 +216,8 @@ _ALL = (
     ),
     Stage(
         "observe",
-        "record the live assignment from the latest reports; mark realized plans",
+        "record the live assignment from the latest reports; mark realized, expired and withdrawn plans and "
+        "record fallbacks",
         _observe,
         (BOOTSTRAP,),
         needs_kafka=True,

@@ -1,5 +1,6 @@
 """Report-only groups: groups the pipeline reads and plans but can send no plan to, and why, per group. A group is
-report-only by where its reports came from (``member_reports.origin``)."""
+report-only by where its reports came from (``member_reports.origin``); an approved plan of theirs is HELD, never
+published (docs/plan-lifecycle.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ STREAMS_PROTOCOL_REASON = (
     "plan-following assignor is not installed or not selected for it (streams.assignor.name); our plugin does "
     "nothing under group.protocol=streams; not published"
 )
+REPORT_ONLY_REASON = GROUP_METADATA_REASON  # the reason of classic report-only groups, the most common kind
 REASONS = {
     str(ReportOrigin.GROUP_METADATA): GROUP_METADATA_REASON,
     str(ReportOrigin.BROKER_STREAMS): STREAMS_PROTOCOL_REASON,
@@ -34,3 +36,8 @@ def report_only_reasons(lake: Lake, snapshot_ids: Sequence[str]) -> dict[str, st
     # A group read both ways across snapshots (it switched protocol) takes the streams reason: it is newer.
     ordered = sorted(rows, key=lambda r: r["origin"] == str(ReportOrigin.BROKER_STREAMS))
     return {r["group_id"]: REASONS[r["origin"]] for r in ordered}
+
+
+def report_only_groups(lake: Lake, snapshot_ids: Sequence[str]) -> set[str]:
+    """The report-only groups of those snapshots: nothing may be published to them."""
+    return set(report_only_reasons(lake, snapshot_ids))

@@ -17,6 +17,8 @@ class PlanStatus(StrEnum):
     EXPIRED = "EXPIRED"
     REALIZED = "REALIZED"
     NOOP = "NOOP"  # the group is already balanced: nothing to do
+    WITHDRAWN = "WITHDRAWN"  # a signed withdrawal was published for it: the group runs Kafka's own assignment
+    HELD = "HELD"  # approved for a report-only group, which cannot honor plans: never published
 
 
 # Statuses a plan reaches only after a person approved it.
@@ -26,4 +28,6 @@ APPROVED_LATER = (
     PlanStatus.SUPERSEDED,
     PlanStatus.EXPIRED,
     PlanStatus.REALIZED,
+    PlanStatus.WITHDRAWN,
+    PlanStatus.HELD,
 )

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
 from assignor.protocol.state_report import ReportOrigin, StateReport, SubtopologyReport
 from assignor.protocol.streams_assignment import StreamsAssignment, decode_assignment
 from assignor.protocol.streams_subscription import StreamsSubscription, StreamsUserDataError, decode_subscription
@@ -150,12 +151,39 @@ def derive_topology(
     }
 
 
+def inferred_standbys(
+    by_process: Mapping[str, Sequence[_Decoded]], topology: Mapping[int, SubtopologyReport]
+) -> int | None:
+    """``num.standby.replicas`` as far as the held standbys tell it, else None.
+
+    Kafka gives each stateful task min(processes - 1, num.standby.replicas) standbys, and sends warmups as standbys
+    too: warmups only add copies, so the fewest standbys any stateful task has is the setting when it is below
+    processes - 1. At processes - 1 the setting is at least that, and planning with it gives the same standbys to
+    this membership. Unknown while any member has no assignment (a rebalance), with one process, or no stateful
+    task assigned."""
+    if len(by_process) < 2 or any(d.assignment is None for ds in by_process.values() for d in ds):
+        return None
+    stateful = {s for s, sub in topology.items() if sub.stateful}
+    copies: dict[TaskId, int] = {}
+    for threads in by_process.values():
+        active = {t for d in threads if d.assignment is not None for t in d.assignment.active_tasks}
+        standby = {t for d in threads if d.assignment is not None for t in d.assignment.standby_tasks} - active
+        for task in active:
+            if task.subtopology in stateful:
+                copies.setdefault(task, 0)
+        for task in standby:
+            copies[task] = copies.get(task, 0) + 1
+    counted = [n for task, n in copies.items() if task.subtopology in stateful]
+    return min(counted) if counted else None
+
+
 def _report(
     group_id: str,
     process_id: str,
     members: Sequence[_Decoded],
     topology: Mapping[int, SubtopologyReport],
     captured_at: int,
+    standbys: int | None = None,
 ) -> StateReport:
     first = min(members, key=lambda d: d.member.member_id)
     active: set[TaskId] = set()
@@ -187,6 +215,9 @@ def _report(
         plan_id=None,
         fallback_reason=None,
         origin=ReportOrigin.GROUP_METADATA,
+        protocol=GroupProtocol.CLASSIC,
+        # Only the standbys held say anything about the settings; the rest stays unknown (null).
+        settings=ReportedSettings(num_standby_replicas=standbys),
     )
 
 
@@ -210,8 +241,9 @@ def group_reports(
     for d in decoded:
         by_process[d.subscription.process_id].append(d)
     reports = []
+    standbys = inferred_standbys(by_process, topology)
     for process_id, threads in sorted(by_process.items()):
-        report = _report(group_id, process_id, threads, topology, captured_at)
+        report = _report(group_id, process_id, threads, topology, captured_at, standbys)
         reports.append((report.key.encode(), report.encode()))
     processes = {d.member.member_id: d.subscription.process_id for d in decoded}
     return StreamsGroupRead(tuple(reports), tuple(quarantine), processes)

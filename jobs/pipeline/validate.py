@@ -28,6 +28,7 @@ from jobs.pipeline.checks import (
     assignment_checks,
     balance_checks,
     instance_task_checks,
+    settings_checks,
     step_checks,
     step_task_checks,
     task_copy_checks,
@@ -78,6 +79,7 @@ class ExpectationOutcome:
     success: bool
     unexpected_count: int
     failures_by_plan: Mapping[str, int]
+    advisory: bool = False  # meta.advisory: a failure flags the plan (reason, approval page), never rejects it
 
 
 class PlanValidator:
@@ -130,7 +132,8 @@ class PlanValidator:
                 rows = r.result.get("unexpected_index_list") or []
                 by_plan = Counter(str(row["plan_id"]) for row in rows if isinstance(row, dict))
                 count = int(r.result.get("unexpected_count") or 0)
-                outcomes.append(ExpectationOutcome(suite.name, name, bool(r.success), count, by_plan))
+                advisory = bool((config.meta or {}).get("advisory")) if config else False
+                outcomes.append(ExpectationOutcome(suite.name, name, bool(r.success), count, by_plan, advisory))
         return outcomes
 
     def build_docs(self) -> None:
@@ -158,16 +161,22 @@ def datasets(
         "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
-        "steps": step_checks(assignments),
+        "steps": step_checks(assignments, pending),
         "task_copies": task_copy_checks(assignments, tasks, lags, pending),
         "plan_balance": balance_checks(assignments, pending, reports, tasks),
-        "plans": pending.select("plan_id", "status", "rounds"),
+        "plans": pending.select("plan_id", "status", "rounds", "missing_offset_sums"),
+        "plan_settings": settings_checks(pending),
     }
 
 
 def rejection_reason(failed: Sequence[tuple[str, int]]) -> str:
     """The plans.reason of a rejected plan: every failed expectation with its failing row count."""
     return "failed expectations: " + ", ".join(f"{name} ({count} rows)" for name, count in failed)
+
+
+def flag_reason(flags: Sequence[tuple[str, int]]) -> str:
+    """The plans.reason part of advisory expectations a plan broke: flagged for the approver, not rejected."""
+    return "flagged: " + ", ".join(f"{name} ({count} rows)" for name, count in flags)
 
 
 @dataclass(frozen=True)
@@ -185,7 +194,7 @@ class _Validation:
 
     def __init__(self, lake: Lake, settings: Settings, snapshot_id: str) -> None:
         self.lake, self.settings, self.snapshot_id = lake, settings, snapshot_id
-        self.suites = load_suites(settings.kip441.columns())
+        self.suites = load_suites({})
         self._validator: PlanValidator | None = None
 
     @property
@@ -216,16 +225,27 @@ class _Validation:
             for suite in self.suites:
                 outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
             self.validator.build_docs()
+            # Read before the staging goes: a rejection names the setting changed without an override.
+            unexplained = {
+                str(r["plan_id"]): str(r["settings_unexplained"])
+                for r in frames["plan_settings"].where(sf.col("settings_unexplained").isNotNull()).collect()
+            }
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         now = int(time.time() * 1000)
         results, statuses = [], []
         for plan_id in plans:
-            failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in outcomes if o.failures_by_plan.get(plan_id)]
+            broke = [o for o in outcomes if o.failures_by_plan.get(plan_id)]
+            failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in broke if not o.advisory]
+            flags = [(o.expectation, o.failures_by_plan[plan_id]) for o in broke if o.advisory]
             for o in outcomes:
                 count = o.failures_by_plan.get(plan_id, 0)
                 results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
             status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
+            if failed and plan_id in unexplained:  # name the setting, not only the expectation
+                reason = f"{reason}; settings changed without an override: {unexplained[plan_id]}"
+            if flags:
+                reason = "; ".join(filter(None, [reason, flag_reason(flags)]))
             statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))
         spark = lake.spark
         result_frame = spark.createDataFrame(

@@ -78,19 +78,39 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
     for r in ranked[:top]:
         kip = r.baselines.get(Assignor.KIP441)
         status = r.status + (f": {r.reason}" if r.reason else "") + (f"; {r.drain_note}" if r.drain_note else "")
-        if r.report_only and r.report_only != r.reason:  # publish copies it into the reason once it holds the plan
+        if r.report_only and r.report_only not in (r.reason or ""):  # holding the plan copies it into the reason
             status += f"; {r.report_only}"
+        status += f"; {r.source_note}" if r.source_note else ""
         cells = [
             r.group_id,
             status,
             numbers.count(r.plan.moves),
             numbers.count(r.plan.warmups),
             numbers.count(r.plan.rounds),
-            numbers.count(r.plan.restore_offsets),
+            r.restore_figure,
             numbers.count(kip.restore_offsets) if kip else numbers.NOT_COMPUTED,
             numbers.duration(r.plan.estimated_seconds),
         ]
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     if len(ranked) > top:
         lines.append(f"\n… and {numbers.plural(len(ranked) - top, 'more group')} in the HTML report.")
+    lines += settings_changes_markdown(rows)
     return "\n".join(lines)
+
+
+def settings_changes_markdown(rows: Sequence[GroupRow]) -> list[str]:
+    """Every plan whose KIP-441 settings differ from its group's own, all of them (never cut to the top rows): a
+    person approving sees each group whose standbys, lag or interval the plan would change."""
+    changed = sorted((r for r in rows if r.settings_changes), key=lambda r: r.group_id)
+    if not changed:
+        return []
+    lines = [
+        "",
+        f"**Settings change** in {numbers.plural(len(changed), 'plan')}: the group runs with other KIP-441 "
+        "settings than the plan (an override, or a change validation rejected):",
+        "",
+        "| group | status | settings change |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {md(r.group_id)} | {md(r.status)} | {md(r.settings_changes)} |" for r in changed]
+    return lines

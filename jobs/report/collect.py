@@ -13,6 +13,7 @@ from jobs.lakehouse.lake import Lake
 from jobs.pipeline.report_only import report_only_reasons
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
+from jobs.report.gaps import reporting_gaps
 from jobs.report.model import (
     Assignor,
     Cost,
@@ -43,9 +44,12 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         if not group_ids:  # a filter that matches nothing shows nothing, not everything
             return []
         plans = _in(plans, "group_id", group_ids)
+    # Plans rows written before the settings columns existed change nothing.
+    changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     chosen = plans.select(
-        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining"
-    ).collect()
+        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining",
+        "source_age_ms", "missing_offset_sums", *changes,
+    ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, Cost]] = {}
     known = {a.value for a in Assignor if a is not Assignor.PLAN}
@@ -74,6 +78,9 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
             draining=tuple(sorted(r["draining"] or ())),
             report_only=report_only.get(r["group_id"]),
+            source_age_ms=r["source_age_ms"],
+            missing_offset_sums=int(r["missing_offset_sums"] or 0),
+            settings_changes=r["settings_changes"] if changes else None,
         )
         for r in chosen
     ]
@@ -163,4 +170,5 @@ def build_report(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None =
         fleet=summarize(snapshot_id, rows),
         rows=tuple(rows),
         details=tuple(group_details(lake, snapshot_id, rows[: max(limit, 0)])),
+        reporting_gaps=reporting_gaps(lake, snapshot_id),
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from jobs.pipeline.status import PlanStatus
+from jobs.report.numbers import count, duration, plural
 
 
 class Assignor(StrEnum):
@@ -62,6 +63,34 @@ class GroupRow:
     checks_total: int
     draining: tuple[str, ...] = ()  # instances the plan drains (planned scale-in)
     report_only: str | None = None  # why no plan can be sent to this group (jobs/pipeline/report_only.py)
+    source_age_ms: int | None = None  # age of the oldest report planned from (a lower bound for group metadata)
+    missing_offset_sums: int = 0  # held replicas without offset sums: restore_offsets is a lower bound
+    settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
+
+    @property
+    def restore_figure(self) -> str:
+        """The plan's offsets to restore, ``≥ n`` when replicas without offset sums are not counted in it."""
+        figure = count(self.plan.restore_offsets)
+        return f"≥ {figure}" if self.missing_offset_sums and self.plan.restore_offsets is not None else figure
+
+    @property
+    def source_note(self) -> str:
+        """For a report-only group: how old its metadata is and what it lacks ("" otherwise)."""
+        if not self.report_only:
+            return ""
+        age = "of unknown age" if self.source_age_ms is None else f"at least {duration(self.source_age_ms / 1000)} old"
+        note = f"report-only: planned from broker metadata {age}"
+        if self.status == PlanStatus.VALIDATED:
+            note += "; approving it HOLDs it: the group cannot honor a plan, so nothing is published"
+        if self.missing_offset_sums:
+            replicas = plural(self.missing_offset_sums, "held replica")
+            note += f"; {replicas} without offset sums, not counted: the restore figure is a lower bound"
+        return note
+
+    @property
+    def settings_note(self) -> str:
+        """The visible flag of a plan whose settings differ from the group's own ("" when none)."""
+        return f"settings change: {self.settings_changes}" if self.settings_changes else ""
 
     @property
     def drain_note(self) -> str:
@@ -209,6 +238,15 @@ class Fleet:
 
 
 @dataclass(frozen=True)
+class ReportingGap:
+    """A group that should have reported this snapshot and did not (code and reason as membership_checks has them)."""
+
+    group_id: str
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Report:
     """A snapshot's whole report."""
 
@@ -217,3 +255,4 @@ class Report:
     fleet: Fleet
     rows: tuple[GroupRow, ...]
     details: tuple[GroupDetail, ...] = field(default=())
+    reporting_gaps: tuple[ReportingGap, ...] = field(default=())

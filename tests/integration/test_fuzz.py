@@ -1,7 +1,8 @@
 """Coverage-guided fuzzing with atheris of the decoders hostile input reaches first (tests/support/fuzz.py): a state
-report at intake, a signed plan record at a group's leader, Kafka Streams' SubscriptionInfo. Each run starts from
-valid records and the inputs that once broke a decoder; any exception other than the decoder's own refusal (with
-a reason) fails the run, and libFuzzer prints the input."""
+report at intake (also with fuzzed keys), a signed plan record at a group's leader, Kafka Streams' SubscriptionInfo
+and AssignmentInfo, the Python runtime's user data. Each run starts from valid records and the inputs that once
+broke a decoder; any exception other than the decoder's own refusal (with a reason) fails the run, and libFuzzer
+prints the input."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("target", "runs"), [("report", 20_000), ("plan", 20_000), ("subscription", 50_000)])
+TARGETS = [
+    ("report", 20_000),
+    ("report_keys", 5_000),  # keys are parsed too: task ids, subtopology ids, group and process ids
+    ("plan", 20_000),
+    ("subscription", 50_000),
+    ("assignment", 50_000),
+    ("user_data", 20_000),
+]
+
+
+@pytest.mark.parametrize(("target", "runs"), TARGETS)
 def test_no_input_crashes_a_decoder(target: str, runs: int, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "tests.support.fuzz", target, str(tmp_path / "corpus")]
     flags = [f"-runs={runs}", "-seed=20261123", "-max_len=65536", "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/"]

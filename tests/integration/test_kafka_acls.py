@@ -113,3 +113,24 @@ def test_the_command_creates_the_product_topics_and_gives_an_application_its_own
     with pytest.raises(TopicError, match=r"(?i)authoriz"):
         ensure_topics(app, [TopicSpec("payments-input", 1)])
     assert main([*base, "--app-prefix", "orders-app=_plans"]) == 2  # would let the application write plans
+
+
+def test_setup_makes_topics_and_acls_on_a_cluster_with_an_authorizer(
+    secured: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin = {k: v for k, v in secured.client_config("admin").items() if k != "bootstrap.servers"}
+    monkeypatch.setenv("RBP_KAFKA_CONFIG", json.dumps(admin))
+    monkeypatch.setenv("RBP_PLANS_TOPIC", "_plans_of_setup")
+    monkeypatch.setenv("RBP_REPORTS_TOPIC", "_reports_of_setup")
+    assert main(["setup", "--bootstrap", secured.bootstrap]) == 0  # no principals named: topics only, said loudly
+    out = capsys.readouterr().out
+    assert "topic _plans_of_setup: created" in out and "ACLs: NOT applied: the cluster has an authorizer" in out
+    argv = ["setup", "--bootstrap", secured.bootstrap, "--pipeline-user", "pipeline", "--app-user", "orders-app"]
+    for _ in range(2):  # idempotent
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "topic _reports_of_setup: ok" in out and "ACLs in force for pipeline and 1 application(s)" in out
+    assert delivery_error(secured.client_config("orders-app"), "_reports_of_setup", b"{}") is None
+    refused = delivery_error(secured.client_config("orders-app"), "_plans_of_setup", b"{}")
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert delivery_error(secured.client_config("pipeline"), "_plans_of_setup", b"{}") is None

@@ -20,7 +20,7 @@ from jobs.pipeline.plan import run_plan
 from jobs.pipeline.stage import StageInputError
 from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import run_validate
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 
 CAPTURED_AT = 1_700_000_000_000
 DRAINED = "g0-p1"
@@ -42,7 +42,9 @@ def lagged_lake(spark: SparkSession, root: Path, settings: Settings) -> Lake:
 def test_a_drain_plan_validates_and_leaves_the_drained_instance_with_nothing(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
     lake = lagged_lake(spark, settings.lake_root, settings)
     drains = {"g0": frozenset({DRAINED}), "g1": frozenset({"nobody"})}
 

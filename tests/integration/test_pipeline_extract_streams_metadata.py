@@ -18,7 +18,8 @@ from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.group_metadata import read_streams_groups
-from jobs.pipeline.publish import REPORT_ONLY_REASON, run_publish
+from jobs.pipeline.publish import run_publish
+from jobs.pipeline.report_only import REPORT_ONLY_REASON
 from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
 from jobs.polling import wait_until
 from jobs.settings import Settings
@@ -103,6 +104,10 @@ def test_extract_reads_an_unmodified_streams_group_from_its_metadata_and_publish
         process_b: (APP, GROUP_METADATA, 1),
     }
     assert all(r["protocol_version"] == 11 and not r["stale"] for r in reports.values())
+    # The application's settings, as far as its metadata tells them: WordCountDemo runs without standbys (at most
+    # max.warmup.replicas = 2 of its 4 counting tasks can be warming up, sent as standbys); the rest is unknown.
+    own = {(r["protocol"], r["num_standby_replicas"], r["acceptable_recovery_lag"]) for r in reports.values()}
+    assert own == {("classic", 0, None)}
     # Offset sums are sent for stateful tasks only (subtopology 1 holds the count store): a ran all of them before
     # b joined, so it has state for each, as the -2 sentinel (running it as an active when it last joined) or as
     # the offsets its checkpoint holds. b only ever has state for subtopology 1's tasks too.
@@ -128,13 +133,13 @@ def test_extract_reads_an_unmodified_streams_group_from_its_metadata_and_publish
     members = lake.read("group_members", snapshot).where(sf.col("group_id") == APP).collect()
     assert sorted(r["process_id"] for r in members) == sorted([process_a, process_a, process_b])
 
-    # An approved plan for the group (however it came to be) is held back, with the reason, and never sent.
+    # An approved plan for the group (however it came to be) is HELD, with the reason, and never sent.
     plan: dict[str, object] = {"plan_id": "p-wordcount", "snapshot_id": snapshot, "group_id": APP, "status": "APPROVED"}
     plan |= {"created_at": int(time.time() * 1000), "approved_by": "alice", "approved_at": int(time.time() * 1000)}
     lake.merge("plans", spark.createDataFrame([plan]))
     published = run_publish(lake, settings, broker.bootstrap, snapshot_id=snapshot)
     assert dict(published.counts) == {"report_only": 1}
     row = lake.read("plans").where(sf.col("plan_id") == "p-wordcount").first()
-    assert row is not None and (row["status"], row["reason"]) == ("APPROVED", REPORT_ONLY_REASON)
+    assert row is not None and (row["status"], row["reason"]) == ("HELD", REPORT_ONLY_REASON)
     assert read_latest_by_key(broker.bootstrap, settings.plans_topic) == {}
     assert a.running and b.running

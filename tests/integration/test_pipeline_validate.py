@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,28 +12,39 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
+from assignor.protocol.reported_settings import ReportedSettings
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
-from jobs.local.synthetic import fleet_end_offsets, fleet_partitions, fleet_records, synthetic_group
+from jobs.local.synthetic import (
+    SyntheticGroup,
+    fleet_end_offsets,
+    fleet_partitions,
+    fleet_records,
+    synthetic_group,
+)
 from jobs.pipeline.extract import BrokerState, write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.validate import run_validate
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 
 pytestmark = pytest.mark.engines  # every test here runs on Sail and on Apache Spark with delta-spark
 
 CAPTURED_AT = 1_700_000_000_000
 
 
-def planned_lake(spark: SparkSession, root: Path, settings: Settings) -> tuple[Lake, dict[str, str]]:
-    """Four small synthetic groups extracted, lagged and planned; group_id -> plan_id."""
+def planned_lake(
+    spark: SparkSession, root: Path, settings: Settings, change: Callable[[list[SyntheticGroup]], None] | None = None
+) -> tuple[Lake, dict[str, str]]:
+    """Four small synthetic groups (``change``d, if given) extracted, lagged and planned; group_id -> plan_id."""
     rng = random.Random(11)
     fleet = [
         synthetic_group(f"g{i}", rng, subtopologies=2, partitions=6, instances=4, scenario="scaled_out")
         for i in range(4)
     ]
+    if change is not None:
+        change(fleet)
     intake = intake_records(fleet_records(fleet), fleet_partitions(fleet), CAPTURED_AT, 10**13)
     lake = Lake(spark, root)
     state = BrokerState(fleet_partitions(fleet), fleet_end_offsets(fleet), {})
@@ -42,7 +55,9 @@ def planned_lake(spark: SparkSession, root: Path, settings: Settings) -> tuple[L
 
 
 def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
     lake, plans = planned_lake(spark, settings.lake_root, settings)
     step1 = lake.read("plan_assignments", "s1").where(sf.col("step") == 1).collect()
 
@@ -88,7 +103,9 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
 
 
 def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1)
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
     lake, plans = planned_lake(spark, settings.lake_root, settings)
     assignments = DeltaTable(str(lake.path("plan_assignments")))
     rows = lake.read("plan_assignments", "s1").collect()
@@ -132,3 +149,38 @@ def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: Spa
     assert status["g0"][0] == "REJECTED" and "caught_up_copies_kept (1 rows)" in status["g0"][1]
     assert status["g1"][0] == "REJECTED" and "b1_actives_within_one (1 rows)" in status["g1"][1]
     assert status["g2"] == ("VALIDATED", "") and status["g3"] == ("VALIDATED", "")
+
+
+def test_a_settings_change_without_an_override_is_rejected_naming_it_and_an_override_is_flagged(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    def g0_disagrees(fleet: list[SyntheticGroup]) -> None:
+        # Every synthetic group runs with one standby; one instance of g0 reports none (a config rollout).
+        first = replace(fleet[0].reports[0], settings=ReportedSettings(num_standby_replicas=0))
+        fleet[0] = replace(fleet[0], reports=[first, *fleet[0].reports[1:]])
+
+    overrides = Kip441Overrides.model_validate({"g2": {"num_standby_replicas": 0}})
+    settings = Settings(lake_root=tmp_path / "lake", kip441_overrides=overrides, planner_processes=1)
+    lake, plans = planned_lake(spark, settings.lake_root, settings, g0_disagrees)
+    run_validate(lake, settings, "s1")
+
+    rows = {r["group_id"]: r for r in lake.read("plans", "s1").collect()}
+    g0, g2 = rows["g0"], rows["g2"]
+    assert g0["status"] == "REJECTED" and g0["num_standby_replicas"] == 1  # the safer value, but not silently
+    assert "settings_changes_explicit (1 rows)" in g0["reason"]
+    assert "num_standby_replicas 0,1 -> 1 (members disagree)" in g0["reason"]
+    assert g2["status"] == "VALIDATED" and g2["num_standby_replicas"] == 0
+    assert g2["settings_changes"] == "num_standby_replicas 1 -> 0 (override)" and g2["settings_unexplained"] is None
+    assert g2["settings_sources"]["num_standby_replicas"] == "override"
+    for group in ("g1", "g3"):
+        assert rows[group]["status"] == "VALIDATED" and rows[group]["settings_changes"] is None
+        assert rows[group]["num_standby_replicas"] == 1
+        assert rows[group]["settings_sources"]["num_standby_replicas"] == "reported"
+    results = {
+        (r["plan_id"], r["expectation"]): r["success"]
+        for r in lake.read("validation_results").where(sf.col("expectation").startswith("settings_")).collect()
+    }
+    assert results[(plans["g2"], "settings_as_the_group_runs")] is False  # the flag, recorded
+    assert results[(plans["g2"], "settings_changes_explicit")] is True
+    assert results[(plans["g0"], "settings_changes_explicit")] is False
+    assert results[(plans["g1"], "settings_as_the_group_runs")] is True

@@ -17,7 +17,7 @@ from jobs.report import build_report, run_report
 from jobs.report.fleet import headline_value
 from jobs.report.model import Assignor
 from jobs.report.render import render_report
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 from tests.support.report_lake import SNAPSHOT, planned_lake, seed_baselines
 
 
@@ -75,7 +75,7 @@ def test_report_reads_the_lake_and_compares_with_kip441_only_where_it_was_comput
 
 
 def test_report_shows_the_status_the_lake_has_now(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(lake_root=tmp_path / "lake", kip441=Kip441Settings(num_standby_replicas=1))
+    settings = Settings(lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1))
     lake = planned_lake(spark, settings.lake_root, groups=2)
     validated = [p["plan_id"] for p in lake.read("plans", SNAPSHOT).collect() if p["status"] == "VALIDATED"]
     assert validated, "the synthetic groups' plans pass validation"

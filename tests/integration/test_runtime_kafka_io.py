@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from assignor import TaskId
+from assignor import AssignmentConfigs, TaskId
 from assignor.runtime.group_assignor import MemberView, Subtopology, Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, PlanSource, ReportPublisher, read_latest_by_key
 from assignor.runtime.protocol import AssignmentInfo
@@ -63,6 +63,7 @@ def test_state_reports_match_the_schema_and_fold_to_the_latest_per_instance(brok
             host="h",
             generation=generation,
             reported_at=1_700_000_000_000 + generation,
+            configs=AssignmentConfigs(num_standby_replicas=1),
         )
         jsonschema.validate(report.to_json(), SCHEMA)
         publisher.publish(report)

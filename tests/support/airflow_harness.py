@@ -68,7 +68,7 @@ def rbp_env(bootstrap: str, lake: Path) -> dict[str, str]:
         "RBP_KAFKA_BOOTSTRAP": bootstrap,
         "RBP_LAKE_ROOT": str(lake),
         **signing_env(lake.parent),
-        "RBP_NUM_STANDBY_REPLICAS": "1",
+        "RBP_KIP441_OVERRIDES": '{"*": {"num_standby_replicas": 1}}',  # the seeded reports do not say
         "RBP_PLANNER_PROCESSES": "2",  # the planner's worker processes under an Airflow task too
         "RBP_PLANNING_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run too
         "RBP_OBSERVE_SCHEDULE": "",

@@ -44,10 +44,15 @@ def held_state_only(group: GroupState) -> GroupState:
 
 
 def report_rows(
-    groups: Mapping[str, GroupState], snapshot_id: str = SNAPSHOT, *, as_lags: bool = False
+    groups: Mapping[str, GroupState],
+    snapshot_id: str = SNAPSHOT,
+    *,
+    as_lags: bool = False,
+    own: Mapping[str, Mapping[str, object]] | None = None,
 ) -> list[tuple[object, ...]]:
     """member_reports rows (schema column order), one fresh report per client; ``as_lags``: the state as the
-    Kafka Streams plugin reports it (lags, no offset sums)."""
+    Kafka Streams plugin reports it (lags, no offset sums); ``own``: group -> the settings its members report
+    (columns by name; absent: unknown)."""
     names = table_schema("member_reports").column_names
     rows: list[tuple[object, ...]] = []
     for group_id, group in sorted(groups.items()):
@@ -66,7 +71,8 @@ def report_rows(
                 "task_lags": {str(t): lag for t, lag in lags[c.process_id].items()} if as_lags else None,
                 "task_offset_sums_error": "changelog end offsets not listed within 2000 ms" if as_lags else None,
             }  # fmt: skip
-            rows.append(tuple(row[n] for n in names))
+            row |= dict((own or {}).get(group_id, {}))
+            rows.append(tuple(row.get(n) for n in names))
     return rows
 
 

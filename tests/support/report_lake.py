@@ -16,7 +16,7 @@ from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.validate import run_validate
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 
 SNAPSHOT = "20261123T020000Z-report"
 CAPTURED_AT = 1_795_000_000_000
@@ -25,7 +25,10 @@ CAPTURED_AT = 1_795_000_000_000
 def planned_lake(spark: SparkSession, root: Path, groups: int = 6) -> Lake:
     """``groups`` synthetic groups (scaled out, so they have moves) through extract, lags, plan and validate."""
     settings = Settings(
-        lake_root=root, kip441=Kip441Settings(num_standby_replicas=1), planner_processes=1, restore_rate=5_000
+        lake_root=root,
+        kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1),
+        planner_processes=1,
+        restore_rate=5_000,
     )
     rng = random.Random(17)
     fleet = [

@@ -10,6 +10,7 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from assignor.protocol.deferral import DeferralSettings, Departure, defer, pendi
 from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
 from assignor.protocol.plans import ApprovedPlan, PlanRejected, Verifier, Withdrawal, fit_rejection, target_for
 from assignor.protocol.strict_json import canonical_json
+from schemas.kip441 import kip441_settings
 from tests.support.signing import FORGER, SIGNER
 from tests.support.strategies import build_group
 
@@ -166,10 +168,38 @@ def _signed_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
     return cases
 
 
-def signed_plan_vectors() -> dict[str, Any]:
-    """Every signed-record case with the outcome the Python verifier gives."""
+def _set_config(record: Record, name: str, value: int) -> None:
+    record["configs"][name] = value
+
+
+def _bound_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
+    """A signed plan with each setting at, and one past, each of its bounds (schemas/kip441_settings.json)."""
+    cases: list[tuple[str, bytes, dict[str, Any]]] = []
+    for name, bounds in kip441_settings().items():
+        for label, value in (
+            ("at its lower bound", bounds.minimum),
+            ("one below its lower bound", bounds.minimum - 1),
+            ("at its upper bound", bounds.maximum),
+            ("one beyond its upper bound", bounds.maximum + 1),
+        ):
+            record = _edit(partial(_set_config, name=name, value=value), True)
+            cases.append((f"{name} {label}", _json(record), {}))
+    overflow = _edit(lambda r: r["configs"].update(probing_rebalance_interval_ms=2**63 - 1), True)
+    cases.append(("probing interval of 2^63 - 1: a deadline now + interval would overflow", _json(overflow), {}))
+    return cases
+
+
+def config_bound_vectors() -> dict[str, Any]:
+    """Signed plans whose configs sit at or beyond the settings' bounds, with the bounds themselves: both
+    languages refuse the same records and hold the same bounds."""
+    bounds = {name: {"minimum": b.minimum, "maximum": b.maximum} for name, b in kip441_settings().items()}
+    return {**signed_plan_vectors(_bound_cases()), "bounds": bounds}
+
+
+def signed_plan_vectors(signed: list[tuple[str, bytes, dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """Every signed-record case (``signed``, else the signed_plans.json ones) with the Python verifier's outcome."""
     cases = []
-    for name, value, inputs in _signed_cases():
+    for name, value, inputs in _signed_cases() if signed is None else signed:
         group_id = inputs.get("group_id", "orders-app")
         pad = inputs.get("pad_with_spaces_to")
         newest = inputs.get("newest_honored_created_at")
@@ -461,6 +491,7 @@ def write(directory: Path = VECTORS) -> None:
     """Rewrite the vector files."""
     for name, content in (
         ("signed_plans.json", signed_plan_vectors()),
+        ("config_bounds.json", config_bound_vectors()),
         ("honor_cases.json", honor_vectors()),
         ("high_availability_cases.json", ha_vectors()),
         ("deferral_cases.json", deferral_vectors()),

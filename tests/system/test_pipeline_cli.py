@@ -24,8 +24,8 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: EmbeddedBroker)
         **signing_env(tmp_path),
         "RBP_REPORTS_TOPIC": "reports",
         "RBP_PLANS_TOPIC": "plans",
-        "RBP_ACCEPTABLE_RECOVERY_LAG": "2",
-        "RBP_NUM_STANDBY_REPLICAS": "1",
+        # The seeded reports say nothing of their settings: these are explicit fleet-wide overrides.
+        "RBP_KIP441_OVERRIDES": '{"*": {"acceptable_recovery_lag": 2, "num_standby_replicas": 1}}',
     }
     for name, value in values.items():
         monkeypatch.setenv(name, value)
@@ -43,6 +43,8 @@ def test_every_stage_runs_from_the_command_line(
         out = capsys.readouterr().out
         assert command[0] in out
     assert "plans" in out and "PUBLISHED" not in out  # the publish table lists tables, not statuses
+    # publish says when the groups pick their plans up: what their reports say (these carry no schedule)
+    assert "groups pick a new plan up at their next plan check" in out and "\norders: plan " in out
     assert main(["observe"]) == 0
     assert main(["history", "--group", "orders", "--task", "0_0"]) == 0
     out = capsys.readouterr().out

@@ -27,7 +27,7 @@ from jobs.pipeline.stage import StageInputError, StageResult
 from jobs.pipeline.targets import TARGET_CHANGED, plan_targets
 from jobs.pipeline.validate import load_suites, run_validate
 from jobs.report import run_report
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
@@ -87,7 +87,7 @@ def settings(tmp_path: Path, broker: EmbeddedBroker) -> Settings:
         kafka_bootstrap=broker.bootstrap,
         plan_signing_key_file=key_file(tmp_path),
         plan_key_id=SIGNER.key_id,
-        kip441=Kip441Settings(acceptable_recovery_lag=2, num_standby_replicas=1),
+        kip441_overrides=Kip441Overrides.fleet(acceptable_recovery_lag=2, num_standby_replicas=1),
         planner_processes=1,
         reports_topic="reports",
         plans_topic="plans",

@@ -139,7 +139,7 @@ def test_without_our_assignor_on_the_brokers_the_plan_stays_held(
     snapshot = plan_and_approve(lake, settings, broker.bootstrap)
     assert dict(run_publish(lake, settings, broker.bootstrap, snapshot_id=snapshot).counts) == {"report_only": 1}
     held = lake.read("plans", snapshot).where(sf.col("group_id") == APP).first()
-    assert held is not None and (held["status"], held["reason"]) == ("APPROVED", STREAMS_PROTOCOL_REASON)
+    assert held is not None and (held["status"], held["reason"]) == ("HELD", STREAMS_PROTOCOL_REASON)
     assert group_config(broker.bootstrap, ASSIGNOR_CONFIG) == "sticky"
 
 

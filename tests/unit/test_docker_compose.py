@@ -17,7 +17,8 @@ import yaml
 
 from jobs.cli.main import _build_parser
 from jobs.orchestration.tasks import KAFKA_CONN_ID, SPARK_CONN_ID, kafka_from_connection
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Settings
+from schemas.kip441 import kip441_settings
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
@@ -124,8 +125,8 @@ def test_the_lake_volume_is_shared_by_airflow_and_spark_at_the_same_path(compose
 def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
     compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The nested KIP-441 value is provided by its settings' own RBP_ names (RBP_KIP441 is the JSON alternative).
-    names = {*Settings.model_fields, *Kip441Settings.model_fields} - {"kip441"} - OPTIONAL
+    # RBP_KIP441 is the live groups' own settings (the fleet passes them as flags); planning reads overrides only.
+    names = {*Settings.model_fields} - {"kip441"} - OPTIONAL
     wanted = {f"RBP_{name.upper()}" for name in names}
     for name in (*AIRFLOW_PARTS, "demo-fleet"):
         provided = env(compose["services"][name])
@@ -152,8 +153,10 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
         "num-standby-replicas",
         "probing-rebalance-interval-ms",
     ):
-        given = command[command.index(f"--{flag}") + 1]
-        assert given == airflow[f"RBP_{flag.upper().replace('-', '_')}"], flag
+        # The fleet runs with its own settings and reports them; the pipeline plans each group with those.
+        given = int(command[command.index(f"--{flag}") + 1])
+        assert kip441_settings()[flag.replace("-", "_")].check(given, "demo-fleet") == given, flag
+    assert json.loads(airflow["RBP_KIP441_OVERRIDES"]) == {}  # no override unless an operator sets one
 
 
 def embedded_kafka_version(pom_path: str = "jobs/local/kafka/pom.xml") -> str:

@@ -1,5 +1,6 @@
-"""Settings: the KIP-441 settings are one nested value, read from their old flat RBP_ names as well as the nested
-one; SPARK_REMOTE is a setting; the value converts to the assignor's configs and round-trips through plan columns."""
+"""Settings: the KIP-441 settings are one nested value (no flat RBP_ names), planning overrides are explicit per
+group or fleet-wide; SPARK_REMOTE is a setting; the value converts to the assignor's configs and round-trips through
+plan columns."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ FLAT = {
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [*FLAT, "RBP_KIP441", "SPARK_REMOTE"]:
+    for name in [*FLAT, "RBP_KIP441", "RBP_KIP441_OVERRIDES", "SPARK_REMOTE"]:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -39,32 +40,25 @@ def test_every_kip441_setting_is_an_assignor_config_with_the_same_default() -> N
         assert field.default == getattr(defaults, name), name
 
 
-def test_the_flat_environment_names_still_set_the_nested_value(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_old_flat_environment_names_are_gone(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in FLAT.items():
         monkeypatch.setenv(name, value)
-    assert Settings().kip441 == Kip441Settings(
-        acceptable_recovery_lag=100, max_warmup_replicas=3, num_standby_replicas=1, probing_rebalance_interval_ms=10_000
-    )
+    assert Settings().kip441 == Kip441Settings()
 
 
-def test_the_nested_environment_value_wins_per_setting_over_the_flat_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RBP_MAX_WARMUP_REPLICAS", "3")
-    monkeypatch.setenv("RBP_NUM_STANDBY_REPLICAS", "2")
+def test_the_nested_environment_value_sets_the_live_groups_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RBP_KIP441", '{"num_standby_replicas": 1}')
     kip441 = Settings().kip441
-    assert (kip441.max_warmup_replicas, kip441.num_standby_replicas) == (3, 1)
+    assert (kip441.max_warmup_replicas, kip441.num_standby_replicas) == (2, 1)
 
 
 def test_keyword_arguments_beat_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RBP_MAX_WARMUP_REPLICAS", "3")
+    monkeypatch.setenv("RBP_KIP441", '{"max_warmup_replicas": 3}')
     assert Settings(kip441=Kip441Settings(num_standby_replicas=1)).kip441 == Kip441Settings(num_standby_replicas=1)
-    # The old flat keyword arguments still land in the nested value, beside the environment's other settings.
-    flat = Settings(num_standby_replicas=1).kip441  # type: ignore[call-arg]
-    assert (flat.max_warmup_replicas, flat.num_standby_replicas) == (3, 1)
 
 
 def test_a_bad_value_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RBP_MAX_WARMUP_REPLICAS", "0")
+    monkeypatch.setenv("RBP_KIP441", '{"max_warmup_replicas": 0}')
     with pytest.raises(ValidationError, match=r"kip441\.max_warmup_replicas"):
         Settings()
 
@@ -94,7 +88,7 @@ def test_spark_remote_is_read_from_sparks_own_variable(monkeypatch: pytest.Monke
 
 
 def test_instance_and_fleet_flags_override_single_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RBP_NUM_STANDBY_REPLICAS", "1")
+    monkeypatch.setenv("RBP_KIP441", '{"num_standby_replicas": 1}')
     args = _build_parser().parse_args(["fleet", "--max-warmup-replicas", "3"])
     assert kip441_configs(args, Settings()) == AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=3)
     bad = _build_parser().parse_args(["fleet", "--max-warmup-replicas", "0"])

@@ -139,7 +139,7 @@ def _doc(**changes: Any) -> dict[str, Any]:
         ({"clients": [{"process_id": "a", "active": ["x"]}]}, r"scenario.clients\[0\].active: task id"),
         ({"tasks": None, "subtopologies": [{"id": 0}]}, r"scenario.subtopologies\[0\].partitions is required"),
         ({"catch_up": {"model": "warp"}}, "catch_up.model must be 'full' or 'rate'"),
-        ({"configs": {"max_warmup_replicas": 0}}, "max_warmup_replicas must be an integer >= 1"),
+        ({"configs": {"max_warmup_replicas": 0}}, r"max_warmup_replicas must be an integer in 1\.\.1000"),
         ({"configs": {"speed": 1}}, "scenario.configs: .*speed"),
         ({"events": [{"at_round": 0, "kind": "add"}]}, r"scenario.events\[0\].process_id is required"),
     ],

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor import TaskId
+from assignor import AssignmentConfigs, TaskId
 from assignor.protocol.state_report import (
     MAX_CAPACITY,
     RejectReason,
@@ -36,6 +36,7 @@ def runtime_report() -> StateReport:
         plan_id="plan-9",
     )
     args: dict[str, Any] = {"member_id": "m-1", "client_id": "c", "host": "h", "generation": 4, "reported_at": 17}
+    args["configs"] = AssignmentConfigs(num_standby_replicas=1, rack_aware_assignment_tags=("zone",))
     return build_state_report("orders", member, TOPOLOGY, **args)
 
 
@@ -51,6 +52,11 @@ def test_the_runtime_report_reads_back_equal_and_its_json_is_the_published_objec
         "1": {"source_topics": ["clicks"], "changelog_topics": [], "stateful": False},
     }
     assert "task_lags" not in body  # optional fields only when set
+    assert body["protocol"] == "classic"
+    assert body["settings"] == {
+        "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2, "num_standby_replicas": 1,
+        "probing_rebalance_interval_ms": 600_000, "rack_aware_assignment_tags": ["zone"],
+    }  # fmt: skip
 
 
 def plugin_value() -> bytes:

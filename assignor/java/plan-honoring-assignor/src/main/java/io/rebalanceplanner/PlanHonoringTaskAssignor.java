@@ -66,6 +66,23 @@ import org.slf4j.LoggerFactory;
 public class PlanHonoringTaskAssignor implements TaskAssignor {
     private static final Logger LOG = LoggerFactory.getLogger(PlanHonoringTaskAssignor.class);
 
+    /** "num_standby_replicas 1 -> 0, ..." where the plan's settings differ from the application's own; "" if none. */
+    static String settingsChanges(PlanConfigs plan, AssignmentConfigs own) {
+        List<String> out = new ArrayList<>();
+        long[][] pairs = {
+            {own.acceptableRecoveryLag(), plan.acceptableRecoveryLag()},
+            {own.maxWarmupReplicas(), plan.maxWarmupReplicas()},
+            {own.numStandbyReplicas(), plan.numStandbyReplicas()},
+            {own.probingRebalanceIntervalMs(), plan.probingRebalanceIntervalMs()},
+        };
+        for (int i = 0; i < pairs.length; i++) {
+            if (pairs[i][0] != pairs[i][1]) {
+                out.add(PlanConfigs.NAMES.get(i) + " " + pairs[i][0] + " -> " + pairs[i][1]);
+            }
+        }
+        return String.join(", ", out);
+    }
+
     private final LongSupplier clock;
     /** Used only when the KIP-441 port fails: Kafka's public assignor (lag-blind, but always available). */
     private final TaskAssignor lastFallback;
@@ -155,6 +172,8 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 return finish(applicationState, fallback(applicationState, now), null, fallbackReason, lags, now);
             }
             if (record == null) {
+                LOG.info("no plan for {} on the plans topic: Kafka's own (KIP-441) assignment",
+                        settings.applicationId());
                 return finish(applicationState, fallback(applicationState, now), null, null, lags, now);
             }
             String groupId = settings.applicationId();
@@ -193,6 +212,13 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             SharedClients.honored(groupId, plan.createdAt());
             planId = plan.planId();
             LOG.info("honoring plan {} (next rebalance: {})", planId, describe(honored.followupRebalance(), next));
+            String changed = settingsChanges(plan.configs(), applicationState.assignmentConfigs());
+            if (!changed.isEmpty()) {
+                // The rule (docs/group-settings.md): a verified plan is honored with the settings a person approved,
+                // which the pipeline flagged as an explicit override; the application's own return with the fallback.
+                LOG.warn("plan {} is honored with its approved settings, not the application's own: {}", planId,
+                        changed);
+            }
             return finish(applicationState, new Fallback(assignment, honored.assignment()), planId, null, lags,
                     now);
         } catch (Throwable t) {
@@ -315,12 +341,27 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 }
                 pending = StateReports.pending(settings.applicationId(), applicationState, result.assignment,
                         result.tasks, lags, endOffsetSums, offsetSumsError, planId, fallbackReason, now);
+                // What `rebalance-planner status` tells people: when this group looks at the plans topic again.
+                pending.putEverywhere("next_rebalance_at", nextRebalanceAt(result.assignment));
+                pending.putEverywhere("plan_check_interval_ms", settings.planCheckIntervalMs());
             }
         } catch (Throwable t) {
             LOG.warn("could not prepare state reports: {}", t.toString());
             pending = null;
         }
         return result.assignment;
+    }
+
+    /** The earliest follow-up rebalance the assignment asks for (epoch ms), or null when none is scheduled. */
+    static Long nextRebalanceAt(TaskAssignment assignment) {
+        Long earliest = null;
+        for (KafkaStreamsAssignment a : assignment.assignment()) {
+            Instant at = a.followupRebalanceDeadline().orElse(null);
+            if (at != null && (earliest == null || at.toEpochMilli() < earliest)) {
+                earliest = at.toEpochMilli();
+            }
+        }
+        return earliest;
     }
 
     /**

@@ -195,6 +195,28 @@ class PlanHonoringTaskAssignorTest {
         assertEquals(NOW - 1000, SharedClients.newestHonored("app"));
     }
 
+    @Test
+    void reportsTheApplicationsOwnSettingsAndProtocolWhateverThePlanSays() throws Exception {
+        // The application runs with one standby and a rack tag; the approved plan says none (an explicit override
+        // the pipeline flagged): the leader honors the plan's settings, and the reports still say the group's own.
+        app.numStandbyReplicas = 1;
+        app.rackAwareAssignmentTags = List.of("zone");
+        byte[] plan = signedPlan("app", Map.of());
+        TaskAssignment result = run(assignor((group, timeout) -> plan));
+        assertEquals("0_1=ACTIVE,1_0=STANDBY", roles(result).get(B)); // the plan's target: no standby of 1_1
+        for (String pid : List.of(A, B)) {
+            Map<String, Object> r = report(pid);
+            assertEquals("plan-1", r.get("plan_id"));
+            assertEquals("classic", r.get("protocol"));
+            assertEquals(Map.of("acceptable_recovery_lag", 100L, "max_warmup_replicas", 2L, "num_standby_replicas", 1L,
+                    "probing_rebalance_interval_ms", 600_000L, "rack_aware_assignment_tags", List.of("zone")),
+                    r.get("settings"));
+        }
+        assertEquals("max_warmup_replicas 2 -> 1, num_standby_replicas 1 -> 0, probing_rebalance_interval_ms 600000 -> "
+                + "10000", PlanHonoringTaskAssignor.settingsChanges(new io.rebalanceplanner.core.PlanConfigs(
+                        100L, 1, 0, 10_000L), app.assignmentConfigs()));
+    }
+
     private void assertFallback(TaskAssignment result, String pid, String reasonPrefix) throws Exception {
         Map<String, String> roles = roles(result);
         assertTrue(roles.containsKey(A) && roles.containsKey(B), roles.toString());
@@ -252,6 +274,9 @@ class PlanHonoringTaskAssignorTest {
         TaskAssignment result = run(assignor((group, timeout) -> null, Map.of()));
         assertEquals(Map.of(A, "0_0=ACTIVE,1_0=ACTIVE", B, "0_1=ACTIVE,1_1=ACTIVE"), roles(result));
         assertEquals(List.of(Instant.ofEpochMilli(NOW + 300_000)), followups(result));
+        // The reports say so, for `rebalance-planner status`.
+        assertEquals(NOW + 300_000, ((Number) report(A).get("next_rebalance_at")).longValue());
+        assertEquals(300_000L, ((Number) report(B).get("plan_check_interval_ms")).longValue());
     }
 
     /** Deferral on (30 s, holding): the leader assigns at NOW, then again at {@code at} without A. */
@@ -416,6 +441,19 @@ class PlanHonoringTaskAssignorTest {
         byte[] tampered = new String(plan, StandardCharsets.UTF_8).replace("alice", "mallory")
                 .getBytes(StandardCharsets.UTF_8);
         assertFallback(run(assignor((group, timeout) -> tampered)), B, "bad_signature: ");
+    }
+
+    @Test
+    void aSignedPlanWithAHugeTaskIdFallsBackAsMalformedWithAShortReason() throws Exception {
+        byte[] plan = signedPlan("app", Map.of("move_order", List.of("0_" + "9".repeat(5_000))));
+        assertFallback(run(assignor((group, timeout) -> plan)), A, "malformed: move_order holds '0_999");
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).length() < 300);
+    }
+
+    @Test
+    void aPlanWithAHugeNumberFallsBackAsMalformed() throws Exception {
+        byte[] hostile = ("{\"created_at\":" + "9".repeat(5_000) + "}").getBytes(StandardCharsets.UTF_8);
+        assertFallback(run(assignor((group, timeout) -> hostile)), A, "malformed: integer outside the signed 64-bit");
     }
 
     @Test

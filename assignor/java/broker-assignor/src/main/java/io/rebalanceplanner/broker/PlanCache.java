@@ -96,7 +96,7 @@ public final class PlanCache {
     /** Take one plans-topic record (writer thread only). Returns the verdict, or null when it was not verified. */
     public synchronized Verdict offer(byte[] key, byte[] value, long nowMs) {
         if (key == null || value == null) {
-            return null; // An unsigned tombstone withdraws nothing (shared/contracts/pipeline.md).
+            return null; // An unsigned tombstone withdraws nothing (docs/formats.md).
         }
         String groupId = new String(key, java.nio.charset.StandardCharsets.UTF_8);
         if (groupId.isEmpty() || groupId.length() > MAX_KEY_CHARS) {

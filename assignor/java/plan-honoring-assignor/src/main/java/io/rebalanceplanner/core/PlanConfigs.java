@@ -7,6 +7,27 @@ import java.util.List;
  * fallback ({@link HighAvailability}) runs with the application's own settings, which add the rack tags.
  */
 public final class PlanConfigs {
+    /**
+     * The four settings a plan carries, with the lower and upper bounds schemas/kip441_settings.json defines for
+     * every part (a JUnit test reads that file and checks these). Plans beyond them are refused by
+     * {@link PlanVerifier}; the application's own settings (the fallback's) need only Kafka's lower bounds.
+     */
+    public static final List<String> NAMES = List.of(
+            "acceptable_recovery_lag", "max_warmup_replicas", "num_standby_replicas", "probing_rebalance_interval_ms");
+    private static final long[] MINIMUMS = {0, 1, 0, 1000};
+    // 2^53 - 1: exact in every JSON reader; 1000 copies; 7 days, so now + interval never overflows a long.
+    private static final long[] MAXIMUMS = {9_007_199_254_740_991L, 1000, 1000, 604_800_000L};
+
+    /** The lower bound of {@code NAMES.get(i)}. */
+    public static long minimum(int i) {
+        return MINIMUMS[i];
+    }
+
+    /** The upper bound of {@code NAMES.get(i)}. */
+    public static long maximum(int i) {
+        return MAXIMUMS[i];
+    }
+
     private final long acceptableRecoveryLag;
     private final int maxWarmupReplicas;
     private final int numStandbyReplicas;

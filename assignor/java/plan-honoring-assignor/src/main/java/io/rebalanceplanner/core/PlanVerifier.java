@@ -55,10 +55,6 @@ public final class PlanVerifier {
     private static final Set<String> NON_EMPTY = Set.of("plan_id", "group_id", "key_id", "signature");
     private static final Set<String> TIMES = Set.of("created_at", "valid_until", "approved_at");
 
-    private static final String[] CONFIG_FIELDS = {
-        "acceptable_recovery_lag", "max_warmup_replicas", "num_standby_replicas", "probing_rebalance_interval_ms",
-    };
-    private static final long[] CONFIG_MINIMUMS = {0, 1, 0, 1000};
 
     private final Map<String, PublicKey> keys;
     private final long clockSkewMs;
@@ -199,29 +195,30 @@ public final class PlanVerifier {
     /** The plan, or the Verdict rejecting its fields. */
     private static Object readPlan(Map<String, Object> record, String planId) {
         Map<?, ?> configFields = (Map<?, ?>) record.get("configs");
-        long[] values = new long[CONFIG_FIELDS.length];
-        for (int i = 0; i < CONFIG_FIELDS.length; i++) {
-            Object v = configFields.get(CONFIG_FIELDS[i]);
-            if (!(v instanceof Long) || (Long) v < CONFIG_MINIMUMS[i]) {
-                return Verdict.rejected("malformed", "configs." + CONFIG_FIELDS[i] + " must be an integer >= "
-                        + CONFIG_MINIMUMS[i], planId);
+        long[] values = new long[PlanConfigs.NAMES.size()];
+        for (int i = 0; i < values.length; i++) {
+            String name = PlanConfigs.NAMES.get(i);
+            Object v = configFields.get(name);
+            if (!(v instanceof Long) || (Long) v < PlanConfigs.minimum(i) || (Long) v > PlanConfigs.maximum(i)) {
+                return Verdict.rejected("malformed", "configs." + name + " must be an integer in "
+                        + PlanConfigs.minimum(i) + ".." + PlanConfigs.maximum(i), planId);
             }
             values[i] = (Long) v;
         }
-        // Counts beyond int range mean "no limit", exactly as the same huge number would in Python.
-        PlanConfigs configs = new PlanConfigs(values[0], clampToInt(values[1]), clampToInt(values[2]), values[3]);
+        // Bounded above: the counts fit an int, and a deadline now + interval cannot overflow a long.
+        PlanConfigs configs = new PlanConfigs(values[0], (int) values[1], (int) values[2], values[3]);
         Map<String, ClientTasks> target = new TreeMap<>(CodePoints.ORDER);
         for (Map.Entry<?, ?> entry : ((Map<?, ?>) record.get("target")).entrySet()) {
             String pid = (String) entry.getKey();
             if (!(entry.getValue() instanceof Map)) {
-                return Verdict.rejected("malformed", "target[" + pid + "] is not an object", planId);
+                return Verdict.rejected("malformed", "target[" + shown(pid) + "] is not an object", planId);
             }
             Map<?, ?> roles = (Map<?, ?>) entry.getValue();
             Set<Task> active = taskSet(roles.get("active"));
             Set<Task> standby = taskSet(roles.get("standby"));
             if (active == null || standby == null) {
-                return Verdict.rejected("malformed", "target[" + pid
-                        + "] must be {active: [task ids], standby: [task ids]}", planId);
+                return Verdict.rejected("malformed", "target[" + shown(pid) + "] must be {active: [task ids],"
+                        + " standby: [task ids]}, each <subtopology>_<partition> in 0..2147483647", planId);
             }
             target.put(pid, new ClientTasks(active, standby, Set.of()));
         }
@@ -230,7 +227,8 @@ public final class PlanVerifier {
         for (Object item : (List<?>) record.get("move_order")) {
             Task task = item instanceof String ? Task.parseOrNull((String) item) : null;
             if (task == null) {
-                return Verdict.rejected("malformed", "move_order holds something that is not a task id", planId);
+                return Verdict.rejected("malformed", "move_order holds " + shown(item)
+                        + ", not a task id <subtopology>_<partition> with each part in 0..2147483647", planId);
             }
             if (seen.add(task)) {
                 moveOrder.add(task);
@@ -243,6 +241,12 @@ public final class PlanVerifier {
         }
         return new Plan(planId, (String) record.get("group_id"), (Long) record.get("created_at"),
                 (Long) record.get("valid_until"), configs, target, moveOrder);
+    }
+
+    /** A value for a reason, cut to 40 characters with its length said: a hostile id may be a megabyte. */
+    static String shown(Object value) {
+        String text = value instanceof String ? "'" + value + "'" : String.valueOf(value);
+        return text.length() <= 42 ? text : text.substring(0, 41) + "'... (" + (text.length() - 2) + " characters)";
     }
 
     private static int clampToInt(long v) {

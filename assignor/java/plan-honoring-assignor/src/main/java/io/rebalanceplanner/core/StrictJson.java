@@ -222,6 +222,10 @@ public final class StrictJson {
                 throw error("number with a fraction or exponent");
             }
         }
+        if (digits > 19) {
+            // An int64 has at most 19 digits: refuse a longer number before copying or converting it.
+            throw error("integer outside the signed 64-bit range");
+        }
         try {
             return Long.parseLong(text.substring(start, pos));
         } catch (NumberFormatException e) {

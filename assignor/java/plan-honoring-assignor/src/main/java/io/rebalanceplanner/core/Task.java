@@ -5,7 +5,9 @@ import java.util.regex.Pattern;
 
 /** A task id, {@code "<subtopology>_<partition>"}, ordered by (subtopology, partition) like Python's TaskId. */
 public final class Task implements Comparable<Task> {
-    private static final Pattern FORM = Pattern.compile("(0|[1-9][0-9]*)_(0|[1-9][0-9]*)");
+    // At most ten digits a part, so a hostile id of thousands of digits is refused by its form before any
+    // conversion; the int32 range is checked by parseInt. Python's TaskId.parse uses the same bounds.
+    private static final Pattern FORM = Pattern.compile("(0|[1-9][0-9]{0,9})_(0|[1-9][0-9]{0,9})");
 
     private final long subtopology;
     private final long partition;

@@ -20,6 +20,7 @@ import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
+import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsState;
@@ -42,6 +43,13 @@ public final class StateReports {
             this.groupId = groupId;
             this.reports = reports;
             this.clientIds = clientIds;
+        }
+
+        /** Sets a field of every member's report (e.g. when the group rebalances next), beside the rest. */
+        public void putEverywhere(String field, Object value) {
+            for (Map<String, Object> report : reports) {
+                report.put(field, value);
+            }
         }
 
         /** Key {@code <group>/<process id>} to the report's JSON bytes. */
@@ -137,6 +145,7 @@ public final class StateReports {
             String offsetSumsError, String planId, String fallbackReason, long nowMs) {
         Map<ProcessId, KafkaStreamsState> states = app.kafkaStreamsStates(false);
         Map<String, Object> topology = topology(app.allTasks());
+        Map<String, Object> ownSettings = settings(app.assignmentConfigs());
         Map<String, KafkaStreamsAssignment> byPid = new HashMap<>();
         for (KafkaStreamsAssignment a : assignment.assignment()) {
             byPid.put(a.processId().id().toString(), a);
@@ -149,6 +158,9 @@ public final class StateReports {
             Map<String, Object> r = new TreeMap<>();
             r.put("schema_version", 1L);
             r.put("origin", "kafka-streams");
+            // The plugin is a KIP-924 assignor: it runs in classic-protocol groups (streams groups assign on the broker).
+            r.put("protocol", "classic");
+            r.put("settings", ownSettings);
             r.put("group_id", groupId);
             r.put("process_id", pid);
             r.put("host", s.hostInfo().map(h -> h.host() + ":" + h.port()).orElse(""));
@@ -248,6 +260,20 @@ public final class StateReports {
                 out.put(new Task(info.id().subtopology(), info.id().partition()), sum);
             }
         }
+        return out;
+    }
+
+    /**
+     * The application's own KIP-441 settings, as its configuration gives them to the assignor (whatever a plan
+     * says): the pipeline plans the group with these and flags a plan that would change them.
+     */
+    static Map<String, Object> settings(AssignmentConfigs configs) {
+        Map<String, Object> out = new TreeMap<>();
+        out.put("acceptable_recovery_lag", configs.acceptableRecoveryLag());
+        out.put("max_warmup_replicas", (long) configs.maxWarmupReplicas());
+        out.put("num_standby_replicas", (long) configs.numStandbyReplicas());
+        out.put("probing_rebalance_interval_ms", configs.probingRebalanceIntervalMs());
+        out.put("rack_aware_assignment_tags", new ArrayList<>(configs.rackAwareAssignmentTags()));
         return out;
     }
 

@@ -41,6 +41,8 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
         this.clientId = clientId;
     }
 
+    private boolean missingTopicLogged;
+
     @Override
     public synchronized byte[] newest(String groupId, long timeoutMs) throws PlansUnreadableException {
         long deadline = System.currentTimeMillis() + timeoutMs;
@@ -50,8 +52,16 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
             }
             List<PartitionInfo> infos = consumer.partitionsFor(topic, remaining(deadline));
             if (infos == null || infos.isEmpty()) {
+                if (!missingTopicLogged) {
+                    // Once, not at every rebalance: the group runs on Kafka's own assignment until the topic exists.
+                    missingTopicLogged = true;
+                    LOG.error("the plans topic '{}' does not exist: no plan can reach this application and it keeps "
+                            + "Kafka's own assignment; create the product's topics with `rebalance-planner setup`",
+                            topic);
+                }
                 return newestValue();
             }
+            missingTopicLogged = false;
             List<TopicPartition> partitions = new ArrayList<>();
             for (PartitionInfo info : infos) {
                 partitions.add(new TopicPartition(topic, info.partition()));

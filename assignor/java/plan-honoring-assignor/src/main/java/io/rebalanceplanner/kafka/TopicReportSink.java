@@ -11,6 +11,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.slf4j.Logger;
@@ -28,6 +29,7 @@ final class TopicReportSink implements ReportSink, AutoCloseable {
     private final String clientId;
     private final long timeoutMs;
     private KafkaProducer<String, byte[]> producer;
+    private boolean missingTopicLogged;
 
     TopicReportSink(Map<String, Object> clientProperties, String topic, String clientId, long timeoutMs) {
         this.clientProperties = clientProperties;
@@ -46,7 +48,7 @@ final class TopicReportSink implements ReportSink, AutoCloseable {
             }
             for (Map.Entry<String, byte[]> r : records.entrySet()) {
                 sent.add(producer.send(new ProducerRecord<>(topic, r.getKey(), r.getValue()), (meta, error) -> {
-                    if (error != null) {
+                    if (error != null && !missingTopic(error)) {
                         LOG.warn("state report {} was not published to {}: {}", r.getKey(), topic, error.toString());
                     }
                 }));
@@ -54,11 +56,40 @@ final class TopicReportSink implements ReportSink, AutoCloseable {
             for (Future<RecordMetadata> f : sent) {
                 f.get(Math.max(0, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
             }
+            missingTopicLogged = false;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             LOG.warn("interrupted while publishing state reports to {}", topic);
         } catch (Exception e) {
-            LOG.warn("state reports to {} not confirmed within {} ms: {}", topic, timeoutMs, e.toString());
+            if (missingTopic(e)) {
+                logMissingTopic();
+            } else {
+                LOG.warn("state reports to {} not confirmed within {} ms: {}", topic, timeoutMs, e.toString());
+            }
+        }
+    }
+
+    /**
+     * Whether a send failed because the topic does not exist: the producer then waits for metadata that never
+     * names it ("not present in metadata") or the broker answers UNKNOWN_TOPIC_OR_PARTITION.
+     */
+    static boolean missingTopic(Throwable error) {
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t instanceof UnknownTopicOrPartitionException
+                    || (t.getMessage() != null && t.getMessage().contains("not present in metadata"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** One ERROR until reports get through again, not a warning at every rebalance. */
+    private void logMissingTopic() {
+        if (!missingTopicLogged) {
+            missingTopicLogged = true;
+            LOG.error("the reports topic '{}' does not exist: this application's state reports are lost and the "
+                    + "pipeline plans it from group metadata only; create the product's topics with "
+                    + "`rebalance-planner setup`", topic);
         }
     }
 

@@ -4,13 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.security.PublicKey;
 import java.util.ArrayList;
 import java.util.Base64;
-import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
@@ -19,13 +15,7 @@ class SignedPlanVectorsTest {
     @TestFactory
     List<DynamicTest> signedPlanVectors() throws IOException {
         JsonNode root = Vectors.read("signed_plans.json");
-        Map<String, PublicKey> keys = new TreeMap<>();
-        Iterator<Map.Entry<String, JsonNode>> it = root.get("keys").properties().iterator();
-        while (it.hasNext()) {
-            Map.Entry<String, JsonNode> e = it.next();
-            keys.put(e.getKey(), PlanVerifier.ed25519PublicKey(e.getValue().asText()));
-        }
-        PlanVerifier verifier = new PlanVerifier(keys, root.get("clock_skew_ms").asLong());
+        PlanVerifier verifier = Vectors.verifier(root);
         long now = root.get("now_ms").asLong();
         List<DynamicTest> tests = new ArrayList<>();
         for (JsonNode c : root.get("cases")) {
@@ -35,7 +25,7 @@ class SignedPlanVectorsTest {
         return tests;
     }
 
-    private static void check(PlanVerifier verifier, long now, JsonNode c, String name) {
+    static void check(PlanVerifier verifier, long now, JsonNode c, String name) {
         byte[] value = Base64.getDecoder().decode(c.get("record_b64").asText());
         if (c.hasNonNull("pad_with_spaces_to")) {
             int size = c.get("pad_with_spaces_to").asInt();
