@@ -35,7 +35,7 @@ from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
 APP = "streams-planned"
@@ -113,7 +113,8 @@ def settings_for(root: Path, **extra: object) -> Settings:
         plan_signing_key_file=key_file(root),
         plan_key_id=SIGNER.key_id,
         planner_processes=1,
-        kip441=Kip441Settings(num_standby_replicas=1),  # one standby per stateful task: the group has none
+        # One standby per stateful task where the group runs none: an explicit override, so the plan changes it.
+        kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1),
         **extra,  # type: ignore[arg-type]
     )
 
