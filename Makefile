@@ -12,7 +12,8 @@ export RBP_HOME ?= $(CURDIR)/var
 JVM_DIR := $(RBP_HOME)/jvm
 KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
 DELTA_JARS := $(JVM_DIR)/spark/.pom.sha256
-# Our own Maven build: the KIP-924 plugin jar and the reference Kafka Streams app (assignor/java).
+# Our own Maven build (assignor/java): the KIP-924 plugin jar, the reference Kafka Streams app, the streams-groups
+# reader and the broker-side assignor (on the embedded broker's classpath: every target running the broker needs it).
 JAVA_DIR := assignor/java
 JAVA_SOURCES := $(shell find $(JAVA_DIR) -path '*/target' -prune -o \( -name '*.java' -o -name pom.xml \) -print)
 JAVA_JARS := $(JAVA_DIR)/target/.built
@@ -85,7 +86,7 @@ bench-pipeline: $(CORE)
 	$(BIN)/python bench/pipeline_bench.py
 
 # A live scale-out of real instance processes (~5 min): not part of `make bench`.
-bench-runtime: $(CORE) $(KAFKA_JARS)
+bench-runtime: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/runtime_bench.py
 
 # The same scale-out (3 -> 4) with real Kafka Streams JVMs, plan-honoring plugin vs Kafka's assignor (~15 min).

@@ -167,6 +167,12 @@ class Settings(BaseSettings):
     plan_clock_skew_ms: int = Field(default=60_000, ge=0, description="how far in the future a plan may be dated")
     reports_topic: str = Field(default="_rebalance_reports", description="compacted topic of the state reports")
     plans_topic: str = Field(default="_rebalance_plans", description="compacted topic of the signed plans")
+    broker_assignor: str | None = Field(
+        default=None,
+        max_length=249,
+        description="streams.assignor.name of our broker-side assignor for streams-protocol groups; unset: found in "
+        "the brokers' group.streams.assignors; empty: not installed (such groups stay report-only)",
+    )
     # The KIP-441 settings of the live groups this process runs (`fleet`, `instance`, the demo's groups).
     kip441: Kip441Settings = Field(default_factory=Kip441Settings)
     # Pipeline: groups are planned with their own settings; these are the explicit exceptions.

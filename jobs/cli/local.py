@@ -13,7 +13,7 @@ from rich.console import Console
 
 from jobs.cli.arguments import COUNT, PORT
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
-from jobs.local.broker import EmbeddedBroker
+from jobs.local.broker import BrokerAssignor, EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
 from jobs.settings import Settings
 
@@ -66,7 +66,15 @@ def _until_stopped(console: Console, part: _Running, name: str) -> int:
 def run_local_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
     """Run ``broker`` or ``spark-connect``; None for any other command."""
     if args.command == "broker":
-        with EmbeddedBroker(port=args.port, data_dir=args.data_dir, jvm_dir=settings.jvm_dir) as broker:
+        # Our streams assignor installed, verifying plans with the keys the pipeline's groups trust.
+        assignor = BrokerAssignor.built(settings.plan_verify_keys, settings.plans_topic)
+        with EmbeddedBroker(
+            port=args.port,
+            data_dir=args.data_dir,
+            jvm_dir=settings.jvm_dir,
+            assignor=assignor,
+            with_assignor=bool(assignor),
+        ) as broker:
             kept = f"data in {broker.data_dir}" if args.data_dir else "temporary data"
             console.print(f"Apache Kafka listening on [bold]{broker.bootstrap}[/bold] ({kept}; Ctrl-C stops it)")
             return _until_stopped(console, broker, "embedded broker")

@@ -18,12 +18,18 @@ from types import TracebackType
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir, private_tmpdir
 from jobs.processes import free_port, spawn, stop_group
 
 log = logging.getLogger(__name__)
 
 _STATE_FILE = "embedded-broker.json"
+REPO = Path(__file__).resolve().parents[2]
+ASSIGNOR_JAR_DIR = REPO / "assignor" / "java" / "broker-assignor" / "target"
+# jobs.pipeline.streams_assignor names it too (what publish looks for); the broker must not import the pipeline.
+ASSIGNOR_CLASS = "io.rebalanceplanner.broker.PlanFollowingTaskAssignor"
+DECISIONS_TOPIC = "_rebalance_assignor_decisions"
 
 
 class BrokerError(RuntimeError):
@@ -111,6 +117,46 @@ def scram_properties(users: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def broker_assignor_jar(target: Path = ASSIGNOR_JAR_DIR) -> Path:
+    """The broker-side streams assignor jar that `make java` builds (assignor/java/broker-assignor)."""
+    found = sorted(
+        p for p in target.glob("broker-assignor-*.jar") if not p.name.endswith(("-sources.jar", "-tests.jar"))
+    )
+    if not found:
+        raise BrokerError(f"no broker-assignor jar in {target}: run `make java`")
+    return found[-1]
+
+
+@dataclass(frozen=True)
+class BrokerAssignor:
+    """Our KIP-1357 assignor installed on the embedded broker: its jar and the settings it reads from the broker's."""
+
+    jar: Path
+    verify_keys: str = ""  # key_id=<64 hex>[,...], as RBP_PLAN_VERIFY_KEYS; empty: no plan verifies (sticky)
+    plans_topic: str = "_rebalance_plans"
+    decisions_topic: str = DECISIONS_TOPIC
+
+    @staticmethod
+    def built(verify_keys: str = "", plans_topic: str = "_rebalance_plans") -> BrokerAssignor | None:
+        """The one `make java` built, or None (logged) without it: the broker then runs without our assignor, and
+        publish, which asks the broker, keeps streams groups report-only."""
+        try:
+            return BrokerAssignor(broker_assignor_jar(), verify_keys, plans_topic)
+        except BrokerError as err:
+            log.warning("the embedded broker runs without the broker-side streams assignor: %s", err)
+            return None
+
+    def properties(self, bootstrap: str) -> dict[str, str]:
+        """server.properties entries: sticky stays the default, ours is there for the groups that select it."""
+        config = {
+            "group.streams.assignors": f"sticky,{ASSIGNOR_CLASS}",
+            "rebalance.planner.plans.topic": self.plans_topic,
+            "rebalance.planner.decisions.topic": self.decisions_topic,
+            "rebalance.planner.client.bootstrap.servers": bootstrap,
+        }
+        return config | ({"rebalance.planner.verify.keys": self.verify_keys} if self.verify_keys else {})
+
+
 def _log4j_config(log_file: Path) -> str:
     return "\n".join(
         [
@@ -146,8 +192,12 @@ class EmbeddedBroker:
         host: str = "127.0.0.1",
         java: str = "java",
         scram_users: Mapping[str, str] | None = None,
+        assignor: BrokerAssignor | None = None,
+        with_assignor: bool = True,
     ) -> None:
-        """``scram_users`` (user -> password, including ``admin``): SASL/SCRAM with ACLs instead of PLAINTEXT."""
+        """``scram_users`` (user -> password, including ``admin``): SASL/SCRAM with ACLs instead of PLAINTEXT.
+        ``assignor``: our streams assignor's jar and settings (default: the built jar, no verify keys; none, with a
+        warning, when it is not built); none when ``with_assignor`` is false."""
         if scram_users is not None:
             if ADMIN_USER not in scram_users:
                 raise ValueError(f"scram_users must include {ADMIN_USER!r}, the broker's own principal")
@@ -164,6 +214,7 @@ class EmbeddedBroker:
         self._java = java
         self._identity: BrokerIdentity | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self.assignor = (assignor or BrokerAssignor.built()) if with_assignor else None
 
     @property
     def port(self) -> int:
@@ -194,6 +245,8 @@ class EmbeddedBroker:
             return self.bootstrap
         libs = classpath_dir("kafka", self._jvm_dir)
         classpath = str(libs.resolve() / "*")
+        if self.assignor is not None:
+            classpath += f":{self.assignor.jar.resolve()}"
         identity, formatted = self._load_identity()
         self._identity = identity
         properties = self.data_dir / "server.properties"
@@ -204,6 +257,15 @@ class EmbeddedBroker:
                 "listeners": f"{client},CONTROLLER://{self.host}:{identity.controller_port}",
                 "advertised.listeners": client,
             }
+        if self.assignor is not None:
+            # The assignor's own clients reach this broker as plain ones do; in SCRAM mode as the broker's principal.
+            config |= self.assignor.properties(f"{self.host}:{identity.port}")
+            if self.scram_users is not None:
+                config |= {
+                    "rebalance.planner.client.security.protocol": "SASL_PLAINTEXT",
+                    "rebalance.planner.client.sasl.mechanism": SCRAM,
+                    "rebalance.planner.client.sasl.jaas.config": _jaas(ADMIN_USER, self.scram_users[ADMIN_USER]),
+                }
         properties.write_text("".join(f"{k}={v}\n" for k, v in config.items()), encoding="utf-8")
         log4j = self.data_dir / "log4j2.properties"
         log4j.write_text(_log4j_config(self.log_file), encoding="utf-8")
@@ -279,6 +341,9 @@ class EmbeddedBroker:
             try:
                 admin.describe_cluster(request_timeout=1).result(2)
                 admin.list_topics(timeout=2)
+                if self.assignor is not None:
+                    # The assignor never creates topics; publish creates the plans topic, nothing else this one.
+                    ensure_topics(self.client_config(), [TopicSpec(self.assignor.decisions_topic, compacted=True)])
                 return
             except KafkaException:  # not serving yet; the deadline bounds the wait
                 continue

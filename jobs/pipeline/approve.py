@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.report_only import report_only_reasons
+from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
@@ -25,6 +25,9 @@ def held_plans(lake: Lake, approved: DataFrame) -> dict[str, str]:
     makes them HELD, not APPROVED."""
     rows = approved.select("plan_id", "group_id", "snapshot_id").collect()
     reasons = report_only_reasons(lake, sorted({r["snapshot_id"] for r in rows}))
+    # A streams-protocol group can honor a plan once publish selects our broker-side assignor for it: publish
+    # decides (it asks the brokers), so approving it here is an approval, not a hold.
+    reasons = {g: why for g, why in reasons.items() if why != STREAMS_PROTOCOL_REASON}
     return {
         r["plan_id"]: reasons[r["group_id"]]
         for r in sorted(rows, key=lambda r: r["plan_id"])

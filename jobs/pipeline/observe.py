@@ -22,6 +22,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.extract import read_membership
 from jobs.pipeline.intake import BrokerGroup, Report, parse_records
+from jobs.pipeline.observe_streams import release_finished, streams_group_reports, streams_protocol_groups
 from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
@@ -120,8 +121,11 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     noticed = notice_withdrawals_and_fallbacks(lake, settings, plans_topic, fresh)
     outcomes.extend(noticed.outcomes)
     plans = lake.read("plans").where(sf.col("status") == PlanStatus.PUBLISHED)
-    plan_rows = plans.select("plan_id", "group_id", "draining").collect()
+    plan_rows = plans.select("plan_id", "group_id", "snapshot_id", "draining").collect()
     published = {r["plan_id"]: r["group_id"] for r in plan_rows}
+    # Streams-protocol groups send no reports: what they hold comes from the broker's description.
+    streams = streams_protocol_groups(lake, {r["snapshot_id"] for r in plan_rows}) if plan_rows else set()
+    fresh += streams_group_reports(settings, bootstrap, streams) if streams else []
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
     # stopped instance from a quiet one while its last report is fresh.
@@ -158,7 +162,10 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     expired = expired.withColumn("status", sf.lit(PlanStatus.EXPIRED)).withColumn(
         "reason", sf.lit("not realized before valid_until")
     )
+    finished = {r["plan_id"]: r["group_id"] for r in expired.select("plan_id", "group_id").collect()}
     outcome = lake.merge("plans", expired, update=["status", "reason"])
+    finished |= {p: published[p] for p in [*done, *left]}
+    release_finished(settings, bootstrap, finished, streams)  # the broker's default assignor serves them again
     if outcome.changed:
         outcomes.append(outcome)
     log.info("observe: %d history rows, %d plan(s) realized, %d expired", len(rows), len(done), outcome.updated)

@@ -18,9 +18,16 @@ from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
-from jobs.pipeline.report_only import report_only_reasons
+from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
+from jobs.pipeline.streams_assignor import (
+    SOURCE_SELECTED,
+    assignor_history_rows,
+    broker_assignor,
+    release_assignor,
+    select_assignor,
+)
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
 from jobs.settings import Kip441Settings, Settings
 from schemas import read_json
@@ -68,13 +75,22 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
         raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
 
 
-def _hold_report_only(lake: Lake, approved: list[Row]) -> tuple[list[Row], list[MergeOutcome]]:
+def _hold_report_only(
+    lake: Lake, approved: list[Row], settings: Settings, bootstrap: str
+) -> tuple[list[Row], list[MergeOutcome], set[str], str | None]:
     """The approved plans that may be published; those of report-only groups become HELD, with the reason per
-    group (approve holds them already; this catches plans approved before it did)."""
+    group. Streams-protocol groups are not report-only when the brokers have our assignor: they are returned, with
+    its name, to select it for them."""
     reasons = report_only_reasons(lake, sorted({r["snapshot_id"] for r in approved}))
+    streams = {g for g, why in reasons.items() if why == STREAMS_PROTOCOL_REASON}
+    # The brokers are asked only when a streams-protocol group has a plan to publish.
+    assignor = broker_assignor(settings, bootstrap) if streams else None
+    streams = streams if assignor else set()
+    reasons = {g: why for g, why in reasons.items() if g not in streams}
+    streams &= {r["group_id"] for r in approved}
     held = [r for r in approved if r["group_id"] in reasons]
     if not held:
-        return approved, []
+        return approved, [], streams, assignor
     for row in held:
         why = reasons[row["group_id"]]
         log.warning("publish: plan %s of group %s not published: %s", row["plan_id"], row["group_id"], why)
@@ -84,7 +100,7 @@ def _hold_report_only(lake: Lake, approved: list[Row]) -> tuple[list[Row], list[
     rows = lake.read("plans").join(why_by_plan, "plan_id")
     held_rows = rows.withColumn("status", sf.lit(str(PlanStatus.HELD))).withColumn("reason", sf.col("why")).drop("why")
     outcome = lake.merge("plans", held_rows, update=["status", "reason"])
-    return [r for r in approved if r["group_id"] not in reasons], [outcome]
+    return [r for r in approved if r["group_id"] not in reasons], [outcome], streams, assignor
 
 
 def run_publish(
@@ -110,7 +126,7 @@ def run_publish(
         snapshot = resolve_snapshot(lake, snapshot_id)
         chosen = plans.where(sf.col("snapshot_id") == snapshot)
     approved, older = _latest_per_group(chosen.where(sf.col("status") == PlanStatus.APPROVED).collect())
-    approved, held = _hold_report_only(lake, approved)
+    approved, held, streams, assignor = _hold_report_only(lake, approved, settings, bootstrap)
     older = [r for r in older if r["group_id"] in {a["group_id"] for a in approved}]  # a held group keeps its plans
     if not approved:
         log.info("publish: no APPROVED plans to publish (%d held as report-only)", len(held))
@@ -140,6 +156,12 @@ def run_publish(
     producer = Producer(client)
     _produce(producer, settings.plans_topic, records, settings.kafka_timeout_s)
     log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)
+    selecting = {r["group_id"]: (r["plan_id"], r["snapshot_id"]) for r in approved if r["group_id"] in streams}
+    if selecting and assignor is not None:
+        # After the plan is on the topic, so the first assignment with our assignor can find it.
+        processes = {g: list(targets[plan].clients) for g, (plan, _) in selecting.items()}
+        select_assignor(settings, bootstrap, processes, assignor)
+        history.extend(assignor_history_rows(selecting, SOURCE_SELECTED, now))
     if history:
         outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(history, HISTORY_DDL)))
     published = {r["plan_id"]: r["group_id"] for r in approved}
@@ -180,4 +202,5 @@ def publish_withdrawal(settings: Settings, bootstrap: str, group_id: str, plan_i
     ensure_topics(client, [TopicSpec(settings.plans_topic, compacted=True)], settings.kafka_timeout_s)
     _produce(Producer(client), settings.plans_topic, [record], settings.kafka_timeout_s)
     log.info("publish: withdrawal of %s's plan %s sent to %s", group_id, plan_id, settings.plans_topic)
+    release_assignor(settings, bootstrap, [group_id])  # a streams-protocol group: back to the broker's default
     return record

@@ -13,8 +13,10 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.local.broker import EmbeddedBroker
+from jobs.pipeline.streams_assignor import ASSIGNOR_NAME, broker_assignor
 from jobs.polling import wait_until
 from jobs.processes import free_port
+from jobs.settings import Settings
 
 
 def read_all(bootstrap: str, topic: str, expected: int | None = None) -> list[tuple[bytes | None, bytes | None]]:
@@ -157,3 +159,12 @@ def test_the_brokers_native_libraries_unpack_into_its_own_folder(broker: Embedde
     assert producer.flush(30) == 0
     assert read_all(broker.bootstrap, "lz4", 100)[-1] == (b"k", b"x" * 100 + b"99")
     wait_until(lambda: any(broker.jvm_tmp.glob("liblz4-java*.so")), 30, f"lz4-java unpacked in {broker.jvm_tmp}")
+
+
+def test_the_broker_offers_our_streams_assignor_and_publish_sees_it(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    # The shared broker has it (group.streams.assignors read back with DescribeConfigs); a broker without it does not.
+    settings = Settings(lake_root=tmp_path / "lake")
+    assert broker_assignor(settings, broker.bootstrap) == ASSIGNOR_NAME
+    assert broker_assignor(settings.model_copy(update={"broker_assignor": ""}), broker.bootstrap) is None
+    with EmbeddedBroker(with_assignor=False) as plain:
+        assert broker_assignor(settings, plain.bootstrap) is None

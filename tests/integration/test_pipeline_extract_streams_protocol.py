@@ -118,6 +118,8 @@ def test_extract_reads_a_streams_protocol_group_and_its_plan_is_report_only(
         plan_key_id=SIGNER.key_id,
         planner_processes=1,
         kip441=Kip441Settings(num_standby_replicas=1),  # the group's own, until reports carry per-group settings
+        # The shared broker has our assignor; as if it had not (tests/system/test_streams_protocol_plan.py: with it).
+        broker_assignor="",
     )
     lake = Lake(spark, settings.lake_root)
     processes = {i.process_id for i in fleet.members()}
@@ -191,6 +193,6 @@ def test_extract_reads_a_streams_protocol_group_and_its_plan_is_report_only(
     published = run_publish(lake, settings, broker.bootstrap, snapshot_id=snapshot)
     assert dict(published.counts) == {"report_only": 1}
     held = lake.read("plans").where(sf.col("plan_id") == plan["plan_id"]).first()
-    assert held is not None and (held["status"], held["reason"]) == ("APPROVED", STREAMS_PROTOCOL_REASON)
+    assert held is not None and (held["status"], held["reason"]) == ("HELD", STREAMS_PROTOCOL_REASON)
     assert read_latest_by_key(broker.bootstrap, settings.plans_topic) == {}
     assert all(i.alive for i in fleet.members())

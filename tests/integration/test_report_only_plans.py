@@ -20,7 +20,7 @@ from jobs.pipeline.publish import run_publish
 from jobs.pipeline.stage import StageInputError
 from jobs.pipeline.validate import run_validate
 from jobs.report import run_report
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Kip441Overrides, Settings
 from tests.support.pipeline_kafka import create_topics
 from tests.support.report_only_data import one_subtopology_group, write_reports
 from tests.support.signing import SIGNER, key_file
@@ -41,7 +41,8 @@ def _settings(tmp_path: Path) -> Settings:
         lake_root=tmp_path / "lake",
         plan_signing_key_file=key_file(tmp_path),
         plan_key_id=SIGNER.key_id,
-        kip441=Kip441Settings(acceptable_recovery_lag=100, num_standby_replicas=1),
+        # The reports below carry no settings: these are what the groups run with, given as explicit overrides.
+        kip441_overrides=Kip441Overrides.fleet(acceptable_recovery_lag=100, num_standby_replicas=1),
         planner_processes=1,
         reports_topic="reports",
         plans_topic="plans",
