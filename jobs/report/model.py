@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON
 from jobs.pipeline.status import PlanStatus
 from jobs.report.numbers import count, duration, plural
 
@@ -79,7 +80,8 @@ class GroupRow:
         if not self.report_only:
             return ""
         age = "of unknown age" if self.source_age_ms is None else f"at least {duration(self.source_age_ms / 1000)} old"
-        note = f"report-only: planned from broker metadata {age}"
+        source = "the broker's description" if self.report_only == STREAMS_PROTOCOL_REASON else "group metadata"
+        note = f"report-only: planned from {source} {age}"
         if self.status == PlanStatus.VALIDATED:
             note += "; approving it HOLDs it: the group cannot honor a plan, so nothing is published"
         if self.missing_offset_sums:

@@ -135,7 +135,9 @@ def test_an_outside_application_with_standbys_is_planned_published_and_keeps_the
     wait_until(lambda: settled() is not None, 180, "three instances reporting, one standby per stateful task")
     before = settled()
     assert before is not None and before["protocol"] == "classic" and before["plan_id"] is None
-    print("status before:\n" + cli(capsys, "status", APP))  # the people's table, kept in the test's output
+    shown = cli(capsys, "status", APP)
+    with capsys.disabled():  # the people's table, in the test's output (`pytest -s` shows it)
+        print("status before:\n" + shown)
 
     # Drain the instance holding the most: its tasks warm up on the other two and move there.
     active = holds(before, "active")
@@ -172,7 +174,9 @@ def test_an_outside_application_with_standbys_is_planned_published_and_keeps_the
     assert after is not None and after["fallback_reason"] is None
     assert not holds(after, "active")[drained] and not holds(after, "standby")[drained]
     assert all(n == 1 for n in standbys_per_stateful_task(after).values()), after  # the standbys are kept
-    print(f"status after ({converged_s:.1f} s from publish to the target):\n" + cli(capsys, "status", APP))
+    shown = cli(capsys, "status", APP)
+    with capsys.disabled():
+        print(f"status after ({converged_s:.1f} s from publish to the target):\n" + shown)
 
     def realized() -> bool:
         cli(capsys, "observe")

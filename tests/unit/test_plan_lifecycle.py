@@ -117,7 +117,7 @@ def test_the_approval_page_marks_a_lower_bound_restore_and_says_a_report_only_pl
     )
     plain = replace(row(2, group="plain"), source_age_ms=1_000)
     assert legacy.restore_figure == "≥ 3,000" and plain.restore_figure == "2,000" and plain.source_note == ""
-    assert legacy.source_note.startswith("report-only: planned from broker metadata at least 1 h 30 min old")
+    assert legacy.source_note.startswith("report-only: planned from group metadata at least 1 h 30 min old")
     assert "approving it HOLDs it" in legacy.source_note
     assert "2 held replicas without offset sums" in replace(legacy, status="HELD").source_note
     assert "HOLDs" not in replace(legacy, status="HELD").source_note
