@@ -15,19 +15,6 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 README_MAX_LINES = 150
 
-# Pages other branches add to docs/ (docs/README.md links them already). Once they are merged, delete this
-# allowance: every link must then resolve to a file in the tree.
-PENDING_PAGES = frozenset(
-    {
-        "docs/group-settings.md",
-        "docs/onboarding.md",
-        "docs/plan-lifecycle.md",
-        "docs/streams-protocol.md",
-        "docs/broker-assignor.md",
-        "docs/hostile-input.md",
-    }
-)
-
 # Spelled in pieces so that this file does not match itself.
 OUTSIDE_REFERENCES = ("../" + "shared", "shared/" + "contracts", "shared/" + "DESIGN")
 
@@ -74,18 +61,18 @@ def test_every_relative_link_in_the_readme_and_docs_resolves_to_a_file_in_the_re
     for page in _doc_pages():
         for target in _relative_links(page):
             path = (page.parent / target.split("#", 1)[0]).resolve()
-            name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
-            if not path.is_relative_to(ROOT) or (not path.exists() and name not in PENDING_PAGES):
+            if not path.is_relative_to(ROOT) or not path.exists():
                 broken.setdefault(page.relative_to(ROOT).as_posix(), []).append(target)
     assert broken == {}, f"links to nothing in the repository: {broken}"
 
 
-def test_every_pending_page_is_linked_from_the_docs_index() -> None:
+def test_every_docs_page_is_linked_from_the_docs_index() -> None:
     index = {
         (ROOT / "docs" / target.split("#", 1)[0]).resolve().relative_to(ROOT).as_posix()
         for target in _relative_links(ROOT / "docs" / "README.md")
     }
-    assert sorted(PENDING_PAGES - index) == []
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md") if p.name != "README.md"}
+    assert sorted(pages - index) == []
 
 
 def test_no_tracked_file_points_at_design_notes_outside_the_repository() -> None:
