@@ -1,9 +1,13 @@
 package io.rebalanceplanner.broker;
 
+import static io.rebalanceplanner.core.ConfigValues.bool;
+import static io.rebalanceplanner.core.ConfigValues.bounded;
+import static io.rebalanceplanner.core.ConfigValues.string;
+import static io.rebalanceplanner.core.ConfigValues.underPrefix;
+
 import io.rebalanceplanner.core.PlanVerifier;
 import java.security.PublicKey;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * The assignor's settings, read from the broker's own configuration ({@code server.properties}): the 4.4 broker
@@ -64,18 +68,7 @@ public final class BrokerAssignorSettings {
      * allowed to read the plans topic).
      */
     static Map<String, Object> clientProperties(Map<String, ?> configs) {
-        Map<String, Object> props = new TreeMap<>();
-        for (Map.Entry<String, ?> e : configs.entrySet()) {
-            if (e.getKey().startsWith(CLIENT_PREFIX) && e.getValue() != null) {
-                props.put(e.getKey().substring(CLIENT_PREFIX.length()), e.getValue());
-            }
-        }
-        return props;
-    }
-
-    private static String string(Map<String, ?> configs, String key, String dflt) {
-        Object v = configs.get(key);
-        return v == null ? dflt : String.valueOf(v);
+        return underPrefix(configs, CLIENT_PREFIX);
     }
 
     private static String nonEmpty(Map<String, ?> configs, String key, String dflt) {
@@ -84,32 +77,6 @@ public final class BrokerAssignorSettings {
             throw new IllegalArgumentException(key + " must be a topic name of 1..249 characters, got '" + v + "'");
         }
         return v;
-    }
-
-    private static boolean bool(Map<String, ?> configs, String key, boolean dflt) {
-        String v = string(configs, key, String.valueOf(dflt)).strip();
-        if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
-            throw new IllegalArgumentException(key + " must be true or false, got '" + v + "'");
-        }
-        return Boolean.parseBoolean(v);
-    }
-
-    private static long bounded(Map<String, ?> configs, String key, long dflt, long min, long max) {
-        Object v = configs.get(key);
-        long n;
-        if (v == null) {
-            n = dflt;
-        } else {
-            try {
-                n = Long.parseLong(String.valueOf(v).strip());
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(key + " must be an integer, got '" + v + "'", e);
-            }
-        }
-        if (n < min || n > max) {
-            throw new IllegalArgumentException(key + " must be in " + min + ".." + max + ", got " + n);
-        }
-        return n;
     }
 
     public Map<String, PublicKey> verifyKeys() {

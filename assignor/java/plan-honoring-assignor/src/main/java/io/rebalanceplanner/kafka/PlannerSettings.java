@@ -1,5 +1,10 @@
 package io.rebalanceplanner.kafka;
 
+import static io.rebalanceplanner.core.ConfigValues.bool;
+import static io.rebalanceplanner.core.ConfigValues.bounded;
+import static io.rebalanceplanner.core.ConfigValues.string;
+import static io.rebalanceplanner.core.ConfigValues.underPrefix;
+
 import io.rebalanceplanner.core.Deferral;
 import io.rebalanceplanner.core.PlanVerifier;
 import java.security.PublicKey;
@@ -44,13 +49,13 @@ public final class PlannerSettings {
         verifyKeys = PlanVerifier.parseKeys(string(configs, VERIFY_KEYS, ""));
         plansTopic = string(configs, PLANS_TOPIC, "_rebalance_plans");
         reportsTopic = string(configs, REPORTS_TOPIC, "_rebalance_reports");
-        planReadTimeoutMs = positive(configs, PLAN_READ_TIMEOUT_MS, 5000);
-        clockSkewMs = nonNegative(configs, CLOCK_SKEW_MS, 60000);
+        planReadTimeoutMs = bounded(configs, PLAN_READ_TIMEOUT_MS, 5000, 1, Long.MAX_VALUE);
+        clockSkewMs = bounded(configs, CLOCK_SKEW_MS, 60000, 0, Long.MAX_VALUE);
         reportsEnabled = Boolean.parseBoolean(string(configs, REPORTS_ENABLED, "true").strip());
-        reportsTimeoutMs = nonNegative(configs, REPORTS_TIMEOUT_MS, 2000);
-        planCheckIntervalMs = nonNegative(configs, PLAN_CHECK_INTERVAL_MS, 300_000);
-        offsetsTimeoutMs = nonNegative(configs, OFFSETS_TIMEOUT_MS, 2000);
-        deferral = new Deferral.Settings(nonNegative(configs, SCHEDULED_REBALANCE_MAX_DELAY_MS, 0),
+        reportsTimeoutMs = bounded(configs, REPORTS_TIMEOUT_MS, 2000, 0, Long.MAX_VALUE);
+        planCheckIntervalMs = bounded(configs, PLAN_CHECK_INTERVAL_MS, 300_000, 0, Long.MAX_VALUE);
+        offsetsTimeoutMs = bounded(configs, OFFSETS_TIMEOUT_MS, 2000, 0, Long.MAX_VALUE);
+        deferral = new Deferral.Settings(bounded(configs, SCHEDULED_REBALANCE_MAX_DELAY_MS, 0, 0, Long.MAX_VALUE),
                 bool(configs, HOLD_WITHOUT_CAUGHT_UP_COPY, false));
         clientProperties = clientProperties(configs);
     }
@@ -76,57 +81,8 @@ public final class PlannerSettings {
                 props.put(key, e.getValue());
             }
         }
-        for (Map.Entry<String, ?> e : configs.entrySet()) {
-            if (e.getKey().startsWith(CLIENT_PREFIX) && e.getValue() != null) {
-                props.put(e.getKey().substring(CLIENT_PREFIX.length()), e.getValue());
-            }
-        }
+        props.putAll(underPrefix(configs, CLIENT_PREFIX));
         return props;
-    }
-
-    private static String string(Map<String, ?> configs, String key, String dflt) {
-        Object v = configs.get(key);
-        return v == null ? dflt : String.valueOf(v);
-    }
-
-    private static boolean bool(Map<String, ?> configs, String key, boolean dflt) {
-        String v = string(configs, key, String.valueOf(dflt)).strip();
-        // Boolean.parseBoolean would take a typo for false and silently change what the group does.
-        if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
-            throw new IllegalArgumentException(key + " must be true or false, got '" + v + "'");
-        }
-        return Boolean.parseBoolean(v);
-    }
-
-    private static long positive(Map<String, ?> configs, String key, long dflt) {
-        long v = number(configs, key, dflt);
-        if (v <= 0) {
-            throw new IllegalArgumentException(key + " must be > 0, got " + v);
-        }
-        return v;
-    }
-
-    private static long nonNegative(Map<String, ?> configs, String key, long dflt) {
-        long v = number(configs, key, dflt);
-        if (v < 0) {
-            throw new IllegalArgumentException(key + " must be >= 0, got " + v);
-        }
-        return v;
-    }
-
-    private static long number(Map<String, ?> configs, String key, long dflt) {
-        Object v = configs.get(key);
-        if (v == null) {
-            return dflt;
-        }
-        if (v instanceof Number) {
-            return ((Number) v).longValue();
-        }
-        try {
-            return Long.parseLong(String.valueOf(v).strip());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(key + " must be an integer, got '" + v + "'", e);
-        }
     }
 
     public String applicationId() {
