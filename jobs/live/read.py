@@ -137,7 +137,7 @@ def read_streams_status(
         lines = read_streams_groups_lines(
             bootstrap, settings.kafka_config, settings.kafka_timeout_s, jar=settings.streams_reader_jar
         )
-    except StreamsGroupsUnreadable as err:
+    except (StreamsGroupsUnreadable, OSError) as err:  # OSError: the JVM could not even be started
         return StreamsRead(frozenset(listed), [], f"{len(listed)} streams-protocol group(s) not shown: {err}")
     parsed = parse_reader_output(lines, int(time.time() * 1000))
     decisions: Mapping[bytes, bytes | None] = {}
