@@ -51,7 +51,8 @@ def add_operations_commands(commands: Any) -> None:
         "status",
         help="what every live group runs now: members, tasks per instance, plan and step, fallback, next check",
         description="Per group: protocol, members, actives/standbys/warmups per instance (from the newest state "
-        "reports, or the broker's metadata for report-only groups), the plan being honored and its step (compared "
+        "reports, the broker's metadata for report-only classic groups, or the broker's description of "
+        "streams-protocol groups with our assignor's newest decision), the plan being honored and its step (compared "
         "with the lake's plan_assignments when RBP_LAKE_ROOT holds them), the newest report's age, the last "
         "fallback reason and when the group looks for a plan next.",
     )
@@ -151,6 +152,8 @@ def _status(args: argparse.Namespace, console: Console, settings: Settings, boot
     except MissingTopicError as err:
         print(f"rebalance-planner status: {err}", file=sys.stderr)
         return EXIT_FAILURE
+    for note in read.notes:  # what could not be read, e.g. the streams-groups reader: the rest still shows
+        print(f"rebalance-planner status: {note}", file=sys.stderr)
     if args.group is not None and not read.statuses:
         print(f"rebalance-planner status: no live group {args.group!r} (no reports, no metadata)", file=sys.stderr)
         return EXIT_FAILURE
@@ -191,6 +194,7 @@ def _status(args: argparse.Namespace, console: Console, settings: Settings, boot
             notes.append(f"last fallback: {s.fallback_reason}")
         if s.older_reports:
             notes.append(f"{s.older_reports} report(s) of earlier generations not shown")
+        notes.extend(s.notes)
         out.print(f"{s.group_id}: " + "; ".join(notes), soft_wrap=True, highlight=False)
     if read.lake != "read":
         why = "--no-lake" if read.lake == "skipped" else f"no plan_assignments under {settings.lake_root}"

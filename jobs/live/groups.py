@@ -46,6 +46,8 @@ class GroupDescription:
     plan_check_interval_ms: int | None  # how often the group looks for a new plan; None: unknown
     probing_rebalance_interval_ms: int | None
     older_reports: int = 0  # reports of earlier generations (instances gone, or not yet reported again)
+    next_check_note: str | None = None  # a source that knows when the group is assigned next says it here
+    notes: tuple[str, ...] = ()  # what else status should say about the group (e.g. old reports superseded)
 
 
 def _bounded(value: Any, high: int) -> int | None:

@@ -1,5 +1,5 @@
-"""The I/O behind ``status``: the reports and plans topics, the broker's metadata of report-only classic groups, and
-(when the lake is there) the steps of the plans being honored."""
+"""The I/O behind ``status``: the reports and plans topics, the broker's metadata of report-only classic groups, its
+description of streams-protocol groups with our assignor's decisions, and (when the lake is there) plan steps."""
 # ruff: noqa: PLC0415 -- the lake's engine loads only when a plan's steps are asked for
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ from assignor.protocol.state_report import StateReport
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.live.groups import GroupDescription, describe_reports
 from jobs.live.status import GroupStatus, PublishedPlan, Step, group_statuses
+from jobs.live.streams import describe_streams_group, group_decision
+from jobs.pipeline.broker_streams import parse_reader_output
+from jobs.pipeline.extract_streams import listed_streams_groups
 from jobs.pipeline.group_metadata import read_streams_groups
 from jobs.pipeline.intake import Quarantined, parse_report
+from jobs.pipeline.streams_assignor import DECISIONS_TOPIC
 from jobs.pipeline.streams_groups import group_reports
+from jobs.pipeline.streams_reader import StreamsGroupsUnreadable, read_streams_groups_lines
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -38,6 +43,7 @@ class LiveRead:
     statuses: list[GroupStatus]
     unreadable_reports: int
     lake: str  # "read", "absent" or "skipped": whether steps could be compared
+    notes: tuple[str, ...] = ()  # what could not be read (e.g. the streams-groups reader), one line each
 
 
 def _topics(settings: Settings, bootstrap: str) -> set[str]:
@@ -106,6 +112,52 @@ def read_metadata_groups(settings: Settings, bootstrap: str, exclude: set[str], 
     return reports
 
 
+@dataclass(frozen=True)
+class StreamsRead:
+    """The streams-protocol groups the broker lists, those read (with the reports they supersede), and why not."""
+
+    listed: frozenset[str]
+    descriptions: list[GroupDescription]
+    note: str | None
+
+
+def read_streams_status(
+    settings: Settings, bootstrap: str, topics: set[str], superseded: Mapping[str, int]
+) -> StreamsRead:
+    """Every streams-protocol group as the broker describes it (one bounded reader run, only when ListGroups shows
+    one), with our assignor's newest decision when its topic exists. ``superseded``: group -> old plugin reports
+    of it on the reports topic. Failures come back as a one-line note."""
+    try:
+        listed = listed_streams_groups(bootstrap, settings.kafka_config, settings.kafka_timeout_s)
+    except Exception as err:  # kafka-python raises its own hierarchy; status shows the rest regardless
+        return StreamsRead(frozenset(), [], f"streams-protocol groups not listed: {type(err).__name__}: {err}")
+    if not listed:
+        return StreamsRead(frozenset(), [], None)
+    try:
+        lines = read_streams_groups_lines(
+            bootstrap, settings.kafka_config, settings.kafka_timeout_s, jar=settings.streams_reader_jar
+        )
+    except (StreamsGroupsUnreadable, OSError) as err:  # OSError: the JVM could not even be started
+        return StreamsRead(frozenset(listed), [], f"{len(listed)} streams-protocol group(s) not shown: {err}")
+    parsed = parse_reader_output(lines, int(time.time() * 1000))
+    decisions: Mapping[bytes, bytes | None] = {}
+    note = None
+    if DECISIONS_TOPIC in topics:
+        try:
+            decisions = read_latest_by_key(bootstrap, DECISIONS_TOPIC, settings.kafka_config, settings.kafka_timeout_s)
+        except Exception as err:  # the groups still show; only the assignor's plan and reason are unknown
+            note = f"{DECISIONS_TOPIC} not read ({err}): plans and fallback reasons of streams groups unknown"
+    descriptions = []
+    for group in parsed.groups:
+        processes = set(group.processes.values())
+        decision = group_decision(decisions, group.group_id, processes)
+        descriptions.append(describe_streams_group(group, decision, superseded.get(group.group_id, 0)))
+    unread = len(listed - {g.group_id for g in parsed.groups})
+    if unread and note is None:
+        note = f"{unread} streams-protocol group(s) listed but not described (extract quarantines them)"
+    return StreamsRead(frozenset(listed) | {g.group_id for g in parsed.groups}, descriptions, note)
+
+
 def read_plan_steps(lake_root: Path, plan_ids: Sequence[str]) -> dict[str, list[Step]] | None:
     """plan_id -> its steps in order, from the lake's plan_assignments; None when the lake has no such table."""
     if not (lake_root / "plan_assignments" / "_delta_log").is_dir():
@@ -139,19 +191,29 @@ def live_status(
     group: str | None = None,
     use_lake: bool = True,
     extra: Sequence[GroupDescription] = (),
+    read_streams: bool = True,
 ) -> LiveRead:
-    """Every live group's status (or ``group``'s). ``extra``: descriptions from other sources (streams-protocol
-    groups read from the broker), shown beside those from reports and group metadata. MissingTopicError when the
-    reports topic does not exist."""
-    if settings.reports_topic not in _topics(settings, bootstrap):
+    """Every live group's status (or ``group``'s): from reports, classic groups' metadata and (``read_streams``)
+    the broker's description of streams-protocol groups; ``extra``: descriptions from other sources.
+    MissingTopicError when the reports topic does not exist."""
+    topics = _topics(settings, bootstrap)
+    if settings.reports_topic not in topics:
         raise MissingTopicError(
             f"the reports topic {settings.reports_topic!r} does not exist: run `rebalance-planner setup`"
         )
     now_ms = int(time.time() * 1000)
     reports, bad = read_reports(settings, bootstrap)
-    reporting = {r.group_id for r in reports}
+    by_group: dict[str, int] = {}
+    for r in reports:
+        by_group[r.group_id] = by_group.get(r.group_id, 0) + 1
+    no_streams = StreamsRead(frozenset(), [], None)
+    streams = read_streams_status(settings, bootstrap, topics, by_group) if read_streams else no_streams
+    # A group on the streams protocol now is what the broker says; its old plugin reports are shown once, by it.
+    reports = [r for r in reports if r.group_id not in streams.listed]
+    reporting = {r.group_id for r in reports} | streams.listed
     reports += read_metadata_groups(settings, bootstrap, reporting, now_ms)
-    descriptions = [*describe_reports(reports), *extra]
+    shown = {d.group_id for d in streams.descriptions}
+    descriptions = [*describe_reports(reports), *streams.descriptions, *(e for e in extra if e.group_id not in shown)]
     if group is not None:
         descriptions = [d for d in descriptions if d.group_id == group]
     published = read_published(settings, bootstrap)
@@ -161,7 +223,8 @@ def live_status(
     if use_lake:
         steps = read_plan_steps(settings.lake_root, honored)
         lake = "absent" if steps is None else "read"
-    return LiveRead(group_statuses(descriptions, published, steps, now_ms), bad, lake)
+    notes = (streams.note,) if streams.note else ()
+    return LiveRead(group_statuses(descriptions, published, steps, now_ms), bad, lake, notes)
 
 
 def pickup_lines(settings: Settings, bootstrap: str) -> list[str]:
@@ -173,7 +236,8 @@ def pickup_lines(settings: Settings, bootstrap: str) -> list[str]:
         "first; `rebalance-planner status` shows each group's"
     )
     try:
-        read = live_status(settings, bootstrap, use_lake=False)
+        # Not the streams groups: publish confirms their first step itself, and a JVM here would only slow it.
+        read = live_status(settings, bootstrap, use_lake=False, read_streams=False)
     except Exception as err:  # the plans are out: a failed look at the groups must not fail the publish
         log.info("publish: live groups not read for the pick-up times: %s", err)
         return [generic]

@@ -40,6 +40,7 @@ class GroupStatus:
     fallback_reason: str | None
     next_check: str
     older_reports: int
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         body = asdict(self)
@@ -85,7 +86,9 @@ def duration(ms: int) -> str:
 
 
 def next_check(group: GroupDescription, now_ms: int) -> str:
-    """When the group looks at the plans topic next, as far as its reports say."""
+    """When the group looks at the plans topic next, as far as its reports (or its source's note) say."""
+    if group.next_check_note is not None:
+        return group.next_check_note
     parts = []
     if group.next_rebalance_at is not None:
         delta = group.next_rebalance_at - now_ms
@@ -125,6 +128,7 @@ def group_statuses(
                 fallback_reason=g.fallback_reason,
                 next_check=next_check(g, now_ms),
                 older_reports=g.older_reports,
+                notes=g.notes,
             )
         )
     return out
