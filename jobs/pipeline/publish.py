@@ -29,6 +29,7 @@ from jobs.pipeline.streams_assignor import (
     select_assignor,
 )
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
+from jobs.provisioning import product_topics
 from jobs.settings import Kip441Settings, Settings
 from schemas import read_json
 
@@ -73,6 +74,13 @@ def _produce(producer: Producer, topic: str, records: Sequence[dict[str, Any]], 
         producer.produce(topic, key=record["group_id"].encode("utf-8"), value=json.dumps(record).encode("utf-8"))
     if producer.flush(timeout_s) != 0:
         raise StageUnavailable(f"{topic}: plan records not delivered within {timeout_s} s")
+
+
+def plans_topic_spec(settings: Settings) -> TopicSpec:
+    """The plans topic as `setup` makes it (compacted, room for 1 MiB records), for a publish that finds none."""
+    return next(
+        t for t in product_topics(settings.reports_topic, settings.plans_topic) if t.name == settings.plans_topic
+    )
 
 
 def _hold_report_only(
@@ -152,7 +160,7 @@ def run_publish(
         records.append(record)
         history.extend(history_rows(plan.group_id, plan.plan_id, plan.snapshot_id, plan.target, "published", now))
     client = settings.kafka_properties(bootstrap)
-    ensure_topics(client, [TopicSpec(settings.plans_topic, compacted=True)], settings.kafka_timeout_s)
+    ensure_topics(client, [plans_topic_spec(settings)], settings.kafka_timeout_s)
     producer = Producer(client)
     _produce(producer, settings.plans_topic, records, settings.kafka_timeout_s)
     log.info("publish: %d signed plan(s) sent to %s", len(records), settings.plans_topic)
@@ -199,7 +207,7 @@ def publish_withdrawal(settings: Settings, bootstrap: str, group_id: str, plan_i
         raise StageInputError(str(err)) from None
     record = Withdrawal(plan_id, group_id, int(time.time() * 1000)).to_record(signer)
     client = settings.kafka_properties(bootstrap)
-    ensure_topics(client, [TopicSpec(settings.plans_topic, compacted=True)], settings.kafka_timeout_s)
+    ensure_topics(client, [plans_topic_spec(settings)], settings.kafka_timeout_s)
     _produce(Producer(client), settings.plans_topic, [record], settings.kafka_timeout_s)
     log.info("publish: withdrawal of %s's plan %s sent to %s", group_id, plan_id, settings.plans_topic)
     release_assignor(settings, bootstrap, [group_id])  # a streams-protocol group: back to the broker's default
