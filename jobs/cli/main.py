@@ -23,6 +23,7 @@ from assignor.baselines import BASELINE_ASSIGNORS
 from assignor.scenarios import BUILTIN_SCENARIOS, ScenarioError, builtin_scenario, scenario_from_dict
 from assignor.simulation import Assignor, RestoreRate, simulate
 from jobs.cli.arguments import COUNT
+from jobs.cli.console import cli_console
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.cli.local import add_local_commands, run_local_command
 from jobs.cli.operations import add_operations_commands, run_operations_command
@@ -157,7 +158,7 @@ def _cmd_simulate(args: argparse.Namespace, console: Console) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = _build_parser().parse_args(argv)
-    console = Console()
+    console = cli_console()
     try:
         if args.command == "simulate":
             return _cmd_simulate(args, console)

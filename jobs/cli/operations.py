@@ -163,8 +163,7 @@ def _status(args: argparse.Namespace, console: Console, settings: Settings, boot
         return EXIT_OK
     from jobs.live.status import duration
 
-    # Ids are never cut: a pipe gets lines as long as they need, a terminal folds them.
-    out = console if console.is_terminal else Console(width=400, soft_wrap=True)
+    out = console  # cli_console: ids are never cut, a pipe gets lines as long as they need
     table = Table(title="live groups", show_lines=False)
     for name in ("group", "protocol", "plan", "step", "instance", "active", "standby", "warmup", "report age"):
         table.add_column(name, overflow="fold")
@@ -251,7 +250,7 @@ def setting_rows(settings: Settings) -> Iterator[tuple[str, str, str, str]]:
 
 
 def _print_settings(console: Console, settings: Settings) -> None:
-    out = console if console.is_terminal else Console(width=400, soft_wrap=True)
+    out = console
     table = Table(title="settings (environment variables)")
     for column in ("variable", "value", "default", "meaning"):
         table.add_column(column, overflow="fold")

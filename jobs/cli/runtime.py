@@ -22,6 +22,7 @@ from assignor.protocol.deferral import DeferralSettings
 from assignor.runtime.instance import Instance, InstanceConfig
 from assignor.runtime.protocol import MAX_CAPACITY, SUPPORTED_VERSIONS
 from jobs.cli.arguments import COUNT, MILLIS, bounded_int
+from jobs.cli.console import cli_console
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.fleet import Fleet, FleetConfig, InputLoad, group_topology
 from jobs.settings import Kip441Settings, Settings
@@ -324,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     add_runtime_commands(parser.add_subparsers(dest="command", required=True, metavar="command"))
     args = parser.parse_args(argv)
     try:
-        result = run_runtime_command(args, Console(), Settings())
+        result = run_runtime_command(args, cli_console(), Settings())
     except ValueError as err:
         print(f"rebalance-planner: {err}", file=sys.stderr)
         return 2
