@@ -57,38 +57,39 @@ def pipeline_lake(spark: SparkSession, root: Path, bucket_groups: int) -> tuple[
     return lake, settings
 
 
-def test_lags_and_validate_in_buckets_of_one_or_two_groups_write_what_one_bucket_writes(
+def test_lags_and_validate_in_buckets_of_two_groups_and_a_last_of_one_write_what_one_bucket_writes(
     spark: SparkSession, tmp_path: Path
 ) -> None:
+    # Five groups in buckets of two: full buckets and a last one holding a single group (buckets of one each were
+    # also run here once; they add nothing the last bucket does not, at twice the time on Apache Spark).
     whole, _ = pipeline_lake(spark, tmp_path / "whole", bucket_groups=10_000)
-    for size in (1, 2):
-        bucketed, settings = pipeline_lake(spark, tmp_path / f"by-{size}", bucket_groups=size)
-        lags = sorted(tuple(r) for r in bucketed.read("task_lags", "s1").collect())
-        assert lags == sorted(tuple(r) for r in whole.read("task_lags", "s1").collect())
-        assert len(lags) > 0
+    size = 2
+    bucketed, settings = pipeline_lake(spark, tmp_path / f"by-{size}", bucket_groups=size)
+    assert len(SCENARIOS) % size == 1
+    lags = sorted(tuple(r) for r in bucketed.read("task_lags", "s1").collect())
+    assert lags == sorted(tuple(r) for r in whole.read("task_lags", "s1").collect())
+    assert len(lags) > 0
 
-        def verdicts(lake: Lake) -> dict[str, tuple[object, ...]]:
-            rows = lake.read("plans", "s1").collect()
-            return {r["group_id"]: (r["status"], r["reason"], r["target_digest"]) for r in rows}
+    def verdicts(lake: Lake) -> dict[str, tuple[object, ...]]:
+        rows = lake.read("plans", "s1").collect()
+        return {r["group_id"]: (r["status"], r["reason"], r["target_digest"]) for r in rows}
 
-        def results(lake: Lake) -> list[tuple[object, ...]]:
-            rows = lake.read("validation_results").collect()
-            return sorted(
-                (r["plan_id"], r["suite"], r["expectation"], r["success"], r["unexpected_count"]) for r in rows
-            )
+    def results(lake: Lake) -> list[tuple[object, ...]]:
+        rows = lake.read("validation_results").collect()
+        return sorted((r["plan_id"], r["suite"], r["expectation"], r["success"], r["unexpected_count"]) for r in rows)
 
-        assert verdicts(bucketed) == verdicts(whole)
-        status, reason, _ = verdicts(whole)["g3"]
-        assert status == "REJECTED" and "one_active_per_task_per_step" in str(reason)
-        assert sum(1 for status, _, _ in verdicts(whole).values() if status == "VALIDATED") > 0
-        assert results(bucketed) == results(whole)
-        assert (settings.data_docs / "index.html").is_file()
-        # Data Docs hold every bucket's result of every suite, and the index links each of them.
-        checked = sum(1 for status, _, _ in verdicts(bucketed).values() if status in ("VALIDATED", "REJECTED"))
-        pages = sorted((settings.data_docs / "validations").rglob("*.html"))
-        assert len(pages) == len(load_suites({})) * math.ceil(checked / size)
-        index = (settings.data_docs / "index.html").read_text(encoding="utf-8")
-        assert all(page.relative_to(settings.data_docs).as_posix() in index for page in pages)
-        # A re-run of finished stages finds everything written: no table gets a new version.
-        assert not run_lags(bucketed, settings, "s1").changed
-        assert not run_validate(bucketed, settings, "s1").changed
+    assert verdicts(bucketed) == verdicts(whole)
+    status, reason, _ = verdicts(whole)["g3"]
+    assert status == "REJECTED" and "one_active_per_task_per_step" in str(reason)
+    assert sum(1 for status, _, _ in verdicts(whole).values() if status == "VALIDATED") > 0
+    assert results(bucketed) == results(whole)
+    assert (settings.data_docs / "index.html").is_file()
+    # Data Docs hold every bucket's result of every suite, and the index links each of them.
+    checked = sum(1 for status, _, _ in verdicts(bucketed).values() if status in ("VALIDATED", "REJECTED"))
+    pages = sorted((settings.data_docs / "validations").rglob("*.html"))
+    assert len(pages) == len(load_suites({})) * math.ceil(checked / size)
+    index = (settings.data_docs / "index.html").read_text(encoding="utf-8")
+    assert all(page.relative_to(settings.data_docs).as_posix() in index for page in pages)
+    # A re-run of finished stages finds everything written: no table gets a new version.
+    assert not run_lags(bucketed, settings, "s1").changed
+    assert not run_validate(bucketed, settings, "s1").changed
