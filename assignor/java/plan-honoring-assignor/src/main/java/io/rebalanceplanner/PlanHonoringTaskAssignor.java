@@ -19,6 +19,7 @@ import io.rebalanceplanner.kafka.EndOffsetsUnavailableException;
 import io.rebalanceplanner.kafka.PlanSource;
 import io.rebalanceplanner.kafka.PlannerSettings;
 import io.rebalanceplanner.kafka.PlansUnreadableException;
+import io.rebalanceplanner.kafka.SequenceFloor;
 import io.rebalanceplanner.kafka.ReportSink;
 import io.rebalanceplanner.kafka.SharedClients;
 import io.rebalanceplanner.kafka.StateReports;
@@ -167,8 +168,10 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             // The group's records since the last read, folded into what this JVM knows of them (the order rule by
             // sequence, PlanLedger): a replayed or unverifiable newest record never undoes a verified plan.
             PlanLedger ledger = SharedClients.planLedger(groupId);
+            SequenceFloor floor = SequenceFloor.of(settings);
             String unreadable = null;
             try {
+                ledger = ledger.remember(floor.read());
                 for (byte[] value : planSource.records(groupId, settings.planReadTimeoutMs())) {
                     ledger = ledger.offer(value, verifier, now);
                 }
@@ -178,6 +181,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             }
             ledger = ledger.recheck(verifier, now);
             SharedClients.planLedger(groupId, ledger);
+            floor.keep(ledger.highestSequence());
             if (ledger.isEmpty() && unreadable == null) {
                 LOG.info("no plan for {} on the plans topic: Kafka's own (KIP-441) assignment", groupId);
                 return finish(applicationState, fallback(applicationState, now), null, null, lags, now);

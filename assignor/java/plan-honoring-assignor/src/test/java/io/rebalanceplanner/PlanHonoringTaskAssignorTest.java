@@ -484,6 +484,33 @@ class PlanHonoringTaskAssignorTest {
     }
 
     @Test
+    void aRestartedInstanceKeepsTheSequenceFloorInItsStateDir(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path dir) throws Exception {
+        Map<String, String> withDir = Map.of("rebalance.planner.plan.check.interval.ms", "0",
+                "rebalance.planner.state.dir", dir.toString());
+        byte[] plan = signedPlan("app", Map.of("sequence", NOW + 5));
+        run(assignor((group, timeout) -> plan, withDir));
+        assertEquals("plan-1", report(A).get("plan_id"));
+        SharedClients.forgetHonored(); // a new JVM: nothing in memory
+        published.clear();
+        // Compaction left only an old record replayed after the plan: the floor on disk refuses it.
+        byte[] older = signedPlan("app", Map.of("sequence", NOW + 4));
+        run(assignor((group, timeout) -> older, withDir));
+        assertNull(report(A).get("plan_id"));
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).startsWith("replayed: "));
+        // A damaged floor is not guessed: plans are unreadable until an operator looks.
+        try (var files = java.nio.file.Files.list(dir)) {
+            java.nio.file.Path floor = files.findFirst().orElseThrow();
+            java.nio.file.Files.writeString(floor, "not a number");
+        }
+        SharedClients.forgetHonored();
+        published.clear();
+        run(assignor((group, timeout) -> plan, withDir));
+        assertNull(report(A).get("plan_id"));
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).startsWith("plans_unreadable: the plan sequence"));
+    }
+
+    @Test
     void badSignatureFallsBack() throws Exception {
         byte[] plan = signedPlan("app", Map.of());
         byte[] tampered = new String(plan, StandardCharsets.UTF_8).replace("alice", "mallory")
