@@ -48,7 +48,9 @@ def decide(group: GroupState, configs: AssignmentConfigs, plans: PlanChoice | No
             raise rejection
         live = honor_target(target_for(plan.target, group), group, plan.configs, plan.move_order)
     except PlanRejected as rejected:
-        return LeaderDecision(assign_high_availability(group, configs), None, str(rejected), None, sequence)
+        # A kept plan that does not fit: the refused newest record (what was last published) is the news.
+        why = plans.reason if plans.reason is not None else rejected
+        return LeaderDecision(assign_high_availability(group, configs), None, str(why), None, sequence)
     except Exception as err:
         internal = PlanRejected(Reason.INTERNAL_ERROR, f"{type(err).__name__}: {err}")
         return LeaderDecision(assign_high_availability(group, configs), None, str(internal), None, sequence)

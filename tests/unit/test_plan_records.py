@@ -262,3 +262,13 @@ def test_any_single_byte_change_to_a_signed_record_is_refused(position: int, dat
     # A change inside insignificant whitespace leaves the same JSON: honoring it is correct.
     if decision.plan_id is not None:
         assert json.loads(bytes(value)) == approved(group()).to_record(SIGNER)
+
+
+def test_a_kept_plan_that_no_longer_fits_reports_the_refused_newest_record() -> None:
+    record = encode(approved(group()).to_record(SIGNER, 500))
+    forged = encode(approved(group()).to_record(FORGER, 700))
+    grown = replace(group(), clients=(*group().clients, ClientState("d")))
+    decision = decide_on("orders", grown, AssignmentConfigs(), [record, forged], VERIFIER, NOW)
+    assert decision.plan_id is None and (decision.fallback_reason or "").startswith("bad_signature: ")
+    alone = decide_on("orders", grown, AssignmentConfigs(), [record], VERIFIER, NOW)
+    assert (alone.fallback_reason or "").startswith("unknown_instances: ")

@@ -195,8 +195,9 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             LiveGroup group = liveGroup(states, applicationState.allTasks());
             FitCheck.Unfit unfit = FitCheck.unfitReason(plan.target(), group, plan.configs());
             if (unfit != null) {
-                return finish(applicationState, fallback(applicationState, now), null,
-                        unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), lags, now);
+                // A kept plan that does not fit: the refused newest record (what was last published) is the news.
+                return finish(applicationState, fallback(applicationState, now), null, reported != null ? reported
+                        : unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), lags, now);
             }
             List<String> pids = new ArrayList<>();
             for (LiveGroup.Client c : group.clients()) {
