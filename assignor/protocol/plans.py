@@ -199,7 +199,8 @@ def _sequence(value: int) -> int:
 
 def record_sequence(record: SignedRecord) -> int:
     """The sequence of a record read by read_record (always set there)."""
-    assert record.sequence is not None
+    if record.sequence is None:
+        raise ValueError(f"plan {record.plan_id} was not read from a record: it has no sequence")
     return record.sequence
 
 
@@ -247,7 +248,7 @@ def _tasks(values: Any, where: str) -> tuple[TaskId, ...]:
 
 
 def _plan(record: dict[str, Any]) -> ApprovedPlan:
-    """Step 5 of the rules: a verified record's plan fields, read and checked."""
+    """Step 6 of the rules: a verified record's plan fields, read and checked."""
     raw_configs = record["configs"]
     try:
         values = {name: raw_configs[name] for name in CONFIG_FIELDS}
@@ -301,7 +302,7 @@ BODY_FIELDS = ("plan_id", "group_id", "snapshot_id", "created_at", "valid_until"
 
 
 def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
-    """Steps 1-5: parse, check the signature with the key the record names, read the plan or withdrawal."""
+    """Steps 1-6: parse, check the signature with the key the record names, read the plan or withdrawal."""
     try:
         record = strict_loads(value)
     except MalformedJson as err:
@@ -336,7 +337,7 @@ class Verifier:
     clock_skew_ms: int = DEFAULT_CLOCK_SKEW_MS
 
     def check(self, value: bytes, group_id: str, now_ms: int, highest_sequence: int | None = None) -> SignedRecord:
-        """Steps 1-8: a verified plan or withdrawal of this group, not from the future, not older than
+        """Steps 1-9: a verified plan or withdrawal of this group, not from the future, not older than
         ``highest_sequence`` (the highest verified sequence the leader knows for the group; None = none)."""
         record = read_record(value, self.keys)
         if record.group_id != group_id:
@@ -354,12 +355,12 @@ class Verifier:
         return record
 
     def verify(self, value: bytes, group_id: str, now_ms: int, highest_sequence: int | None = None) -> ApprovedPlan:
-        """Steps 1-10: a plan to honor; PlanRejected otherwise (code ``withdrawn`` for a verified withdrawal)."""
+        """Steps 1-11: a plan to honor; PlanRejected otherwise (code ``withdrawn`` for a verified withdrawal)."""
         return usable(self.check(value, group_id, now_ms, highest_sequence), now_ms)
 
 
 def usable(record: SignedRecord, now_ms: int) -> ApprovedPlan:
-    """Steps 9-10 on a checked record: its plan, unless it is a withdrawal or has expired."""
+    """Steps 10-11 on a checked record: its plan, unless it is a withdrawal or has expired."""
     if isinstance(record, Withdrawal):
         raise PlanRejected(Reason.WITHDRAWN, f"plan {record.plan_id} was withdrawn")
     if now_ms > record.valid_until:

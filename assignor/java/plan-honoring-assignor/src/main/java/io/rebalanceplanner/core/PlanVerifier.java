@@ -110,7 +110,7 @@ public final class PlanVerifier {
     }
 
     /**
-     * Steps 1-10: a plan to honor, a withdrawal, or the rejection.
+     * Steps 1-11: a plan to honor, a withdrawal, or the rejection.
      *
      * @param highestSequence the highest verified sequence known for the group, or null for none
      */
@@ -118,7 +118,7 @@ public final class PlanVerifier {
         return usable(check(value, groupId, nowMs, highestSequence), nowMs);
     }
 
-    /** Steps 9-10 on a checked verdict: an expired plan is rejected; anything else is returned as it is. */
+    /** Steps 10-11 on a checked verdict: an expired plan is rejected; anything else is returned as it is. */
     public static Verdict usable(Verdict checked, long nowMs) {
         if (checked.outcome() == Verdict.Outcome.PLAN && nowMs > checked.plan().validUntil()) {
             return Verdict.rejected("expired", "plan " + checked.planId() + " expired at "
@@ -128,7 +128,7 @@ public final class PlanVerifier {
     }
 
     /**
-     * Steps 1-8: a verified plan (possibly expired) or withdrawal of this group, or the rejection.
+     * Steps 1-9: a verified plan (possibly expired) or withdrawal of this group, or the rejection.
      *
      * @param highestSequence the highest verified sequence known for the group, or null for none
      */
