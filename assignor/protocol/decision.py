@@ -9,7 +9,8 @@ from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.high_availability import assign_high_availability
 from assignor.honor import honor_target
-from assignor.protocol.plans import PlanRejected, Reason, Verifier, fit_rejection, target_for
+from assignor.protocol.plan_ledger import PlanChoice
+from assignor.protocol.plans import PlanRejected, Reason, fit_rejection, target_for
 from assignor.state import ClientState, GroupState
 from assignor.task import TaskId
 
@@ -20,42 +21,47 @@ class LeaderDecision:
 
     assignment: GroupAssignment
     plan_id: str | None  # the plan being honored
-    fallback_reason: str | None  # why a plan was not honored ("<code>: <detail>"; None when honored or none)
+    # Why a plan was not honored ("<code>: <detail>"; None when none is published). With a plan_id: why the newest
+    # record is not the plan honored (it did not verify, so the verified plan stays).
+    fallback_reason: str | None
     retry_in_ms: int | None = None  # rebalance again this soon, not after the probing interval
-    acted_on_created_at: int | None = None  # created_at of the plan honored or the withdrawal obeyed
+    sequence: int | None = None  # the highest verified sequence the leader knew: older records are replays
     probing_interval_ms: int | None = None  # the honored plan's probing interval
     plan_configs: AssignmentConfigs | None = None  # the honored plan's settings: they apply while it is honored
 
 
-def decide(
-    group_id: str,
-    group: GroupState,
-    configs: AssignmentConfigs,
-    plan_record: bytes | None,
-    verifier: Verifier,
-    now_ms: int,
-    newest_acted_on: int | None = None,
-) -> LeaderDecision:
-    """Honor the group's newest plan record when it verifies and fits; else the KIP-441 assignor, with the reason.
+def decide(group: GroupState, configs: AssignmentConfigs, plans: PlanChoice | None) -> LeaderDecision:
+    """Honor the group's verified plan when it fits the live group; else the KIP-441 assignor, with the reason.
 
-    ``newest_acted_on``: created_at of the newest plan or withdrawal this leader acted on (older ones are replays)."""
-    if plan_record is None:
+    ``plans``: what the leader's PlanLedger chose (None: the group has no plan record). Without a plan every task
+    is assigned, members that left included: a leader never keeps a departed member's tasks."""
+    if plans is None:
         return LeaderDecision(assign_high_availability(group, configs), None, None)
+    sequence = plans.sequence
+    if plans.plan is None:
+        reason = str(plans.reason) if plans.reason is not None else None
+        return LeaderDecision(assign_high_availability(group, configs), None, reason, None, sequence)
+    plan = plans.plan
     try:
-        plan = verifier.verify(plan_record, group_id, now_ms, newest_acted_on)
         rejection = fit_rejection(plan, group)
         if rejection is not None:
             raise rejection
         live = honor_target(target_for(plan.target, group), group, plan.configs, plan.move_order)
     except PlanRejected as rejected:
-        return LeaderDecision(
-            assign_high_availability(group, configs), None, str(rejected), None, rejected.withdrawn_at
-        )
+        # A kept plan that does not fit: the refused newest record (what was last published) is the news.
+        why = plans.reason if plans.reason is not None else rejected
+        return LeaderDecision(assign_high_availability(group, configs), None, str(why), None, sequence)
     except Exception as err:
-        reason = PlanRejected(Reason.INTERNAL_ERROR, f"{type(err).__name__}: {err}")
-        return LeaderDecision(assign_high_availability(group, configs), None, str(reason))
+        internal = PlanRejected(Reason.INTERNAL_ERROR, f"{type(err).__name__}: {err}")
+        return LeaderDecision(assign_high_availability(group, configs), None, str(internal), None, sequence)
     interval = plan.configs.probing_rebalance_interval_ms
-    return LeaderDecision(live, plan.plan_id, None, None, plan.created_at, interval, plan.configs)
+    kept = str(plans.reason) if plans.reason is not None else None  # the newest record did not verify
+    return LeaderDecision(live, plan.plan_id, kept, None, sequence, interval, plan.configs)
+
+
+def unreadable(cause: str) -> PlanRejected:
+    """The reason of a leader that could not read the plans topic: ``plans_unreadable: <cause>``."""
+    return PlanRejected(Reason.PLANS_UNREADABLE, cause)
 
 
 # Kafka Streams retries a leader that could not fetch changelog end offsets with a follow-up rebalance after its
@@ -63,13 +69,26 @@ def decide(
 LEADER_RETRY_MS = 1_000
 
 
-def keep_previous(clients: Sequence[ClientState], reason: str) -> LeaderDecision:
-    """What a leader that cannot read its inputs hands out: each member keeps the tasks it had (each active task
-    to one member only), and the group rebalances again soon, as Kafka Streams does in that case."""
+def keep_previous(clients: Sequence[ClientState], tasks: frozenset[TaskId], reason: str) -> LeaderDecision:
+    """What a leader that cannot read changelog end offsets hands out: each member keeps the tasks it had (each
+    active task to one member only), a task no member holds (its member left) goes to the least-loaded member, and
+    the group rebalances again soon, as Kafka Streams does in that case."""
     taken: set[TaskId] = set()
-    kept = {}
-    for client in sorted(clients, key=lambda c: c.process_id):
-        active = client.previous_active - taken
-        taken |= active
-        kept[client.process_id] = ClientAssignment(active=active, standby=client.previous_standby - active)
+    active_of: dict[str, set[TaskId]] = {}
+    ordered = sorted(clients, key=lambda c: c.process_id)
+    for client in ordered:
+        active_of[client.process_id] = set(client.previous_active - taken)
+        taken |= active_of[client.process_id]
+    capacity = {c.process_id: c.capacity for c in ordered}
+    for task in sorted(tasks - taken):
+        if not active_of:
+            break
+        least = min(active_of, key=lambda pid: (len(active_of[pid]) / capacity[pid], pid))
+        active_of[least].add(task)
+    kept = {
+        c.process_id: ClientAssignment(
+            active=frozenset(active_of[c.process_id]), standby=c.previous_standby - active_of[c.process_id]
+        )
+        for c in ordered
+    }
     return LeaderDecision(GroupAssignment(kept, probing_rebalance_needed=True), None, reason, LEADER_RETRY_MS)

@@ -20,7 +20,9 @@ from assignor.protocol.strict_json import MalformedJson, canonical_json, strict_
 from assignor.state import GroupState
 from assignor.task import TaskId
 
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2  # 2: signed plan_digest and sequence; a version-1 record is unsupported_version
+# A sequence is a JSON integer every reader holds exactly (IEEE double, JavaScript): 1..2^53-1.
+MAX_SEQUENCE = 2**53 - 1
 CONFIG_FIELDS = (
     "acceptable_recovery_lag",
     "max_warmup_replicas",
@@ -29,11 +31,13 @@ CONFIG_FIELDS = (
 )
 DEFAULT_CLOCK_SKEW_MS = 60_000
 _SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _COMMON: dict[str, type] = {
     "schema_version": int,
     "plan_id": str,
     "group_id": str,
     "created_at": int,
+    "sequence": int,
     "key_id": str,
     "signature": str,
 }
@@ -47,6 +51,7 @@ _PLAN: dict[str, type] = {
     "target": dict,
     "move_order": list,
     "target_digest": str,
+    "plan_digest": str,
 }
 _TIMES = ("created_at", "valid_until", "approved_at")
 
@@ -75,11 +80,10 @@ class Reason(StrEnum):
 class PlanRejected(ValueError):
     """A plan record that must not be applied; ``str()`` is the reason a group reports."""
 
-    def __init__(self, code: Reason, detail: str, withdrawn_at: int | None = None) -> None:
+    def __init__(self, code: Reason, detail: str) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
-        self.withdrawn_at = withdrawn_at  # created_at of a verified withdrawal: what the leader acted on
 
 
 def target_json(target: GroupAssignment) -> dict[str, dict[str, list[str]]]:
@@ -116,6 +120,7 @@ class ApprovedPlan:
     configs: AssignmentConfigs
     target: GroupAssignment
     move_order: tuple[TaskId, ...]
+    sequence: int | None = None  # assigned at publish, not approved (outside body()); set on a verified record
 
     @property
     def target_digest(self) -> str:
@@ -139,8 +144,9 @@ class ApprovedPlan:
         """SHA-256 of the canonical JSON of body(): what approval binds and publish re-checks before signing."""
         return hashlib.sha256(canonical_json(self.body())).hexdigest()
 
-    def to_record(self, signer: PlanSigner) -> dict[str, Any]:
-        """The signed JSON object published to the plans topic."""
+    def to_record(self, signer: PlanSigner, sequence: int | None = None) -> dict[str, Any]:
+        """The signed JSON object published to the plans topic. ``sequence``: the one publish assigned
+        (jobs/pipeline/plan_sequence.py); None takes ``created_at`` (tests and fixtures that publish by hand)."""
         body = {k: v for k, v in self.body().items() if k not in ("configs", "target", "move_order")}
         return _signed(
             {
@@ -152,6 +158,8 @@ class ApprovedPlan:
                 "target": target_json(self.target),
                 "move_order": [str(t) for t in self.move_order],
                 "target_digest": self.target_digest,
+                "plan_digest": self.plan_digest,
+                "sequence": _sequence(self.created_at if sequence is None else sequence),
             },
             signer,
         )
@@ -164,6 +172,7 @@ class Withdrawal:
     plan_id: str
     group_id: str
     created_at: int
+    sequence: int | None = None  # assigned at publish like a plan's; None takes created_at (tests)
 
     def to_record(self, signer: PlanSigner) -> dict[str, Any]:
         return _signed(
@@ -172,6 +181,7 @@ class Withdrawal:
                 "plan_id": self.plan_id,
                 "group_id": self.group_id,
                 "created_at": self.created_at,
+                "sequence": _sequence(self.created_at if self.sequence is None else self.sequence),
                 "withdrawn": True,
             },
             signer,
@@ -179,6 +189,19 @@ class Withdrawal:
 
 
 SignedRecord = ApprovedPlan | Withdrawal
+
+
+def _sequence(value: int) -> int:
+    if not 1 <= value <= MAX_SEQUENCE:
+        raise ValueError(f"sequence {value} is outside 1..{MAX_SEQUENCE}")
+    return value
+
+
+def record_sequence(record: SignedRecord) -> int:
+    """The sequence of a record read by read_record (always set there)."""
+    if record.sequence is None:
+        raise ValueError(f"plan {record.plan_id} was not read from a record: it has no sequence")
+    return record.sequence
 
 
 def _malformed(detail: str) -> PlanRejected:
@@ -198,6 +221,10 @@ def _check_fields(record: dict[str, Any], required: Mapping[str, type]) -> None:
     for name in _TIMES:
         if name in required and record[name] < 0:
             raise _malformed(f"{name} {record[name]} is before 1970")
+    if not 1 <= record["sequence"] <= MAX_SEQUENCE:
+        raise _malformed(f"sequence {record['sequence']} is outside 1..{MAX_SEQUENCE}")
+    if "plan_digest" in required and not _DIGEST.match(record["plan_digest"]):
+        raise _malformed("plan_digest must be 64 lowercase hex digits")
     if len(record["key_id"]) > 64:
         raise _malformed("key_id is longer than 64 characters")
     if not _SIGNATURE.match(record["signature"]):
@@ -221,7 +248,7 @@ def _tasks(values: Any, where: str) -> tuple[TaskId, ...]:
 
 
 def _plan(record: dict[str, Any]) -> ApprovedPlan:
-    """Step 5 of the rules: a verified record's plan fields, read and checked."""
+    """Step 6 of the rules: a verified record's plan fields, read and checked."""
     raw_configs = record["configs"]
     try:
         values = {name: raw_configs[name] for name in CONFIG_FIELDS}
@@ -246,7 +273,7 @@ def _plan(record: dict[str, Any]) -> ApprovedPlan:
     order = tuple(dict.fromkeys(_tasks(record["move_order"], "move_order")))
     if target_digest(record["target"]) != record["target_digest"]:
         raise PlanRejected(Reason.DIGEST_MISMATCH, "target_digest does not match the target")
-    return ApprovedPlan(
+    plan = ApprovedPlan(
         plan_id=record["plan_id"],
         group_id=record["group_id"],
         snapshot_id=record["snapshot_id"],
@@ -257,11 +284,25 @@ def _plan(record: dict[str, Any]) -> ApprovedPlan:
         configs=configs,
         target=GroupAssignment(clients),
         move_order=order,
+        sequence=record["sequence"],
     )
+    if body_digest(record) != record["plan_digest"]:
+        raise PlanRejected(Reason.DIGEST_MISMATCH, "plan_digest does not match the plan's body")
+    return plan
+
+
+def body_digest(record: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a record's body fields exactly as it carries them: equal to plan_digest
+    for a record to_record wrote (it writes body() unchanged), recomputed by every verifier."""
+    body = {name: record[name] for name in BODY_FIELDS}
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+BODY_FIELDS = ("plan_id", "group_id", "snapshot_id", "created_at", "valid_until", "configs", "target", "move_order")
 
 
 def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
-    """Steps 1-5: parse, check the signature with the key the record names, read the plan or withdrawal."""
+    """Steps 1-6: parse, check the signature with the key the record names, read the plan or withdrawal."""
     try:
         record = strict_loads(value)
     except MalformedJson as err:
@@ -271,9 +312,12 @@ def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
     withdrawn = record.get("withdrawn", False)
     if not isinstance(withdrawn, bool):
         raise _malformed("withdrawn must be a JSON boolean")
+    version = record.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _malformed("schema_version must be a JSON integer")
+    if version != PLAN_SCHEMA_VERSION:  # before the fields: an older record lacks fields this version requires
+        raise PlanRejected(Reason.UNSUPPORTED_VERSION, f"schema_version {version} (supported: {PLAN_SCHEMA_VERSION})")
     _check_fields(record, _COMMON if withdrawn else _PLAN)
-    if record["schema_version"] != PLAN_SCHEMA_VERSION:
-        raise PlanRejected(Reason.UNSUPPORTED_VERSION, f"schema_version {record['schema_version']}")
     key_id = record["key_id"]
     if key_id not in keys.keys:
         raise PlanRejected(Reason.UNKNOWN_KEY, f"key_id {key_id!r} is not among the verify keys")
@@ -281,21 +325,20 @@ def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
     if not keys.verifies(key_id, bytes.fromhex(record["signature"]), canonical_json(unsigned)):
         raise PlanRejected(Reason.BAD_SIGNATURE, f"signature does not verify with key {key_id!r}")
     if withdrawn:
-        return Withdrawal(record["plan_id"], record["group_id"], record["created_at"])
+        return Withdrawal(record["plan_id"], record["group_id"], record["created_at"], record["sequence"])
     return _plan(record)
 
 
 @dataclass(frozen=True)
 class Verifier:
-    """What a group's leader checks a plan against: its keys, its clock and the newest plan it honored."""
+    """What a group's leader checks a plan against: its keys, its clock and the highest sequence it knows."""
 
     keys: VerifyKeys
     clock_skew_ms: int = DEFAULT_CLOCK_SKEW_MS
 
-    def verify(
-        self, value: bytes, group_id: str, now_ms: int, newest_honored_created_at: int | None = None
-    ) -> ApprovedPlan:
-        """Steps 1-10: a plan to honor; PlanRejected otherwise (code ``withdrawn`` for a verified withdrawal)."""
+    def check(self, value: bytes, group_id: str, now_ms: int, highest_sequence: int | None = None) -> SignedRecord:
+        """Steps 1-9: a verified plan or withdrawal of this group, not from the future, not older than
+        ``highest_sequence`` (the highest verified sequence the leader knows for the group; None = none)."""
         record = read_record(value, self.keys)
         if record.group_id != group_id:
             raise PlanRejected(Reason.WRONG_GROUP, f"plan {record.plan_id} is for group {record.group_id!r}")
@@ -303,17 +346,26 @@ class Verifier:
             raise PlanRejected(
                 Reason.FUTURE, f"plan {record.plan_id} is dated {record.created_at}, after now ({now_ms}) + skew"
             )
-        if newest_honored_created_at is not None and record.created_at < newest_honored_created_at:
+        sequence = record_sequence(record)
+        if highest_sequence is not None and sequence < highest_sequence:
             raise PlanRejected(
                 Reason.REPLAYED,
-                f"plan {record.plan_id} ({record.created_at}) is older than one already honored "
-                f"({newest_honored_created_at})",
+                f"plan {record.plan_id} has sequence {sequence}, lower than {highest_sequence} already seen",
             )
-        if isinstance(record, Withdrawal):
-            raise PlanRejected(Reason.WITHDRAWN, f"plan {record.plan_id} was withdrawn", record.created_at)
-        if now_ms > record.valid_until:
-            raise PlanRejected(Reason.EXPIRED, f"plan {record.plan_id} expired at {record.valid_until} (now {now_ms})")
         return record
+
+    def verify(self, value: bytes, group_id: str, now_ms: int, highest_sequence: int | None = None) -> ApprovedPlan:
+        """Steps 1-11: a plan to honor; PlanRejected otherwise (code ``withdrawn`` for a verified withdrawal)."""
+        return usable(self.check(value, group_id, now_ms, highest_sequence), now_ms)
+
+
+def usable(record: SignedRecord, now_ms: int) -> ApprovedPlan:
+    """Steps 10-11 on a checked record: its plan, unless it is a withdrawal or has expired."""
+    if isinstance(record, Withdrawal):
+        raise PlanRejected(Reason.WITHDRAWN, f"plan {record.plan_id} was withdrawn")
+    if now_ms > record.valid_until:
+        raise PlanRejected(Reason.EXPIRED, f"plan {record.plan_id} expired at {record.valid_until} (now {now_ms})")
+    return record
 
 
 def target_for(target: GroupAssignment, group: GroupState) -> GroupAssignment:

@@ -23,8 +23,9 @@ from kafka.structs import TopicPartition
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
-from assignor.protocol.decision import LeaderDecision, decide, keep_previous
+from assignor.protocol.decision import LeaderDecision, decide, keep_previous, unreadable
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
+from assignor.protocol.plan_ledger import PlanChoice, PlanLedger
 from assignor.protocol.plans import Verifier
 from assignor.runtime.ownership import NO_GENERATION, Claim, ClaimConflict, resolve_claims
 from assignor.runtime.protocol import (
@@ -108,9 +109,12 @@ class LeaderInputs:
     configs: AssignmentConfigs
     verifier: Verifier
     changelog_end_offsets: Callable[[Sequence[Partition]], Mapping[Partition, int]]
-    latest_plan: Callable[[str], bytes | None]
+    plan_records: Callable[[str], Iterable[bytes | None]]  # the group's plans-topic records from the log start
     now_ms: Callable[[], int]
     deferral: DeferralSettings = field(default_factory=DeferralSettings)
+    # The highest plan sequence acted on, kept where it survives a restart (the state directory), per group.
+    remembered_sequence: Callable[[str], int | None] = lambda _group: None
+    remember_sequence: Callable[[str, int], None] = lambda _group, _sequence: None
 
 
 @dataclass
@@ -138,6 +142,7 @@ class MemberView:
     # The plans topic's record for the group as this member last read or acted on it: a plan check asks for a
     # rebalance only when the topic holds something else.
     plan_seen: bytes | None = None
+    plans: PlanLedger | None = None  # the group's plan records as last read and folded while leading
     # The consumer's I/O thread (subscription, assignment) and the member's own loop (rejoin_due) both change
     # info and the rejoin fields: one lock, or an assignment arriving mid-update is overwritten by the old one.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -378,29 +383,19 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         now = self.leader.now_ms()
         try:
             ends = self.leader.changelog_end_offsets(changelogs) if changelogs else {}
-            plan_record = self.leader.latest_plan(self.leader.group_id)
-            with self.member.lock:
-                self.member.plan_seen = plan_record
         except Exception as err:  # any failure to read (a broker restarting, a partition leader moving)
             log.warning(
-                "leader of %s cannot read its inputs, keeping the previous assignment: %s", self.leader.group_id, err
+                "leader of %s cannot read changelog end offsets, keeping the previous assignment: %s",
+                self.leader.group_id,
+                err,
             )
-            choice = keep_previous(clients, f"leader could not read changelog end offsets and plans: {err}")
+            choice = keep_previous(clients, frozenset(tasks), f"leader could not read changelog end offsets: {err}")
         else:
             end_sums = {t: sum(ends.get(p, 0) for p in self.topology.changelog_partitions(t)) for t in stateful}
             group = GroupState(clients, stateful, frozenset(tasks) - stateful, end_sums)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("leader sees %s", {c.process_id: dict(c.task_offset_sums) for c in clients})
-            acted = [d.acted_on_created_at for d in self.member.decisions if d.acted_on_created_at is not None]
-            choice = decide(
-                self.leader.group_id,
-                group,
-                self.leader.configs,
-                plan_record,
-                self.leader.verifier,
-                now,
-                max(acted, default=None),
-            )
+            choice = decide(group, self.leader.configs, self._plans(now))
             choice = self._deferred(choice, group, now)
         self.member.decisions.append(choice)
         changed = settings_changes(choice.plan_configs, self.leader.configs)
@@ -416,6 +411,32 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             choice.assignment.probing_rebalance_needed,
         )
         return self._encode(choice, member_of, owners, version, now)
+
+    def _plans(self, now: int) -> PlanChoice | None:
+        """The group's plan records folded from the log start over the floor remembered on disk; when they cannot
+        be read, the plan verified last time while it is valid, else none: either way with ``plans_unreadable``."""
+        group_id = self.leader.group_id
+        try:
+            floor = self.leader.remembered_sequence(group_id)
+            ledger = PlanLedger(group_id).remember(floor)
+            newest = None
+            for value in self.leader.plan_records(group_id):
+                ledger, newest = ledger.offer(value, self.leader.verifier, now), value
+        except Exception as err:  # an unreadable topic is not "no plan": an authorization error included
+            log.warning("leader of %s cannot read the plans topic: %s", group_id, err)
+            last = self.member.plans.choice(now) if self.member.plans is not None else None
+            reason = unreadable(f"{type(err).__name__}: {err}")
+            return PlanChoice(last.plan if last else None, reason, last.sequence if last else None)
+        with self.member.lock:
+            self.member.plan_seen, self.member.plans = newest, ledger
+        if ledger.highest_sequence is not None and ledger.highest_sequence != floor:
+            try:
+                self.leader.remember_sequence(group_id, ledger.highest_sequence)
+            except Exception:  # the topic still holds it; only a restart after compaction loses the floor
+                log.exception("leader of %s: plan sequence %d not kept on disk", group_id, ledger.highest_sequence)
+        if ledger.verified is None and ledger.rejection is None:
+            return None
+        return ledger.choice(now)
 
     def _deferred(self, choice: LeaderDecision, group: GroupState, now: int) -> LeaderDecision:
         """While members that left are within the delay, keep everyone's tasks and rebalance at the deadline."""

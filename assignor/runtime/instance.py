@@ -184,9 +184,11 @@ class Instance:
             configs=config.configs,
             verifier=config.verifier,
             changelog_end_offsets=self._end_offsets,
-            latest_plan=self._plans,
+            plan_records=self._plans.records,
             now_ms=lambda: int(time.time() * 1000),
             deferral=config.deferral,
+            remembered_sequence=self.state.plan_sequence,
+            remember_sequence=self.state.remember_plan_sequence,
         )
         self.assigned = threading.Event()
         mode = consumer_mode(config.rebalance_protocols)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in __all__
 
 from assignor.protocol.state_report import StateReport
@@ -44,13 +44,20 @@ def iter_records(
     )
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
-        if metadata is None or metadata.error is not None:
+        if metadata is None:
             return
-        partitions = [TopicPartition(topic, p, 0) for p in sorted(metadata.partitions)]
+        if metadata.error is not None:
+            if metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return
+            # Not "no records": a topic we may not read (authorization) or cannot read now is an error.
+            raise KafkaException(metadata.error)
+        # From the log start, whatever it is now (retention or deleteRecords may have moved it past offset 0,
+        # where librdkafka's default reset would jump to the end and read nothing).
+        partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)]
         ends = {}
         for tp in partitions:
-            _, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
-            ends[tp.partition] = high
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+            ends[tp.partition] = high if high > low else 0
         consumer.assign([tp for tp in partitions if ends[tp.partition] > 0])
         done = {p for p, end in ends.items() if end == 0}
         deadline = time.monotonic() + timeout_s
@@ -136,6 +143,14 @@ class PlanSource:
 
     def __call__(self, group_id: str) -> bytes | None:
         return read_latest_by_key(self.bootstrap, self.topic, self.config).get(group_id.encode("utf-8"))
+
+    def records(self, group_id: str) -> Iterator[bytes | None]:
+        """Every record of the group from the log start, in order (values; None for a tombstone): the leader folds
+        them (protocol.plan_ledger) to learn the highest verified sequence, not only the latest record."""
+        key = group_id.encode("utf-8")
+        for _, _, k, value in iter_records(self.bootstrap, self.topic, self.config):
+            if k == key:
+                yield value
 
 
 class ReportPublisher:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import uuid
 from pathlib import Path
@@ -19,6 +20,11 @@ from assignor.task import TaskId
 
 PROCESS_ID_FILE = "process.id"
 LOCK_FILE = ".lock"
+# The highest plan sequence this instance acted on as its group's leader, per group: the replay floor that
+# survives a restart even when the plans topic no longer holds the record that set it (compaction).
+PLAN_SEQUENCE_FILE = "plan-sequence.json"
+MAX_SEQUENCE = 2**53 - 1
+MAX_PLAN_SEQUENCE_BYTES = 64 * 1024
 
 
 class StateDirectoryError(ValueError):
@@ -99,6 +105,45 @@ class StateDirectory:
 
     def checkpoints(self, task: TaskId) -> dict[Partition, int]:
         return read_checkpoints(self.task_dir(task))
+
+    def plan_sequence(self, group_id: str) -> int | None:
+        """The highest plan sequence remembered for the group, or None; a damaged file is an error naming it."""
+        return _read_sequences(self.root / PLAN_SEQUENCE_FILE).get(group_id)
+
+    def remember_plan_sequence(self, group_id: str, sequence: int) -> None:
+        """Keep ``sequence`` for the group if it is higher than the one kept (written whole, fsynced, renamed)."""
+        if not 1 <= sequence <= MAX_SEQUENCE:
+            raise ValueError(f"plan sequence {sequence} is outside 1..{MAX_SEQUENCE}")
+        path = self.root / PLAN_SEQUENCE_FILE
+        known = _read_sequences(path)
+        if known.get(group_id, 0) >= sequence:
+            return
+        known[group_id] = sequence
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            out.write(json.dumps(known, sort_keys=True))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        _fsync_directory(self.root)
+
+
+def _read_sequences(path: Path) -> dict[str, int]:
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
+        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not a plan sequence file")
+    try:
+        loaded = json.loads(raw)
+    except ValueError as err:
+        raise StateDirectoryError(f"{path} is not JSON ({err}): restore it, or delete it to forget the floor") from None
+    valid = isinstance(loaded, dict) and all(
+        isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_SEQUENCE for v in loaded.values()
+    )
+    if not valid:
+        raise StateDirectoryError(f"{path} must map group ids to sequences in 1..{MAX_SEQUENCE}")
+    return dict(loaded)
 
 
 def _create_once(path: Path, text: str) -> None:

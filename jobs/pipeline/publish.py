@@ -18,6 +18,7 @@ from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline.plan_sequence import publish_sequences
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
@@ -151,9 +152,10 @@ def run_publish(
         approved = [r for r in approved if r["plan_id"] not in changed]
         older = [r for r in older if r["group_id"] in {a["group_id"] for a in approved}]
     records, history = [], []
+    sequences = publish_sequences(settings, bootstrap, signer, {r["group_id"] for r in approved}, now)
     for row in approved:
         plan = approved_plan(row, targets[row["plan_id"]], settings.plan_valid_ms)
-        record = plan.to_record(signer)
+        record = plan.to_record(signer, sequences[plan.group_id])
         error = jsonschema.exceptions.best_match(_plan_validator().iter_errors(record))
         if error is not None:
             raise StageInputError(f"plan {plan.plan_id} does not match plan.schema.json: {error.message}")
@@ -205,7 +207,9 @@ def publish_withdrawal(settings: Settings, bootstrap: str, group_id: str, plan_i
         signer = settings.plan_signer()
     except ValueError as err:
         raise StageInputError(str(err)) from None
-    record = Withdrawal(plan_id, group_id, int(time.time() * 1000)).to_record(signer)
+    now = int(time.time() * 1000)
+    sequence = publish_sequences(settings, bootstrap, signer, [group_id], now)[group_id]
+    record = Withdrawal(plan_id, group_id, now, sequence).to_record(signer)
     client = settings.kafka_properties(bootstrap)
     ensure_topics(client, [plans_topic_spec(settings)], settings.kafka_timeout_s)
     _produce(Producer(client), settings.plans_topic, [record], settings.kafka_timeout_s)

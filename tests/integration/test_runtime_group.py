@@ -45,7 +45,7 @@ def leader(plan: dict[str, bytes | None]) -> LeaderInputs:
     def ends(parts: Sequence[Partition]) -> Mapping[Partition, int]:
         return dict.fromkeys(parts, END)
 
-    return LeaderInputs("orders", CONFIGS, VERIFIER, ends, plan.get, lambda: int(time.time() * 1000))
+    return LeaderInputs("orders", CONFIGS, VERIFIER, ends, lambda g: [plan.get(g)], lambda: int(time.time() * 1000))
 
 
 def running(view: MemberView) -> MemberView:
@@ -265,7 +265,7 @@ def test_the_leader_reads_the_plan_and_end_offsets_from_kafka(broker: EmbeddedBr
         CONFIGS,
         VERIFIER,
         ends,
-        PlanSource(broker.bootstrap, "_rebalance_plans"),
+        PlanSource(broker.bootstrap, "_rebalance_plans").records,
         lambda: int(time.time() * 1000),
     )
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assignor.runtime.state_dir import StateDirectory, StateDirectoryLocked
+from assignor.runtime.state_dir import StateDirectory, StateDirectoryError, StateDirectoryLocked
 from tests.support.signing import VERIFY_KEYS
 
 HOLD = """
@@ -72,3 +72,25 @@ def test_the_instance_command_on_a_held_state_directory_exits_2_naming_it_and_th
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_plan_sequence_floor_survives_a_restart_and_only_rises(tmp_path: Path) -> None:
+    first = StateDirectory(tmp_path / "state")
+    assert first.plan_sequence("orders") is None
+    first.remember_plan_sequence("orders", 20)
+    first.remember_plan_sequence("orders", 10)  # lower: the floor stays
+    first.remember_plan_sequence("payments", 7)
+    again = StateDirectory(tmp_path / "state")  # a restarted instance
+    assert (again.plan_sequence("orders"), again.plan_sequence("payments")) == (20, 7)
+    with pytest.raises(ValueError, match=r"outside 1\.\.9007199254740991"):
+        again.remember_plan_sequence("orders", 2**53)
+
+
+@pytest.mark.parametrize(
+    "text", ["not json", '{"orders": "20"}', '{"orders": 0}', '{"orders": 9007199254740992}', "[]"]
+)
+def test_a_damaged_plan_sequence_file_is_an_error_naming_it(tmp_path: Path, text: str) -> None:
+    state = StateDirectory(tmp_path / "state")
+    (tmp_path / "state" / "plan-sequence.json").write_text(text, encoding="utf-8")
+    with pytest.raises(StateDirectoryError, match=r"plan-sequence\.json"):
+        state.plan_sequence("orders")

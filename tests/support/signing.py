@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from assignor.configs import AssignmentConfigs
+from assignor.protocol.decision import LeaderDecision, decide
 from assignor.protocol.plan_keys import PlanSigner
+from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import Verifier
+from assignor.state import GroupState
 
 SIGNER = PlanSigner("test-key", Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
 VERIFY_KEYS = SIGNER.verify_keys()
@@ -31,3 +36,19 @@ def signing_env(directory: Path) -> dict[str, str]:
         "RBP_PLAN_KEY_ID": SIGNER.key_id,
         "RBP_PLAN_VERIFY_KEYS": VERIFY_KEYS.render(),
     }
+
+
+def decide_on(
+    group_id: str,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    records: bytes | Sequence[bytes | None] | None,
+    verifier: Verifier,
+    now_ms: int,
+    remembered_sequence: int | None = None,
+) -> LeaderDecision:
+    """A leader's decision on the group's plans-topic records (one value, several in topic order, or none)."""
+    values = [] if records is None else [records] if isinstance(records, bytes) else list(records)
+    ledger = PlanLedger(group_id).remember(remembered_sequence).offer_all(values, verifier, now_ms)
+    plans = None if ledger.verified is None and ledger.rejection is None else ledger.choice(now_ms)
+    return decide(group, configs, plans)

@@ -31,9 +31,20 @@ from assignor.catch_up import catch_up_fully
 from assignor.honor import honor_target
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
-from assignor.protocol.plans import ApprovedPlan, PlanRejected, Verifier, Withdrawal, fit_rejection, target_for
+from assignor.protocol.plans import (
+    BODY_FIELDS,
+    MAX_SEQUENCE,
+    ApprovedPlan,
+    PlanRejected,
+    Verifier,
+    Withdrawal,
+    body_digest,
+    fit_rejection,
+    target_for,
+)
 from assignor.protocol.strict_json import canonical_json
 from schemas.kip441 import kip441_settings
+from tests.support.ledger_vectors import ledger_vectors
 from tests.support.signing import FORGER, SIGNER
 from tests.support.strategies import build_group
 
@@ -62,9 +73,13 @@ def _plan() -> ApprovedPlan:
     )  # fmt: skip
 
 
-def _resign(record: Record, signer: PlanSigner = SIGNER) -> Record:
-    """A changed record signed again by a key holder: only checks after the signature can catch the change."""
+def _resign(record: Record, signer: PlanSigner = SIGNER, digest: bool = True) -> Record:
+    """A changed record signed again by a key holder: only checks after the signature can catch the change.
+    ``digest``: plan_digest follows the change too (as publish would compute it), so only the changed field's own
+    check catches it."""
     fields = {k: v for k, v in record.items() if k != "signature"}
+    if digest and "plan_digest" in fields and all(name in fields for name in BODY_FIELDS):
+        fields["plan_digest"] = body_digest(fields)
     return {
         **fields,
         "key_id": signer.key_id,
@@ -72,10 +87,10 @@ def _resign(record: Record, signer: PlanSigner = SIGNER) -> Record:
     }
 
 
-def _edit(change: Callable[[Record], object], resign: bool = False) -> Record:
+def _edit(change: Callable[[Record], object], resign: bool = False, digest: bool = True) -> Record:
     record = _plan().to_record(SIGNER)
     change(record)
-    return _resign(record) if resign else record
+    return _resign(record, digest=digest) if resign else record
 
 
 def _entry(record: Record) -> dict[str, list[str]]:
@@ -104,6 +119,7 @@ def _signed_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
     """(name, record bytes, verifier inputs beyond the defaults)."""
     plan = _plan()
     good = plan.to_record(SIGNER)
+    seq = good["sequence"]
     tricky = '\x00\x1f\x7f\u2028 é " \\ / \t\n\r\b\f \U0001f600 \uff01'
     cases: list[tuple[str, bytes, dict[str, Any]]] = [
         ("valid plan", _json(good), {}),
@@ -113,11 +129,11 @@ def _signed_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
          _json(_edit(lambda r: r.update(note=tricky, **{"\uff01": 1, "\U0001f600": 2, "a": -0}), resign=True)), {}),
         ("valid plan with an extension nested to the limit", _json(_edit(lambda r: r.update(x=_nested(31)), True)), {}),
         ("extension nested one level too deep", _json(_edit(lambda r: r.update(x=_nested(32)), True)), {}),
-        ("same plan again after honoring it", _json(good), {"newest_honored_created_at": plan.created_at}),
+        ("same plan again: its sequence equals the highest known", _json(good), {"highest_sequence": seq}),
         ("withdrawal", _json(Withdrawal(plan.plan_id, plan.group_id, NOW - 60_000).to_record(SIGNER)), {}),
-        ("withdrawal older than the newest honored plan",
-         _json(Withdrawal(plan.plan_id, plan.group_id, NOW - 7_200_000).to_record(SIGNER)),
-         {"newest_honored_created_at": plan.created_at}),
+        ("withdrawal with a sequence lower than the highest known",
+         _json(Withdrawal(plan.plan_id, plan.group_id, NOW - 60_000, seq - 1).to_record(SIGNER)),
+         {"highest_sequence": seq}),
         ("withdrawal signed by a forger", _json(Withdrawal(plan.plan_id, plan.group_id, NOW).to_record(FORGER)), {}),
         ("withdrawn is not a boolean", _json(_edit(lambda r: r.update(withdrawn="yes"), True)), {}),
         ("forged: same key id, another private key", _json(plan.to_record(FORGER)), {}),
@@ -131,7 +147,26 @@ def _signed_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
         ("unknown key id", _json(_edit(lambda r: r.update(key_id="retired-2024"))), {}),
         ("key id longer than 64", _json(_edit(lambda r: r.update(key_id="k" * 65))), {}),
         ("empty key id", _json(_edit(lambda r: r.update(key_id=""))), {}),
-        ("unsupported schema version", _json(_edit(lambda r: r.update(schema_version=2), True)), {}),
+        ("unsupported schema version", _json(_edit(lambda r: r.update(schema_version=3), True)), {}),
+        ("version-1 record (before plan_digest and sequence)",
+         _json(_edit(lambda r: [r.pop("plan_digest"), r.pop("sequence"), r.update(schema_version=1)], True)), {}),
+        ("schema version is a string", _json(_edit(lambda r: r.update(schema_version="2"), True)), {}),
+        ("missing plan_digest", _json(_edit(lambda r: r.pop("plan_digest"), True)), {}),
+        ("plan_digest in upper case",
+         _json(_edit(lambda r: r.update(plan_digest=r["plan_digest"].upper()), True, digest=False)), {}),
+        ("plan_digest does not match the body (valid_until changed, signed again)",
+         _json(_edit(lambda r: r.update(valid_until=NOW + 7_200_000), True, digest=False)), {}),
+        ("plan_digest does not match the body (move_order changed, signed again)",
+         _json(_edit(lambda r: r["move_order"].reverse(), True, digest=False)), {}),
+        ("missing sequence", _json(_edit(lambda r: r.pop("sequence"), True)), {}),
+        ("withdrawal without a sequence",
+         _json(_resign({k: v for k, v in Withdrawal(plan.plan_id, plan.group_id, NOW).to_record(SIGNER).items()
+                        if k != "sequence"})), {}),
+        ("sequence 0", _json(_edit(lambda r: r.update(sequence=0), True)), {}),
+        ("sequence 2^53 (beyond what every JSON reader holds exactly)",
+         _json(_edit(lambda r: r.update(sequence=MAX_SEQUENCE + 1), True)), {}),
+        ("sequence 2^53 - 1", _json(_edit(lambda r: r.update(sequence=MAX_SEQUENCE), True)), {}),
+        ("sequence is a boolean", _json(_edit(lambda r: r.update(sequence=True), True)), {}),
         ("missing target", _json(_edit(lambda r: r.pop("target"))), {}),
         ("missing target_digest", _json(_edit(lambda r: r.pop("target_digest"))), {}),
         ("empty plan id", _json(_edit(lambda r: r.update(plan_id=""))), {}),
@@ -142,7 +177,7 @@ def _signed_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
         ("integer beyond 64 bits", _swap(b'"valid_until": ', b'"valid_until": 9223372036854775808,"y":'), {}),
         ("5000-digit integer", _swap(b'"valid_until": ', b'"valid_until": ' + b"9" * 5000 + b',"y":'), {}),
         ("NaN", _swap(b'"valid_until": ', b'"valid_until": NaN,"y":'), {}),
-        ("duplicate key", _swap(b'{"schema_version": 1', b'{"schema_version": 1, "schema_version": 1'), {}),
+        ("duplicate key", _swap(b'{"schema_version": 2', b'{"schema_version": 2, "schema_version": 2'), {}),
         ("lone surrogate", _json(_edit(lambda r: r.update(approved_by="\ud800"))), {}),
         ("invalid UTF-8", _swap(b'"alice@', b'"\xff\xfe@'), {}),
         ("byte-order mark", b"\xef\xbb\xbf" + _json(good), {}),
@@ -161,7 +196,7 @@ def _signed_cases() -> list[tuple[str, bytes, dict[str, Any]]]:
         ("plan for another group", _json(good), {"group_id": "payments-app"}),
         ("dated in the future beyond the skew", _json(_edit(lambda r: r.update(created_at=NOW + SKEW + 1), True)), {}),
         ("dated in the future within the skew", _json(_edit(lambda r: r.update(created_at=NOW + SKEW), True)), {}),
-        ("replayed: older than the newest honored", _json(good), {"newest_honored_created_at": plan.created_at + 1}),
+        ("replayed: sequence lower than the highest known", _json(good), {"highest_sequence": seq + 1}),
         ("expired", _json(_edit(lambda r: r.update(valid_until=NOW - 1), True)), {}),
         ("valid until exactly now", _json(_edit(lambda r: r.update(valid_until=NOW), True)), {}),
     ]  # fmt: skip
@@ -202,12 +237,12 @@ def signed_plan_vectors(signed: list[tuple[str, bytes, dict[str, Any]]] | None =
     for name, value, inputs in _signed_cases() if signed is None else signed:
         group_id = inputs.get("group_id", "orders-app")
         pad = inputs.get("pad_with_spaces_to")
-        newest = inputs.get("newest_honored_created_at")
+        newest = inputs.get("highest_sequence")
         case: dict[str, Any] = {
             "name": name,
             "record_b64": base64.b64encode(value).decode(),
             "group_id": group_id,
-            "newest_honored_created_at": newest,
+            "highest_sequence": newest,
         }
         if pad is not None:  # kept short in the file: the verifier sees the record followed by spaces
             case["pad_with_spaces_to"] = pad
@@ -221,6 +256,11 @@ def signed_plan_vectors(signed: list[tuple[str, bytes, dict[str, Any]]] | None =
         cases.append(case)
     return {"keys": {k: v for k, v in (e.split("=") for e in KEYS.render().split(","))}, "now_ms": NOW,
             "clock_skew_ms": SKEW, "cases": cases}  # fmt: skip
+
+
+def plan_ledger_vectors() -> dict[str, Any]:
+    """plan_ledger_cases.json: records in topic order and the plan their leader honors."""
+    return ledger_vectors(_plan(), KEYS, NOW, SKEW)
 
 
 def _group_json(group: GroupState) -> dict[str, Any]:
@@ -491,6 +531,7 @@ def write(directory: Path = VECTORS) -> None:
     """Rewrite the vector files."""
     for name, content in (
         ("signed_plans.json", signed_plan_vectors()),
+        ("plan_ledger_cases.json", plan_ledger_vectors()),
         ("config_bounds.json", config_bound_vectors()),
         ("honor_cases.json", honor_vectors()),
         ("high_availability_cases.json", ha_vectors()),

@@ -163,14 +163,19 @@ def test_a_tampered_then_an_expired_plan_fall_back_with_the_reason(scale_out: Sc
     tampered["approved_by"] = "mallory"  # covered by the signature
     published = int(time.time() * 1000)
     publish_record(fleet.config.bootstrap, PLANS, APP, json.dumps(tampered).encode("utf-8"))
-    fleet.start("i5")  # the plugin reads plans during rebalances: a member joining makes one
+    # The plugin reads plans during rebalances: a member joining makes one. The honored plan stays the verified
+    # one (a record that does not verify undoes nothing), but it does not know i5: the group falls back, and the
+    # reason is the refused newest record's.
+    fleet.start("i5")
     wait_until(lambda: reports_say(fleet, published, "bad_signature: "), 120, "bad_signature in every report")
     wait_until(lambda: processed_once(fleet), 120, "every task processed once under the fallback", poll_s=1)
 
-    # Dated as the honored plan (so not a replay), signed with the real key, valid only until just after approval.
+    # A newer record (a higher sequence than the honored plan's, so not a replay), signed with the real key, valid
+    # only until just after approval.
+    honored_sequence = json.loads(scale_out.record)["sequence"]
     expired = dataclasses.replace(scale_out.plan, valid_until=scale_out.plan.approved_at + 1)
     published = int(time.time() * 1000)
-    publish_record(fleet.config.bootstrap, PLANS, APP, expired.to_record(SIGNER))
+    publish_record(fleet.config.bootstrap, PLANS, APP, expired.to_record(SIGNER, honored_sequence + 1))
     fleet.start("i6")
     wait_until(lambda: reports_say(fleet, published, "expired: "), 120, "expired in every report")
     wait_until(lambda: processed_once(fleet), 120, "every task processed once under the fallback", poll_s=1)

@@ -23,7 +23,6 @@ from assignor import (
 )
 from assignor.end_state import target_fits, without_clients
 from assignor.invariants import balance_violations, k1_violations
-from assignor.protocol.decision import decide
 from assignor.protocol.plans import ApprovedPlan
 from assignor.simulation import catch_up_fully
 from jobs.pipeline.intake import BrokerGroup, BrokerMember, Report, parse_report
@@ -32,7 +31,7 @@ from jobs.pipeline.registry import drain_requests
 from jobs.pipeline.stage import StageInputError
 from tests.support.pipeline_kafka import report, stateful_topology
 from tests.support.plan_checks import assert_safe_steps
-from tests.support.signing import SIGNER, VERIFIER
+from tests.support.signing import SIGNER, VERIFIER, decide_on
 from tests.support.strategies import Case, cases, replica_balance_feasible
 
 NOW = 1_700_000_000_000
@@ -149,7 +148,7 @@ def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_no
     ).to_record(SIGNER)
     state = group
     for _ in range(len(plan.steps)):
-        decision = decide("orders", state, configs, json.dumps(record).encode(), VERIFIER, NOW)
+        decision = decide_on("orders", state, configs, json.dumps(record).encode(), VERIFIER, NOW)
         assert decision.fallback_reason is None and decision.plan_id == "s/orders"
         assert k1_violations(decision.assignment, state, configs) == []
         state = catch_up_fully(state, decision.assignment)
@@ -159,13 +158,13 @@ def test_a_leader_honors_a_signed_drain_plan_until_the_drained_instance_holds_no
     # Stopped now: the plan still fits the others (it gives p2 nothing), so nothing moves and nothing follows up;
     # falling back to KIP-441 instead could reshuffle (and restore) what the drain just settled.
     stopped = replace(state, clients=tuple(c for c in state.clients if c.process_id != "p2"))
-    after = decide("orders", stopped, configs, json.dumps(record).encode(), VERIFIER, NOW)
+    after = decide_on("orders", stopped, configs, json.dumps(record).encode(), VERIFIER, NOW)
     assert after.fallback_reason is None and after.plan_id == "s/orders"
     assert dict(after.assignment.clients) == {p: ca for p, ca in plan.target.clients.items() if p != "p2"}
     assert not after.assignment.probing_rebalance_needed
     # One that still has tasks in the target and left is another matter: that plan no longer fits.
     p1_gone = replace(state, clients=tuple(c for c in state.clients if c.process_id != "p1"))
-    fallback = decide("orders", p1_gone, configs, json.dumps(record).encode(), VERIFIER, NOW)
+    fallback = decide_on("orders", p1_gone, configs, json.dumps(record).encode(), VERIFIER, NOW)
     assert fallback.plan_id is None and str(fallback.fallback_reason).startswith("departed_instances")
 
 

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
-from assignor.protocol.decision import decide
 from assignor.protocol.plan_keys import PlanKeyError, PlanSigner, VerifyKeys
 from assignor.protocol.plans import (
     ApprovedPlan,
@@ -26,7 +25,7 @@ from assignor.protocol.plans import (
 from assignor.protocol.strict_json import canonical_json
 from assignor.task import LATEST_OFFSET
 from schemas import read_json
-from tests.support.signing import FORGER, SIGNER, VERIFIER, VERIFY_KEYS
+from tests.support.signing import FORGER, SIGNER, VERIFIER, VERIFY_KEYS, decide_on
 
 SCHEMA = read_json("plan.schema.json")
 TASKS = [TaskId(0, p) for p in range(6)]
@@ -76,14 +75,14 @@ def test_record_matches_the_schema_and_its_signature_covers_the_canonical_json()
     assert record["target_digest"] == target_digest(approved(group()).target)
     unsigned = {k: v for k, v in record.items() if k != "signature"}
     assert canonical_json(unsigned) == json.dumps(unsigned, sort_keys=True, separators=(",", ":")).encode()
-    assert read_record(encode(record), VERIFY_KEYS) == approved(group())
+    assert read_record(encode(record), VERIFY_KEYS) == replace(approved(group()), sequence=record["sequence"])
 
 
 def test_a_verified_fitting_plan_is_honored() -> None:
     g = group()
-    decision = decide("orders", g, AssignmentConfigs(), encode(approved(g).to_record(SIGNER)), VERIFIER, NOW)
+    decision = decide_on("orders", g, AssignmentConfigs(), encode(approved(g).to_record(SIGNER)), VERIFIER, NOW)
     assert decision.plan_id == "plan-1" and decision.fallback_reason is None
-    assert decision.acted_on_created_at == NOW - 10 and decision.probing_interval_ms == 5_000
+    assert decision.sequence == NOW - 10 and decision.probing_interval_ms == 5_000
     assert decision.assignment.clients["c"].warmup  # the new instance warms up first
     assert not decision.assignment.clients["c"].active
 
@@ -142,29 +141,50 @@ def test_bad_verify_key_settings_name_the_entry(text: str) -> None:
 
 def test_replays_future_plans_and_withdrawals() -> None:
     verifier = Verifier(VERIFY_KEYS, clock_skew_ms=1_000)
-    record = encode(approved(group()).to_record(SIGNER))
-    assert isinstance(verifier.verify(record, "orders", NOW, newest_honored_created_at=NOW - 10), ApprovedPlan)
+    record = encode(approved(group()).to_record(SIGNER, 500))
+    assert isinstance(verifier.verify(record, "orders", NOW, highest_sequence=500), ApprovedPlan)
     with pytest.raises(PlanRejected, match=r"^replayed: "):
-        verifier.verify(record, "orders", NOW, newest_honored_created_at=NOW - 9)
+        verifier.verify(record, "orders", NOW, highest_sequence=501)
     future = encode(approved(group(), created_at=NOW + 1_001).to_record(SIGNER))
     with pytest.raises(PlanRejected, match=r"^future: "):
         verifier.verify(future, "orders", NOW)
-    withdrawal = encode(Withdrawal("plan-1", "orders", NOW).to_record(SIGNER))
+    withdrawal = encode(Withdrawal("plan-1", "orders", NOW, 600).to_record(SIGNER))
     jsonschema.validate(json.loads(withdrawal), SCHEMA)
     with pytest.raises(PlanRejected, match=r"^withdrawn: "):
         verifier.verify(withdrawal, "orders", NOW)
-    decision = decide("orders", group(), AssignmentConfigs(), withdrawal, verifier, NOW)
-    assert decision.plan_id is None and decision.acted_on_created_at == NOW
-    # The withdrawal counts as acted on: the plan it withdrew cannot be replayed after it.
-    replay = decide("orders", group(), AssignmentConfigs(), record, verifier, NOW, decision.acted_on_created_at)
-    assert (replay.fallback_reason or "").startswith("replayed: ")
+    decision = decide_on("orders", group(), AssignmentConfigs(), [record, withdrawal], verifier, NOW)
+    assert decision.plan_id is None and decision.sequence == 600
+    # The withdrawal is a sequence like any other: the plan it withdrew, replayed after it, is not honored.
+    replay = decide_on("orders", group(), AssignmentConfigs(), [record, withdrawal, record], verifier, NOW)
+    assert replay.plan_id is None and (replay.fallback_reason or "").startswith("replayed: ")
+    # Nor after a restart that finds only the replay on the topic (compacted), with the floor kept on disk.
+    restarted = decide_on("orders", group(), AssignmentConfigs(), [record], verifier, NOW, remembered_sequence=600)
+    assert restarted.plan_id is None and (restarted.fallback_reason or "").startswith("replayed: ")
+
+
+def test_a_newest_record_that_does_not_verify_keeps_the_verified_plan_and_says_why() -> None:
+    record = encode(approved(group()).to_record(SIGNER, 500))
+    forged = encode(approved(group()).to_record(FORGER, 700))
+    for newest, code in ((b"\x00garbage", Reason.MALFORMED), (forged, Reason.BAD_SIGNATURE)):
+        decision = decide_on("orders", group(), AssignmentConfigs(), [record, newest], VERIFIER, NOW)
+        assert decision.plan_id == "plan-1" and decision.sequence == 500
+        assert (decision.fallback_reason or "").startswith(f"{code}: ")
 
 
 def test_an_unsigned_tombstone_like_record_withdraws_nothing() -> None:
     forged = Withdrawal("plan-1", "orders", NOW).to_record(FORGER)
-    decision = decide("orders", group(), AssignmentConfigs(), encode(forged), VERIFIER, NOW)
+    decision = decide_on("orders", group(), AssignmentConfigs(), encode(forged), VERIFIER, NOW)
     assert (decision.fallback_reason or "").startswith("bad_signature: ")
-    assert decision.acted_on_created_at is None
+    assert decision.sequence is None
+
+
+def test_plan_digest_binds_the_body_even_for_a_key_holder() -> None:
+    record = approved(group()).to_record(SIGNER)
+    assert record["plan_digest"] == approved(group()).plan_digest
+    record["valid_until"] += 86_400_000  # a longer validity than the approver approved
+    with pytest.raises(PlanRejected) as rejected:
+        read_record(resigned(record), VERIFY_KEYS)
+    assert rejected.value.code is Reason.DIGEST_MISMATCH
 
 
 @pytest.mark.parametrize(
@@ -183,7 +203,7 @@ def test_a_plan_that_does_not_fit_falls_back_to_kip441_with_the_reason(
     g = group()
     record = encode(approved(g, **plan_changes).to_record(SIGNER))
     live_group = live(g)
-    decision = decide(group_id, live_group, AssignmentConfigs(), record, VERIFIER, NOW)
+    decision = decide_on(group_id, live_group, AssignmentConfigs(), record, VERIFIER, NOW)
     assert decision.plan_id is None
     assert (decision.fallback_reason or "").startswith(f"{code}: ")
     decision.assignment.validate(live_group, AssignmentConfigs())
@@ -194,12 +214,12 @@ def test_a_target_breaking_the_invariants_is_invalid() -> None:
     plan = approved(g)
     doubled = {**plan.target.clients, "c": replace(plan.target.clients["c"], standby=frozenset({TASKS[0]}))}
     bad = replace(plan, target=replace(plan.target, clients=doubled))
-    decision = decide("orders", g, AssignmentConfigs(), encode(bad.to_record(SIGNER)), VERIFIER, NOW)
+    decision = decide_on("orders", g, AssignmentConfigs(), encode(bad.to_record(SIGNER)), VERIFIER, NOW)
     assert (decision.fallback_reason or "").startswith("invalid_target: ")
 
 
 def test_no_plan_means_kip441_without_a_fallback_reason() -> None:
-    decision = decide("orders", group(), AssignmentConfigs(), None, VERIFIER, NOW)
+    decision = decide_on("orders", group(), AssignmentConfigs(), None, VERIFIER, NOW)
     assert decision.plan_id is None and decision.fallback_reason is None
 
 
@@ -220,14 +240,14 @@ def test_no_plan_means_kip441_without_a_fallback_reason() -> None:
     ],
 )
 def test_hostile_records_are_reported_not_raised(value: bytes) -> None:
-    decision = decide("orders", group(), AssignmentConfigs(), value, VERIFIER, NOW)
+    decision = decide_on("orders", group(), AssignmentConfigs(), value, VERIFIER, NOW)
     assert (decision.fallback_reason or "").startswith("malformed: ")
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
 def test_any_bytes_give_a_decision_never_an_exception(value: bytes) -> None:
-    decision = decide("orders", group(), AssignmentConfigs(), value, VERIFIER, NOW)
+    decision = decide_on("orders", group(), AssignmentConfigs(), value, VERIFIER, NOW)
     assert decision.fallback_reason is not None and decision.plan_id is None
 
 
@@ -238,7 +258,17 @@ def test_any_single_byte_change_to_a_signed_record_is_refused(position: int, dat
     i = position % len(value)
     replacement = data.draw(st.integers(0, 255).filter(lambda b: b != value[i]))
     value[i] = replacement
-    decision = decide("orders", group(), AssignmentConfigs(), bytes(value), VERIFIER, NOW)
+    decision = decide_on("orders", group(), AssignmentConfigs(), bytes(value), VERIFIER, NOW)
     # A change inside insignificant whitespace leaves the same JSON: honoring it is correct.
     if decision.plan_id is not None:
         assert json.loads(bytes(value)) == approved(group()).to_record(SIGNER)
+
+
+def test_a_kept_plan_that_no_longer_fits_reports_the_refused_newest_record() -> None:
+    record = encode(approved(group()).to_record(SIGNER, 500))
+    forged = encode(approved(group()).to_record(FORGER, 700))
+    grown = replace(group(), clients=(*group().clients, ClientState("d")))
+    decision = decide_on("orders", grown, AssignmentConfigs(), [record, forged], VERIFIER, NOW)
+    assert decision.plan_id is None and (decision.fallback_reason or "").startswith("bad_signature: ")
+    alone = decide_on("orders", grown, AssignmentConfigs(), [record], VERIFIER, NOW)
+    assert (alone.fallback_reason or "").startswith("unknown_instances: ")

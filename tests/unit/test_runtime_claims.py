@@ -118,7 +118,7 @@ def _leader() -> PlanHonoringAssignor:
     def ends(parts: Sequence[Partition]) -> Mapping[Partition, int]:
         return dict.fromkeys(parts, 0)
 
-    inputs = LeaderInputs("g", AssignmentConfigs(), VERIFIER, ends, lambda _: None, lambda: NOW)
+    inputs = LeaderInputs("g", AssignmentConfigs(), VERIFIER, ends, lambda _: (), lambda: NOW)
     return PlanHonoringAssignor(TOPOLOGY, MemberView("leader"), inputs)
 
 

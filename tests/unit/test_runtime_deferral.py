@@ -85,7 +85,7 @@ def _leader(delay_ms: int) -> PlanHonoringAssignor:
         return dict.fromkeys(parts, 0)
 
     inputs = LeaderInputs(
-        "g", AssignmentConfigs(), VERIFIER, ends, lambda _: None, lambda: NOW, DeferralSettings(delay_ms)
+        "g", AssignmentConfigs(), VERIFIER, ends, lambda _: (), lambda: NOW, DeferralSettings(delay_ms)
     )
     return PlanHonoringAssignor(TOPOLOGY, MemberView("leader"), inputs)
 

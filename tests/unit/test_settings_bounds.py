@@ -84,7 +84,7 @@ def test_bound_vector(case: dict[str, Any]) -> None:
     verifier = Verifier(keys, VECTOR_FILE["clock_skew_ms"])
     value = base64.b64decode(case["record_b64"])
     try:
-        plan = verifier.verify(value, case["group_id"], VECTOR_FILE["now_ms"], case["newest_honored_created_at"])
+        plan = verifier.verify(value, case["group_id"], VECTOR_FILE["now_ms"], case["highest_sequence"])
     except PlanRejected as rejected:
         assert (case["outcome"], case["reason_code"]) == ("rejected", str(rejected.code))
     else:

@@ -22,6 +22,7 @@ from assignor.assignment import ClientAssignment
 from assignor.honor import honor_target
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import VerifyKeys
+from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection, target_for
 from tests.support.vectors import (
     VECTORS,
@@ -30,6 +31,7 @@ from tests.support.vectors import (
     deferral_vectors,
     ha_vectors,
     honor_vectors,
+    plan_ledger_vectors,
     signed_plan_vectors,
 )
 
@@ -37,6 +39,7 @@ SIGNED = json.loads((VECTORS / "signed_plans.json").read_text(encoding="utf-8"))
 HONOR = json.loads((VECTORS / "honor_cases.json").read_text(encoding="utf-8"))
 HA = json.loads((VECTORS / "high_availability_cases.json").read_text(encoding="utf-8"))
 DEFERRAL = json.loads((VECTORS / "deferral_cases.json").read_text(encoding="utf-8"))
+LEDGER = json.loads((VECTORS / "plan_ledger_cases.json").read_text(encoding="utf-8"))
 
 
 def test_the_committed_vectors_are_what_the_rules_produce() -> None:
@@ -45,6 +48,31 @@ def test_the_committed_vectors_are_what_the_rules_produce() -> None:
     assert honor_vectors() == HONOR
     assert ha_vectors() == HA
     assert deferral_vectors() == DEFERRAL
+    assert plan_ledger_vectors() == LEDGER
+
+
+@pytest.mark.parametrize("case", LEDGER["cases"], ids=lambda c: c["name"])
+def test_plan_ledger(case: dict[str, Any]) -> None:
+    keys = VerifyKeys.parse(",".join(f"{k}={v}" for k, v in LEDGER["keys"].items()))
+    verifier, now = Verifier(keys, LEDGER["clock_skew_ms"]), LEDGER["now_ms"]
+    ledger = PlanLedger(case["group_id"]).remember(case["remembered_sequence"])
+    for entry in case["records"]:
+        value = None if entry["record_b64"] is None else base64.b64decode(entry["record_b64"])
+        if value is not None:
+            value = value.ljust(entry.get("pad_with_spaces_to", 0), b" ")
+        ledger = ledger.offer(value, verifier, now)
+    choice = ledger.recheck(verifier, now).choice(now)
+    got = {
+        "plan_id": None if choice.plan is None else choice.plan.plan_id,
+        "reason_code": None if choice.reason is None else str(choice.reason.code),
+        "highest_sequence": choice.sequence,
+    }
+    assert got == case["expected"]
+
+
+def test_the_ledger_vectors_cover_keeping_a_plan_past_every_kind_of_bad_newest_record() -> None:
+    kept = {c["expected"]["reason_code"] for c in LEDGER["cases"] if c["expected"]["plan_id"] is not None}
+    assert {"malformed", "bad_signature", "unknown_key", "replayed", "wrong_group", "future"} <= kept
 
 
 def test_the_deferral_vectors_cover_every_outcome() -> None:
@@ -70,7 +98,7 @@ def test_signed_record(case: dict[str, Any]) -> None:
     value = value.ljust(case.get("pad_with_spaces_to", 0), b" ")
     verifier = Verifier(keys, SIGNED["clock_skew_ms"])
     try:
-        plan = verifier.verify(value, case["group_id"], SIGNED["now_ms"], case["newest_honored_created_at"])
+        plan = verifier.verify(value, case["group_id"], SIGNED["now_ms"], case["highest_sequence"])
     except PlanRejected as rejected:
         assert (case["outcome"], case["reason_code"]) == (
             "withdrawn" if rejected.code == "withdrawn" else "rejected",

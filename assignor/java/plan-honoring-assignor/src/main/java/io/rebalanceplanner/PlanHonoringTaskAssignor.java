@@ -13,12 +13,13 @@ import io.rebalanceplanner.core.Plan;
 import io.rebalanceplanner.core.PlanConfigs;
 import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.core.Task;
-import io.rebalanceplanner.core.Verdict;
+import io.rebalanceplanner.core.PlanLedger;
 import io.rebalanceplanner.kafka.EndOffsetSource;
 import io.rebalanceplanner.kafka.EndOffsetsUnavailableException;
 import io.rebalanceplanner.kafka.PlanSource;
 import io.rebalanceplanner.kafka.PlannerSettings;
 import io.rebalanceplanner.kafka.PlansUnreadableException;
+import io.rebalanceplanner.kafka.SequenceFloor;
 import io.rebalanceplanner.kafka.ReportSink;
 import io.rebalanceplanner.kafka.SharedClients;
 import io.rebalanceplanner.kafka.StateReports;
@@ -163,35 +164,40 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             }
             Map<ProcessId, KafkaStreamsState> states = applicationState.kafkaStreamsStates(true);
             lags = lagsOf(states);
-            byte[] record;
+            String groupId = settings.applicationId();
+            // The group's records since the last read, folded into what this JVM knows of them (the order rule by
+            // sequence, PlanLedger): a replayed or unverifiable newest record never undoes a verified plan.
+            PlanLedger ledger = SharedClients.planLedger(groupId);
+            SequenceFloor floor = SequenceFloor.of(settings);
+            String unreadable = null;
             try {
-                record = planSource.newest(settings.applicationId(), settings.planReadTimeoutMs());
+                ledger = ledger.remember(floor.read());
+                for (byte[] value : planSource.records(groupId, settings.planReadTimeoutMs())) {
+                    ledger = ledger.offer(value, verifier, now);
+                }
             } catch (PlansUnreadableException e) {
-                record = null;
-                fallbackReason = "plans_unreadable: " + e.getMessage();
-                return finish(applicationState, fallback(applicationState, now), null, fallbackReason, lags, now);
+                // Not "no plan": the last verified plan stays honored while valid, else Kafka's own assignment.
+                unreadable = "plans_unreadable: " + e.getMessage();
             }
-            if (record == null) {
-                LOG.info("no plan for {} on the plans topic: Kafka's own (KIP-441) assignment",
-                        settings.applicationId());
+            ledger = ledger.recheck(verifier, now);
+            SharedClients.planLedger(groupId, ledger);
+            floor.keep(ledger.highestSequence());
+            if (ledger.isEmpty() && unreadable == null) {
+                LOG.info("no plan for {} on the plans topic: Kafka's own (KIP-441) assignment", groupId);
                 return finish(applicationState, fallback(applicationState, now), null, null, lags, now);
             }
-            String groupId = settings.applicationId();
-            Verdict verdict = verifier.verify(record, groupId, now, SharedClients.newestHonored(groupId));
-            if (verdict.outcome() == Verdict.Outcome.WITHDRAWN) {
-                // A verified withdrawal is honored too: an older plan replayed after it must count as replayed.
-                SharedClients.honored(groupId, verdict.createdAt());
+            PlanLedger.Choice choice = ledger.choice(now);
+            String reported = unreadable != null ? unreadable : choice.reason();
+            if (choice.plan() == null) {
+                return finish(applicationState, fallback(applicationState, now), null, reported, lags, now);
             }
-            if (verdict.outcome() != Verdict.Outcome.PLAN) {
-                return finish(applicationState, fallback(applicationState, now), null, verdict.fallbackReason(), lags,
-                        now);
-            }
-            Plan plan = verdict.plan();
+            Plan plan = choice.plan();
             LiveGroup group = liveGroup(states, applicationState.allTasks());
             FitCheck.Unfit unfit = FitCheck.unfitReason(plan.target(), group, plan.configs());
             if (unfit != null) {
-                return finish(applicationState, fallback(applicationState, now), null,
-                        unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), lags, now);
+                // A kept plan that does not fit: the refused newest record (what was last published) is the news.
+                return finish(applicationState, fallback(applicationState, now), null, reported != null ? reported
+                        : unfit.code() + ": plan " + plan.planId() + ": " + unfit.detail(), lags, now);
             }
             List<String> pids = new ArrayList<>();
             for (LiveGroup.Client c : group.clients()) {
@@ -209,7 +215,6 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 throw new IllegalStateException("honoring plan " + plan.planId() + " gave an invalid assignment: "
                         + error);
             }
-            SharedClients.honored(groupId, plan.createdAt());
             planId = plan.planId();
             LOG.info("honoring plan {} (next rebalance: {})", planId, describe(honored.followupRebalance(), next));
             String changed = settingsChanges(plan.configs(), applicationState.assignmentConfigs());
@@ -219,7 +224,10 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
                 LOG.warn("plan {} is honored with its approved settings, not the application's own: {}", planId,
                         changed);
             }
-            return finish(applicationState, new Fallback(assignment, honored.assignment()), planId, null, lags,
+            if (reported != null) {
+                LOG.warn("honoring plan {}, the last verified one: {}", planId, reported);
+            }
+            return finish(applicationState, new Fallback(assignment, honored.assignment()), planId, reported, lags,
                     now);
         } catch (Throwable t) {
             fallbackReason = "internal_error: " + t.getClass().getName() + ": " + t.getMessage();
@@ -321,7 +329,7 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             planId = null;
         }
         try {
-            if (fallbackReason != null) {
+            if (fallbackReason != null && planId == null) {
                 LOG.info("not honoring a plan: {}", fallbackReason);
             }
             if (reportSink != null && settings != null) {

@@ -85,7 +85,8 @@ class PlanHonoringTaskAssignorTest {
         target.put(A, Map.of("active", List.of("0_0", "1_1"), "standby", List.of()));
         target.put(B, Map.of("active", List.of("0_1", "1_0"), "standby", List.of()));
         Map<String, Object> fields = new HashMap<>();
-        fields.put("schema_version", 1L);
+        fields.put("schema_version", 2L);
+        fields.put("sequence", NOW - 1000);
         fields.put("plan_id", "plan-1");
         fields.put("group_id", groupId);
         fields.put("snapshot_id", "snap-1");
@@ -100,6 +101,7 @@ class PlanHonoringTaskAssignorTest {
         fields.put("target_digest", PlanVerifier.sha256Hex(CanonicalJson.bytes(target)));
         fields.put("key_id", "k1");
         fields.putAll(overrides);
+        fields.putIfAbsent("plan_digest", PlanVerifier.planDigest(fields));
         Signature signer = Signature.getInstance("Ed25519");
         signer.initSign(keys.getPrivate());
         signer.update(CanonicalJson.bytes(fields));
@@ -192,7 +194,7 @@ class PlanHonoringTaskAssignorTest {
         assertEquals(Map.of("source_topics", List.of("app-repartition"), "changelog_topics",
                 List.of("app-store-changelog"), "stateful", true), topology.get("1"));
         assertEquals(Boolean.FALSE, ((Map<String, Object>) topology.get("0")).get("stateful"));
-        assertEquals(NOW - 1000, SharedClients.newestHonored("app"));
+        assertEquals(NOW - 1000, SharedClients.planLedger("app").highestSequence());
     }
 
     @Test
@@ -436,6 +438,79 @@ class PlanHonoringTaskAssignorTest {
     }
 
     @Test
+    void aGarbageOrForgedNewestRecordKeepsTheVerifiedPlanAndSaysWhy() throws Exception {
+        byte[] plan = signedPlan("app", Map.of());
+        run(assignor((group, timeout) -> plan));
+        assertEquals("plan-1", report(A).get("plan_id"));
+        byte[] forged = new String(signedPlan("app", Map.of("plan_id", "plan-2", "sequence", NOW)),
+                StandardCharsets.UTF_8).replace("alice", "mallory").getBytes(StandardCharsets.UTF_8);
+        for (byte[] newest : List.of("\u0000garbage".getBytes(StandardCharsets.UTF_8), forged)) {
+            published.clear();
+            run(assignor((group, timeout) -> newest));
+            Map<String, Object> r = report(A);
+            assertEquals("plan-1", r.get("plan_id"), "a record that does not verify undoes nothing");
+            String reason = String.valueOf(r.get("fallback_reason"));
+            assertTrue(reason.startsWith("malformed: ") || reason.startsWith("bad_signature: "), reason);
+        }
+    }
+
+    @Test
+    void anUnreadablePlansTopicKeepsHonoringTheLastVerifiedPlan() throws Exception {
+        byte[] plan = signedPlan("app", Map.of());
+        run(assignor((group, timeout) -> plan));
+        published.clear();
+        PlanSource broken = (group, timeout) -> {
+            throw new PlansUnreadableException("not authorized to read the plans topic", null);
+        };
+        TaskAssignment result = run(assignor(broken));
+        assertEquals(TaskAssignor.AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(app, result));
+        Map<String, Object> r = report(A);
+        assertEquals("plan-1", r.get("plan_id"));
+        assertTrue(String.valueOf(r.get("fallback_reason")).startsWith("plans_unreadable: not authorized"),
+                String.valueOf(r.get("fallback_reason")));
+    }
+
+    @Test
+    void aPlanReplayedAfterItsWithdrawalIsNotHonoredBySequence() throws Exception {
+        byte[] plan = signedPlan("app", Map.of("sequence", NOW + 5));
+        run(assignor((group, timeout) -> plan));
+        assertEquals("plan-1", report(A).get("plan_id"));
+        // The same plan signed again with a lower sequence (an old record replayed): refused, the verified one stays.
+        byte[] older = signedPlan("app", Map.of("sequence", NOW + 4));
+        published.clear();
+        run(assignor((group, timeout) -> older));
+        assertEquals("plan-1", report(A).get("plan_id"));
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).startsWith("replayed: "));
+    }
+
+    @Test
+    void aRestartedInstanceKeepsTheSequenceFloorInItsStateDir(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path dir) throws Exception {
+        Map<String, String> withDir = Map.of("rebalance.planner.plan.check.interval.ms", "0",
+                "rebalance.planner.state.dir", dir.toString());
+        byte[] plan = signedPlan("app", Map.of("sequence", NOW + 5));
+        run(assignor((group, timeout) -> plan, withDir));
+        assertEquals("plan-1", report(A).get("plan_id"));
+        SharedClients.forgetHonored(); // a new JVM: nothing in memory
+        published.clear();
+        // Compaction left only an old record replayed after the plan: the floor on disk refuses it.
+        byte[] older = signedPlan("app", Map.of("sequence", NOW + 4));
+        run(assignor((group, timeout) -> older, withDir));
+        assertNull(report(A).get("plan_id"));
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).startsWith("replayed: "));
+        // A damaged floor is not guessed: plans are unreadable until an operator looks.
+        try (var files = java.nio.file.Files.list(dir)) {
+            java.nio.file.Path floor = files.findFirst().orElseThrow();
+            java.nio.file.Files.writeString(floor, "not a number");
+        }
+        SharedClients.forgetHonored();
+        published.clear();
+        run(assignor((group, timeout) -> plan, withDir));
+        assertNull(report(A).get("plan_id"));
+        assertTrue(String.valueOf(report(A).get("fallback_reason")).startsWith("plans_unreadable: the plan sequence"));
+    }
+
+    @Test
     void badSignatureFallsBack() throws Exception {
         byte[] plan = signedPlan("app", Map.of());
         byte[] tampered = new String(plan, StandardCharsets.UTF_8).replace("alice", "mallory")
@@ -465,7 +540,8 @@ class PlanHonoringTaskAssignorTest {
     @Test
     void withdrawalFallsBack() throws Exception {
         Map<String, Object> w = new HashMap<>();
-        w.put("schema_version", 1L);
+        w.put("schema_version", 2L);
+        w.put("sequence", NOW);
         w.put("plan_id", "plan-1");
         w.put("group_id", "app");
         w.put("created_at", NOW);

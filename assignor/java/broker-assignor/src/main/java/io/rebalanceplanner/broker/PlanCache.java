@@ -1,6 +1,7 @@
 package io.rebalanceplanner.broker;
 
 import io.rebalanceplanner.core.Plan;
+import io.rebalanceplanner.core.PlanLedger;
 import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.core.Verdict;
 import java.util.ArrayList;
@@ -16,9 +17,10 @@ import org.slf4j.LoggerFactory;
  * The verified plans of every group, built from plans-topic records by one writer (the background reader) and
  * read by any number of coordinator threads through an immutable {@link Snapshot}.
  *
- * <p>Each record is verified by the classic plugin's {@link PlanVerifier} against its key (the group id) with the
- * newest verified {@code created_at} of that group as the replay floor. A verified plan replaces the group's plan,
- * a verified withdrawal removes it, and anything rejected leaves the verified state as it was: a garbage or
+ * <p>Each group's records are folded by the core's {@link PlanLedger} (the rule every leader shares): verified
+ * against its key (the group id) with the highest verified {@code sequence} of that group as the replay floor. A
+ * verified plan replaces the group's plan (an expired one too: it raises the floor, and assignors check expiry), a
+ * verified withdrawal removes it, and anything rejected leaves the verified state as it was: a garbage or
  * unverifiable newest record never undoes a verified plan. A record dated in the future is retried on later
  * refreshes (as the classic plugin would see it again at a later rebalance), a bounded number of them.
  */
@@ -32,10 +34,10 @@ public final class PlanCache {
      * One group's verified state.
      *
      * @param plan the newest verified plan, or null after a verified withdrawal
-     * @param newestCreatedAt the newest verified {@code created_at} (plan or withdrawal): older records are replays
+     * @param highestSequence the highest verified {@code sequence} (plan or withdrawal): lower ones are replays
      * @param lastRejection why the newest record after it was refused ({@code "<code>: <detail>"}), or null
      */
-    public record Entry(String groupId, Plan plan, long newestCreatedAt, String lastRejection) {}
+    public record Entry(String groupId, Plan plan, long highestSequence, String lastRejection) {}
 
     /** What assignors read: immutable, swapped whole. */
     public static final class Snapshot {
@@ -81,6 +83,7 @@ public final class PlanCache {
     private final PlanVerifier verifier;
     private final int maxGroups;
     private final Map<String, Entry> entries = new HashMap<>();
+    private final Map<String, PlanLedger> ledgers = new HashMap<>();
     private final Map<String, byte[]> deferred = new LinkedHashMap<>();
     private final AtomicLong verified = new AtomicLong();
     private final AtomicLong rejected = new AtomicLong();
@@ -104,43 +107,45 @@ public final class PlanCache {
             LOG.warn("plans record refused: its key of {} chars names no group", groupId.length());
             return null;
         }
-        Entry current = entries.get(groupId);
-        if (current == null && entries.size() >= maxGroups) {
+        PlanLedger current = ledgers.get(groupId);
+        if (current == null && ledgers.size() >= maxGroups) {
             refused.incrementAndGet();
             LOG.warn("plans record for group {} refused: the cache holds its maximum of {} groups", groupId,
                     maxGroups);
             return null;
         }
+        PlanLedger before = current == null ? new PlanLedger(groupId) : current;
         // The verifier bounds the value (1 MiB, 32 levels) before parsing it.
-        Verdict verdict = verifier.verify(value, groupId, nowMs, current == null ? null : current.newestCreatedAt());
-        switch (verdict.outcome()) {
-            case PLAN:
-                verified.incrementAndGet();
-                entries.put(groupId, new Entry(groupId, verdict.plan(), verdict.createdAt(), null));
-                deferred.remove(groupId);
-                changed = true;
-                break;
-            case WITHDRAWN:
-                verified.incrementAndGet();
-                entries.put(groupId, new Entry(groupId, null, verdict.createdAt(), verdict.fallbackReason()));
-                deferred.remove(groupId);
-                changed = true;
-                break;
-            default:
-                rejected.incrementAndGet();
-                LOG.warn("plans record for group {} rejected: {}", groupId, verdict.fallbackReason());
-                if ("future".equals(verdict.reasonCode())
-                        && (deferred.containsKey(groupId) || deferred.size() < MAX_DEFERRED)) {
-                    deferred.put(groupId, value);
-                }
-                if (current != null) {
-                    entries.put(groupId, new Entry(groupId, current.plan(), current.newestCreatedAt(),
-                            verdict.fallbackReason()));
-                    changed = true;
-                }
-                break;
+        PlanLedger after = before.offer(value, verifier, nowMs);
+        if (after.verified() != before.verified()) {
+            verified.incrementAndGet();
+            ledgers.put(groupId, after);
+            entries.put(groupId, entryOf(after));
+            deferred.remove(groupId);
+            changed = true;
+            return PlanVerifier.usable(after.verified(), nowMs);
+        }
+        Verdict verdict = after.rejection();
+        rejected.incrementAndGet();
+        LOG.warn("plans record for group {} rejected: {}", groupId, verdict.fallbackReason());
+        if ("future".equals(verdict.reasonCode())
+                && (deferred.containsKey(groupId) || deferred.size() < MAX_DEFERRED)) {
+            deferred.put(groupId, value);
+        }
+        if (current != null) {
+            ledgers.put(groupId, after);
+            entries.put(groupId, entryOf(after));
+            changed = true;
         }
         return verdict;
+    }
+
+    private static Entry entryOf(PlanLedger ledger) {
+        Verdict v = ledger.verified();
+        Plan plan = v.outcome() == Verdict.Outcome.PLAN ? v.plan() : null;
+        String why = ledger.rejection() != null ? ledger.rejection().fallbackReason()
+                : plan == null ? v.fallbackReason() : null;
+        return new Entry(ledger.groupId(), plan, ledger.highestSequence(), why);
     }
 
     /** Verify again the records that were dated in the future (writer thread only). */

@@ -181,6 +181,8 @@ final class PlanReader implements DecisionSink, AutoCloseable {
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        // Positions below a log start that moved (retention) restart from the earliest record, never the latest.
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         // Bounded memory: a plan record is at most 1 MiB; a fetch holds a few of them.
         props.putIfAbsent(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 2 * 1024 * 1024);
         props.putIfAbsent(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 8 * 1024 * 1024);

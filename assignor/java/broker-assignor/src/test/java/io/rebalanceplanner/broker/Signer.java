@@ -43,7 +43,7 @@ final class Signer {
     byte[] plan(String groupId, String planId, long createdAt, long validUntil, Map<String, Object> configs,
             Map<String, Map<String, List<String>>> target, List<String> moveOrder) {
         Map<String, Object> record = new LinkedHashMap<>();
-        record.put("schema_version", 1L);
+        record.put("schema_version", 2L);
         record.put("plan_id", planId);
         record.put("group_id", groupId);
         record.put("snapshot_id", "snap-1");
@@ -62,15 +62,18 @@ final class Signer {
         record.put("target", t);
         record.put("move_order", new ArrayList<>(moveOrder));
         record.put("target_digest", PlanVerifier.sha256Hex(CanonicalJson.bytes(t)));
+        record.put("plan_digest", PlanVerifier.planDigest(record));
+        record.put("sequence", createdAt);
         return sign(record);
     }
 
     byte[] withdrawal(String groupId, String planId, long createdAt) {
         Map<String, Object> record = new LinkedHashMap<>();
-        record.put("schema_version", 1L);
+        record.put("schema_version", 2L);
         record.put("plan_id", planId);
         record.put("group_id", groupId);
         record.put("created_at", createdAt);
+        record.put("sequence", createdAt);
         record.put("withdrawn", true);
         return sign(record);
     }

@@ -12,9 +12,16 @@ public final class Plan {
     private final PlanConfigs configs;
     private final Map<String, ClientTasks> target;
     private final List<Task> moveOrder;
+    private final long sequence;
 
     public Plan(String planId, String groupId, long createdAt, long validUntil, PlanConfigs configs,
             Map<String, ClientTasks> target, List<Task> moveOrder) {
+        this(planId, groupId, createdAt, validUntil, configs, target, moveOrder, createdAt);
+    }
+
+    public Plan(String planId, String groupId, long createdAt, long validUntil, PlanConfigs configs,
+            Map<String, ClientTasks> target, List<Task> moveOrder, long sequence) {
+        this.sequence = sequence;
         this.planId = planId;
         this.groupId = groupId;
         this.createdAt = createdAt;
@@ -51,5 +58,10 @@ public final class Plan {
 
     public List<Task> moveOrder() {
         return moveOrder;
+    }
+
+    /** The per-group sequence publish assigned: a leader never honors one lower than the highest it knows. */
+    public long sequence() {
+        return sequence;
     }
 }

@@ -41,12 +41,15 @@ public final class PlanVerifier {
         PLAN_FIELDS.put("target", Map.class);
         PLAN_FIELDS.put("move_order", List.class);
         PLAN_FIELDS.put("target_digest", String.class);
+        PLAN_FIELDS.put("plan_digest", String.class);
+        PLAN_FIELDS.put("sequence", Long.class);
         PLAN_FIELDS.put("key_id", String.class);
         PLAN_FIELDS.put("signature", String.class);
         WITHDRAWAL_FIELDS.put("schema_version", Long.class);
         WITHDRAWAL_FIELDS.put("plan_id", String.class);
         WITHDRAWAL_FIELDS.put("group_id", String.class);
         WITHDRAWAL_FIELDS.put("created_at", Long.class);
+        WITHDRAWAL_FIELDS.put("sequence", Long.class);
         WITHDRAWAL_FIELDS.put("withdrawn", Boolean.class);
         WITHDRAWAL_FIELDS.put("key_id", String.class);
         WITHDRAWAL_FIELDS.put("signature", String.class);
@@ -54,6 +57,13 @@ public final class PlanVerifier {
 
     private static final Set<String> NON_EMPTY = Set.of("plan_id", "group_id", "key_id", "signature");
     private static final Set<String> TIMES = Set.of("created_at", "valid_until", "approved_at");
+    /** The record version this verifier reads: 2 signs plan_digest and sequence. */
+    public static final long SCHEMA_VERSION = 2;
+    /** A sequence every JSON reader holds exactly: 1..2^53-1. */
+    public static final long MAX_SEQUENCE = (1L << 53) - 1;
+    /** The fields plan_digest covers, as the record carries them (Python: plans.BODY_FIELDS). */
+    private static final List<String> BODY_FIELDS = List.of("plan_id", "group_id", "snapshot_id", "created_at",
+            "valid_until", "configs", "target", "move_order");
 
 
     private final Map<String, PublicKey> keys;
@@ -100,9 +110,29 @@ public final class PlanVerifier {
     }
 
     /**
-     * @param newestHonoredCreatedAt the newest {@code created_at} this group has honored, or null for none
+     * Steps 1-11: a plan to honor, a withdrawal, or the rejection.
+     *
+     * @param highestSequence the highest verified sequence known for the group, or null for none
      */
-    public Verdict verify(byte[] value, String groupId, long nowMs, Long newestHonoredCreatedAt) {
+    public Verdict verify(byte[] value, String groupId, long nowMs, Long highestSequence) {
+        return usable(check(value, groupId, nowMs, highestSequence), nowMs);
+    }
+
+    /** Steps 10-11 on a checked verdict: an expired plan is rejected; anything else is returned as it is. */
+    public static Verdict usable(Verdict checked, long nowMs) {
+        if (checked.outcome() == Verdict.Outcome.PLAN && nowMs > checked.plan().validUntil()) {
+            return Verdict.rejected("expired", "plan " + checked.planId() + " expired at "
+                    + checked.plan().validUntil() + " (now " + nowMs + ")", checked.planId());
+        }
+        return checked;
+    }
+
+    /**
+     * Steps 1-9: a verified plan (possibly expired) or withdrawal of this group, or the rejection.
+     *
+     * @param highestSequence the highest verified sequence known for the group, or null for none
+     */
+    public Verdict check(byte[] value, String groupId, long nowMs, Long highestSequence) {
         Map<String, Object> record;
         try {
             Object parsed = StrictJson.parse(value);
@@ -121,6 +151,15 @@ public final class PlanVerifier {
             return Verdict.rejected("malformed", "withdrawn must be a boolean", planId);
         }
         boolean withdrawal = Boolean.TRUE.equals(withdrawn);
+        // The version before the fields: an older record lacks fields this version requires.
+        if (!(record.get("schema_version") instanceof Long)) {
+            return Verdict.rejected("malformed", "field schema_version is missing or not an integer", planId);
+        }
+        long schemaVersion = (Long) record.get("schema_version");
+        if (schemaVersion != SCHEMA_VERSION) {
+            return Verdict.rejected("unsupported_version", "schema_version " + schemaVersion + " (supported: "
+                    + SCHEMA_VERSION + ")", planId);
+        }
         for (Map.Entry<String, Class<?>> field : (withdrawal ? WITHDRAWAL_FIELDS : PLAN_FIELDS).entrySet()) {
             String name = field.getKey();
             Object v = record.get(name);
@@ -145,10 +184,12 @@ public final class PlanVerifier {
         if (keyId.codePointCount(0, keyId.length()) > 64) {
             return Verdict.rejected("malformed", "key_id is longer than 64 characters", planId);
         }
-        long schemaVersion = (Long) record.get("schema_version");
-        if (schemaVersion != 1) {
-            return Verdict.rejected("unsupported_version", "schema_version " + schemaVersion + " (supported: 1)",
-                    planId);
+        long sequence = (Long) record.get("sequence");
+        if (sequence < 1 || sequence > MAX_SEQUENCE) {
+            return Verdict.rejected("malformed", "sequence " + sequence + " is outside 1.." + MAX_SEQUENCE, planId);
+        }
+        if (!withdrawal && !((String) record.get("plan_digest")).matches("[0-9a-f]{64}")) {
+            return Verdict.rejected("malformed", "plan_digest is not 64 lowercase hex characters", planId);
         }
         PublicKey key = keys.get(keyId);
         if (key == null) {
@@ -178,16 +219,12 @@ public final class PlanVerifier {
             return Verdict.rejected("future", "plan " + planId + " created_at " + createdAt + " is after now "
                     + nowMs + " + clock skew " + clockSkewMs, planId);
         }
-        if (newestHonoredCreatedAt != null && createdAt < newestHonoredCreatedAt) {
-            return Verdict.rejected("replayed", "plan " + planId + " created_at " + createdAt
-                    + " is older than the newest honored (" + newestHonoredCreatedAt + ")", planId);
+        if (highestSequence != null && sequence < highestSequence) {
+            return Verdict.rejected("replayed", "plan " + planId + " has sequence " + sequence
+                    + ", lower than " + highestSequence + " already seen", planId);
         }
         if (withdrawal) {
-            return Verdict.withdrawn(planId, createdAt);
-        }
-        if (nowMs > plan.validUntil()) {
-            return Verdict.rejected("expired", "plan " + planId + " expired at " + plan.validUntil() + " (now "
-                    + nowMs + ")", planId);
+            return Verdict.withdrawn(planId, sequence);
         }
         return Verdict.plan(plan);
     }
@@ -239,8 +276,23 @@ public final class PlanVerifier {
             return Verdict.rejected("digest_mismatch", "target_digest does not match the target (SHA-256 "
                     + digest + ")", planId);
         }
+        if (!planDigest(record).equals(record.get("plan_digest"))) {
+            return Verdict.rejected("digest_mismatch", "plan_digest does not match the plan's body", planId);
+        }
         return new Plan(planId, (String) record.get("group_id"), (Long) record.get("created_at"),
-                (Long) record.get("valid_until"), configs, target, moveOrder);
+                (Long) record.get("valid_until"), configs, target, moveOrder, (Long) record.get("sequence"));
+    }
+
+    /**
+     * SHA-256 (hex) of the canonical JSON of a record's body fields exactly as it carries them: what its
+     * {@code plan_digest} must be (Python: {@code plans.body_digest}).
+     */
+    public static String planDigest(Map<String, ?> record) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        for (String name : BODY_FIELDS) {
+            body.put(name, record.get(name));
+        }
+        return sha256Hex(CanonicalJson.bytes(body));
     }
 
     /** A value for a reason, cut to 40 characters with its length said: a hostile id may be a megabyte. */

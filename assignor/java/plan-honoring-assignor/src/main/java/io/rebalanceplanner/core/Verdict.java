@@ -8,24 +8,24 @@ public final class Verdict {
     private final String reasonCode;
     private final String detail;
     private final String planId;
-    private final long createdAt;
+    private final long sequence;
     private final Plan plan;
 
-    private Verdict(Outcome outcome, String reasonCode, String detail, String planId, long createdAt, Plan plan) {
+    private Verdict(Outcome outcome, String reasonCode, String detail, String planId, long sequence, Plan plan) {
         this.outcome = outcome;
         this.reasonCode = reasonCode;
         this.detail = detail;
         this.planId = planId;
-        this.createdAt = createdAt;
+        this.sequence = sequence;
         this.plan = plan;
     }
 
     static Verdict plan(Plan plan) {
-        return new Verdict(Outcome.PLAN, null, null, plan.planId(), plan.createdAt(), plan);
+        return new Verdict(Outcome.PLAN, null, null, plan.planId(), plan.sequence(), plan);
     }
 
-    static Verdict withdrawn(String planId, long createdAt) {
-        return new Verdict(Outcome.WITHDRAWN, "withdrawn", "plan " + planId + " was withdrawn", planId, createdAt,
+    static Verdict withdrawn(String planId, long sequence) {
+        return new Verdict(Outcome.WITHDRAWN, "withdrawn", "plan " + planId + " was withdrawn", planId, sequence,
                 null);
     }
 
@@ -52,8 +52,9 @@ public final class Verdict {
         return planId;
     }
 
-    public long createdAt() {
-        return createdAt;
+    /** The verified record's sequence (plan or withdrawal); {@code Long.MIN_VALUE} for a rejection. */
+    public long sequence() {
+        return sequence;
     }
 
     public Plan plan() {

@@ -1,6 +1,8 @@
 package io.rebalanceplanner.kafka;
 
-/** Where the newest plan record of a group comes from (the plans topic; a fake in tests). */
+import java.util.List;
+
+/** Where a group's plan records come from (the plans topic; a fake in tests). */
 public interface PlanSource {
     /**
      * The value of the newest record keyed by the group id, or null when there is none.
@@ -8,4 +10,15 @@ public interface PlanSource {
      * @throws PlansUnreadableException when the topic could not be read within the timeout
      */
     byte[] newest(String groupId, long timeoutMs) throws PlansUnreadableException;
+
+    /**
+     * The group's records not handed out before, in topic order (values; null for a tombstone): the first call
+     * reads from the log start. The caller folds them into its PlanLedger. By default the newest record alone.
+     *
+     * @throws PlansUnreadableException when the topic could not be read within the timeout
+     */
+    default List<byte[]> records(String groupId, long timeoutMs) throws PlansUnreadableException {
+        byte[] newest = newest(groupId, timeoutMs);
+        return newest == null ? List.of() : java.util.Collections.singletonList(newest);
+    }
 }

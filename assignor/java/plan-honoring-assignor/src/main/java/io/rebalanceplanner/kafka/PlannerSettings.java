@@ -26,6 +26,8 @@ public final class PlannerSettings {
     public static final String SCHEDULED_REBALANCE_MAX_DELAY_MS = PREFIX + "scheduled.rebalance.max.delay.ms";
     public static final String HOLD_WITHOUT_CAUGHT_UP_COPY = PREFIX + "hold.without.caught.up.copy";
     public static final String CLIENT_PREFIX = PREFIX + "client.";
+    /** A directory of this instance's own (e.g. under Streams' state.dir) where the plan sequence floor is kept. */
+    public static final String STATE_DIR = PREFIX + "state.dir";
 
     private final String applicationId;
     private final Map<String, PublicKey> verifyKeys;
@@ -39,6 +41,7 @@ public final class PlannerSettings {
     private final long offsetsTimeoutMs;
     private final Deferral.Settings deferral;
     private final Map<String, Object> clientProperties;
+    private final java.nio.file.Path stateDir;
 
     private PlannerSettings(Map<String, ?> configs) {
         Object appId = configs.get("application.id");
@@ -58,6 +61,13 @@ public final class PlannerSettings {
         deferral = new Deferral.Settings(bounded(configs, SCHEDULED_REBALANCE_MAX_DELAY_MS, 0, 0, Long.MAX_VALUE),
                 bool(configs, HOLD_WITHOUT_CAUGHT_UP_COPY, false));
         clientProperties = clientProperties(configs);
+        String dir = string(configs, STATE_DIR, "").strip();
+        stateDir = dir.isEmpty() ? null : java.nio.file.Paths.get(dir);
+    }
+
+    /** Where the plan sequence floor is kept across restarts, or null (then only the plans topic holds it). */
+    public java.nio.file.Path stateDir() {
+        return stateDir;
     }
 
     /** @throws IllegalArgumentException naming the bad setting */

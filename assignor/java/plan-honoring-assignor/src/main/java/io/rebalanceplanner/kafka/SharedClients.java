@@ -2,6 +2,7 @@ package io.rebalanceplanner.kafka;
 
 import io.rebalanceplanner.core.ClientTasks;
 import io.rebalanceplanner.core.Deferral;
+import io.rebalanceplanner.core.PlanLedger;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +20,7 @@ public final class SharedClients {
     private static final Map<String, TopicPlanSource> PLAN_SOURCES = new ConcurrentHashMap<>();
     private static final Map<String, TopicReportSink> REPORT_SINKS = new ConcurrentHashMap<>();
     private static final Map<String, AdminEndOffsets> END_OFFSETS = new ConcurrentHashMap<>();
-    private static final Map<String, Long> NEWEST_HONORED = new ConcurrentHashMap<>();
+    private static final Map<String, PlanLedger> PLAN_LEDGERS = new ConcurrentHashMap<>();
     private static final Map<String, Remembered> REMEMBERED = new ConcurrentHashMap<>();
 
     /**
@@ -55,18 +56,21 @@ public final class SharedClients {
                 s.applicationId() + "-rebalance-planner-offsets"));
     }
 
-    /** The newest {@code created_at} this JVM has honored for the group (replay protection), or null. */
-    public static Long newestHonored(String groupId) {
-        return NEWEST_HONORED.get(groupId);
+    /**
+     * The group's plan records as this JVM has folded them (replay floor, verified plan, refused newest record);
+     * an empty ledger before the first read.
+     */
+    public static PlanLedger planLedger(String groupId) {
+        return PLAN_LEDGERS.getOrDefault(groupId, new PlanLedger(groupId));
     }
 
-    public static void honored(String groupId, long createdAt) {
-        NEWEST_HONORED.merge(groupId, createdAt, Math::max);
+    public static void planLedger(String groupId, PlanLedger ledger) {
+        PLAN_LEDGERS.put(groupId, ledger);
     }
 
-    /** Forget the replay memory and the remembered assignments (tests). */
+    /** Forget the plan ledgers and the remembered assignments (tests). */
     public static void forgetHonored() {
-        NEWEST_HONORED.clear();
+        PLAN_LEDGERS.clear();
         REMEMBERED.clear();
     }
 

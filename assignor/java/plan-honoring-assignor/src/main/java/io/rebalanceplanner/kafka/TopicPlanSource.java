@@ -45,6 +45,19 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
 
     @Override
     public synchronized byte[] newest(String groupId, long timeoutMs) throws PlansUnreadableException {
+        read(groupId, timeoutMs, new ArrayList<>());
+        return newestValue();
+    }
+
+    /** The group's records appended since the last call (the first call: from the log start), in offset order. */
+    @Override
+    public synchronized List<byte[]> records(String groupId, long timeoutMs) throws PlansUnreadableException {
+        List<byte[]> fresh = new ArrayList<>();
+        read(groupId, timeoutMs, fresh);
+        return fresh;
+    }
+
+    private void read(String groupId, long timeoutMs, List<byte[]> fresh) throws PlansUnreadableException {
         long deadline = System.currentTimeMillis() + timeoutMs;
         try {
             if (consumer == null) {
@@ -59,7 +72,7 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
                             + "Kafka's own assignment; create the product's topics with `rebalance-planner setup`",
                             topic);
                 }
-                return newestValue();
+                return;
             }
             missingTopicLogged = false;
             List<TopicPartition> partitions = new ArrayList<>();
@@ -85,13 +98,13 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
                         continue; // An unsigned tombstone withdraws nothing (docs/formats.md).
                     }
                     lastByPartition.put(record.partition(), record);
+                    fresh.add(record.value());
                 }
                 if (System.currentTimeMillis() >= deadline && !caughtUp(ends, deadline)) {
                     throw new PlansUnreadableException("the plans topic '" + topic + "' was not read to its end within "
                             + timeoutMs + " ms", null);
                 }
             }
-            return newestValue();
         } catch (org.apache.kafka.common.errors.TimeoutException e) {
             throw new PlansUnreadableException("the plans topic '" + topic + "' could not be read within " + timeoutMs
                     + " ms: " + e.getMessage(), e);
@@ -138,6 +151,8 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        // Positions below a log start that moved (retention) restart from the earliest record, never the latest.
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
         props.remove(ConsumerConfig.GROUP_ID_CONFIG);
         return props;

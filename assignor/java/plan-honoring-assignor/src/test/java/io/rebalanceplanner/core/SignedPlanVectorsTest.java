@@ -25,7 +25,8 @@ class SignedPlanVectorsTest {
         return tests;
     }
 
-    static void check(PlanVerifier verifier, long now, JsonNode c, String name) {
+    /** A vector's record value: {@code record_b64} decoded, padded with spaces to {@code pad_with_spaces_to}. */
+    static byte[] value(JsonNode c) {
         byte[] value = Base64.getDecoder().decode(c.get("record_b64").asText());
         if (c.hasNonNull("pad_with_spaces_to")) {
             int size = c.get("pad_with_spaces_to").asInt();
@@ -34,8 +35,12 @@ class SignedPlanVectorsTest {
             java.util.Arrays.fill(padded, value.length, size, (byte) ' ');
             value = padded;
         }
-        Long newest = c.get("newest_honored_created_at").isNull() ? null
-                : c.get("newest_honored_created_at").asLong();
+        return value;
+    }
+
+    static void check(PlanVerifier verifier, long now, JsonNode c, String name) {
+        byte[] value = value(c);
+        Long newest = !c.hasNonNull("highest_sequence") ? null : c.get("highest_sequence").asLong();
         Verdict verdict = verifier.verify(value, c.get("group_id").asText(), now, newest);
         String expectedOutcome = c.get("outcome").asText();
         String expectedReason = c.get("reason_code").isNull() ? null : c.get("reason_code").asText();
