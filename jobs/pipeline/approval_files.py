@@ -48,4 +48,8 @@ def load_all(directory: Path) -> list[ApprovalRecord]:
     """Every approval file in the folder (none when it does not exist); a file that is not one fails the read."""
     if not directory.is_dir():
         return []
+    info = directory.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        # Whoever else can write the folder could add a record of their own making.
+        raise ApprovalRecordError(f"approval folder {directory}: must be this user's and writable by nobody else")
     return [load(p) for p in sorted(directory.glob("*.json"))]

@@ -103,10 +103,14 @@ def run_approve(
         detail = ", ".join(f"{p} is {s}" for p, s in sorted(wrong.items()))
         raise StageInputError(f"only {' or '.join(allowed)} plans can be {decision.lower()}: {detail}")
     todo = sorted(p for p, s in found.items() if s in allowed)
+    now = int(time.time() * 1000)
+    # Airflow asks again after a failure to record an answer: plans its first attempt approved are in this answer's
+    # record too, or publish would find them in none.
+    again = [] if reject or offered is None else sorted(p for p, s in found.items() if s == PlanStatus.APPROVED)
     if not todo:
         log.info("approve: nothing to %s", "reject" if reject else "approve")
-        return ApproveResult("approve", snapshot)
-    now = int(time.time() * 1000)
+        approval = _approval_record(settings, by, now, again, {}, offered) if again else None
+        return ApproveResult("approve", snapshot, approval=approval)
     note = f"rejected by {by}: {reason}" if reject else reason
     outcomes = []
     targets = {} if reject else plan_targets(lake, todo)
@@ -148,9 +152,9 @@ def run_approve(
         ]
         outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL)))
     approval = None
-    if not reject and len(held) < len(todo):
+    if not reject and (again or len(held) < len(todo)):
         bound = chosen.where(sf.col("plan_id").isin([p for p in todo if p not in held])).collect()
-        approval = _approval_record(settings, by, now, bound, targets, offered)
+        approval = _approval_record(settings, by, now, [*bound, *again], targets, offered)
     # The plans row last: once it says APPROVED, a re-run has nothing left to do.
     outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
     log.info("approve: %d plan(s) %s by %s (%d of them HELD: report-only)", len(todo), decision, by, len(held))
@@ -163,17 +167,19 @@ def _approval_record(
     settings: Settings,
     by: str,
     now: int,
-    rows: Sequence[Row],
+    approved: Sequence[Row | str],
     targets: Mapping[str, GroupAssignment],
     offered: Mapping[str, ApprovedDigest] | None,
 ) -> ApprovalRecord:
-    """What was approved: the digests shown (Airflow), else the plans as they are now, valid RBP_PLAN_VALID_MS from
-    now, written to a private file for publish (the command line)."""
+    """What was approved (plans rows, or plan ids where ``offered``): the digests shown (Airflow), else the plans as
+    they are now, valid RBP_PLAN_VALID_MS from now, written to a private file for publish (the command line)."""
     source: Source = "cli" if offered is None else "airflow"
     if offered is not None:
-        entries = [offered[r["plan_id"]] for r in rows if r["plan_id"] in offered]
+        ids = [a if isinstance(a, str) else a["plan_id"] for a in approved]
+        entries = [offered[p] for p in ids if p in offered]
     else:
         valid_until = now + settings.plan_valid_ms
+        rows = [a for a in approved if not isinstance(a, str)]
         entries = [ApprovedDigest.of(plan_body(r, targets[r["plan_id"]], valid_until)) for r in rows]
     record = ApprovalRecord(by, now, source, tuple(sorted(entries, key=lambda e: e.plan_id)))
     log.info("approve: %d plan(s) bound to their digests, fingerprint %s", len(entries), short(record.fingerprint))

@@ -70,6 +70,10 @@ def test_an_approval_file_is_private_and_one_anybody_else_could_write_is_refused
     assert (path.stat().st_mode & 0o777, folder.stat().st_mode & 0o777) == (0o600, 0o700)
     assert approval_files.load_all(folder) == [record()]
     assert approval_files.load_all(tmp_path / "none") == []
+    folder.chmod(0o770)
+    with pytest.raises(ApprovalRecordError, match="writable by nobody else"):
+        approval_files.load_all(folder)
+    folder.chmod(0o700)
     path.chmod(0o620)
     with pytest.raises(ApprovalRecordError, match="must be 0600"):
         approval_files.load(path)
