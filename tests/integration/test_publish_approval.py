@@ -12,11 +12,12 @@ from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
-from jobs.pipeline.approval_record import ApprovalRecord
+from jobs.pipeline.approval_record import ApprovalRecord, ApprovedDigest
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
+from jobs.pipeline.plan_bodies import plan_bodies
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.validate import run_validate
 from jobs.settings import Settings
@@ -139,3 +140,29 @@ def test_a_signed_record_the_groups_keys_do_not_verify_is_not_sent(
     assert row["status"] == "REJECTED"
     assert f"plan {plan_id}'s signed record does not verify with the verify keys: bad_signature" in str(row["reason"])
     assert b"orders" not in read_latest_by_key(bootstrap, settings.plans_topic)
+
+
+def test_airflows_record_binds_the_digests_the_page_showed_also_when_the_approval_is_asked_again(
+    spark: SparkSession,
+    broker: EmbeddedBroker,
+    settings: Settings,  # noqa: F811  (the fixture)
+) -> None:
+    seed_fleet(broker, settings)
+    lake = Lake(spark, settings.lake_root)
+    bootstrap = broker.bootstrap
+    snapshot, plan_id = _validated_orders_plan(lake, settings, bootstrap)
+    shown = {plan_id: ApprovedDigest.of(plan_bodies(lake, [plan_id], 2**52)[plan_id])}  # what review offers
+
+    # Changed after the page was made, before the person answers: the record still binds what the page showed.
+    lag = int(_plan_row(lake, plan_id)["acceptable_recovery_lag"])  # type: ignore[call-overload]
+    _write_plan_row(lake, plan_id, acceptable_recovery_lag=lag + 1)
+    first = run_approve(lake, settings, by="admin", plan_ids=[plan_id], offered=shown).approval
+    assert first is not None and (first.source, first.plans) == ("airflow", (shown[plan_id],))
+    assert list(settings.approval_records.glob("*.json")) == []  # Airflow's record is its XCom, not a file
+    # Asked again (the first answer's recording failed after the plan became APPROVED): the record lists it.
+    again = run_approve(lake, settings, by="admin", plan_ids=[plan_id], offered=shown).approval
+    assert again is not None and again.plans == (shown[plan_id],)
+
+    result = run_publish(lake, settings, bootstrap, snapshot_id=snapshot, approvals=[again])
+    assert (result.counts["published"], result.counts["refused"]) == (0, 1)
+    assert f"acceptable_recovery_lag {lag + 1} (approved {lag})" in str(_plan_row(lake, plan_id)["reason"])
