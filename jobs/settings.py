@@ -222,6 +222,20 @@ class Settings(BaseSettings):
         "manager's id: FAB's number from `airflow users list`, the simple auth manager's username; the name is what "
         "the approval page shows); empty: any",
     )
+    production: bool = Field(
+        default=False,
+        description="production mode: RBP_APPROVERS must name who may approve, the two-person rule applies, and "
+        "publish needs RBP_PLAN_VERIFY_KEYS to verify what it signs (the demo leaves it off)",
+    )
+    two_person_rule: bool | None = Field(
+        default=None,
+        description="the user who triggered a planning run may not approve its plans; unset: on in production mode",
+    )
+    approvals_dir: Path | None = Field(
+        default=None,
+        description="where `approve` writes its approval records (0600 files) for `publish`; keep it out of reach "
+        "of the lake's engine (unset: approvals beside the lake)",
+    )
     stage_bucket_groups: int = Field(
         default=10_000,
         ge=1,
@@ -248,6 +262,22 @@ class Settings(BaseSettings):
     def data_docs(self) -> Path:
         """Where Great Expectations writes its Data Docs site: beside the lake unless set."""
         return self.data_docs_dir or self.lake_root.parent / "data_docs"
+
+    @property
+    def approval_records(self) -> Path:
+        """The folder of the command line's approval records: RBP_APPROVALS_DIR, else beside the lake."""
+        return self.approvals_dir or self.lake_root.parent / "approvals"
+
+    @property
+    def two_persons(self) -> bool:
+        """Whether the one who triggered a run may not approve it: the setting, else production mode."""
+        return self.production if self.two_person_rule is None else self.two_person_rule
+
+    def required_approvers(self) -> tuple[str, ...]:
+        """RBP_APPROVERS; ValueError in production mode when it is empty (anyone could approve)."""
+        if self.production and not self.approvers:
+            raise ValueError("RBP_PRODUCTION is set but RBP_APPROVERS is empty: name who may approve plans")
+        return self.approvers
 
     def plan_signer(self) -> PlanSigner:
         """The pipeline's signing key; ValueError naming the setting when it is missing or unusable."""

@@ -83,6 +83,11 @@ def _run_stage(args: argparse.Namespace, lake: Lake, settings: Settings) -> Stag
     options = vars(args)
     if "by" in options and not options["by"]:
         options = {**options, "by": getpass.getuser()}
+    elif "by" in options and settings.production and options["by"] != getpass.getuser():
+        from jobs.pipeline.stage import StageInputError
+
+        # The approval record names who approved: in production that is who runs the command, not a typed name.
+        raise StageInputError(f"--by {options['by']}: in production mode approve records the user running it")
     return stage.execute(lake, request_from(options, settings, bootstrap))
 
 

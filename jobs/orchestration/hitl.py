@@ -45,7 +45,8 @@ class PlanApprovalOperator(HITLOperator):
         from jobs.orchestration import tasks  # noqa: PLC0415 (Spark and the stages load only when a task runs)
 
         reviewed = context["ti"].xcom_pull(task_ids=self.review_task_id)
-        return tasks.decide(tasks.runtime(context["params"]), reviewed, dict(answer))
+        triggered_by = getattr(context.get("dag_run"), "triggering_user_name", None)
+        return tasks.decide(tasks.runtime(context["params"]), reviewed, dict(answer), triggered_by)
 
 
 class Approver(NamedTuple):
@@ -95,9 +96,11 @@ def decision(
     candidates: Mapping[str, str],
     timeout_s: float,
     approvers: Sequence[str] = (),
+    triggered_by: str | None = None,
 ) -> Decision:
     """Turn the approval step's answer into plan decisions; ``candidates`` maps group_id -> VALIDATED plan_id,
-    ``approvers`` who may answer, as ``id`` or ``id:name`` (empty: anyone Airflow lets answer)."""
+    ``approvers`` who may answer, as ``id`` or ``id:name`` (empty: anyone Airflow lets answer); ``triggered_by``:
+    who triggered the run, when the two-person rule forbids them to approve it."""
     answer = answer or {}
     user = answer.get("responded_by_user") or {}
     chosen = list(answer.get("chosen_options") or [])
@@ -110,6 +113,10 @@ def decision(
     if approvers and str(user.get("id")) not in {approver(a).id for a in approvers}:
         # Airflow enforces the same list; this holds if its auth manager lets others through (e.g. all admins).
         refused = f"answered by {by}, who is not among the allowed approvers"
+        return Decision(by, (), everything, None, refused, False)
+    if triggered_by and triggered_by in {str(user.get("id")), str(user.get("name"))}:
+        # The two-person rule: whoever started the run cannot also be the one who lets it change the groups.
+        refused = f"answered by {by}, who triggered this run (two-person rule)"
         return Decision(by, (), everything, None, refused, False)
     if APPROVE_ALL in chosen:
         return Decision(by, everything, (), reason, None, False)

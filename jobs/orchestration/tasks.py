@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,8 @@ from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration.hitl import DecisionError, decision, duration, in_filter
 from jobs.pipeline import registry
+from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest, fingerprint, short
+from jobs.pipeline.plan_bodies import plan_bodies
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
 from jobs.report import Report, build_report, report_path, run_report, write_report
@@ -205,13 +208,42 @@ def _links(rt: Runtime, snapshot_id: str, report: Path) -> tuple[str, str]:
     )
 
 
-def approval_body(report: Report, report_link: str, data_docs_link: str, filtered_out: int, timeout_s: float) -> str:
-    """The approval page (Markdown): the fleet beside KIP-441, the groups with most to restore, the links."""
+def digests_markdown(offered: Mapping[str, ApprovedDigest]) -> list[str]:
+    """What an approval binds: each offered plan's digest (short form, the first groups) and one fingerprint of all."""
+    if not offered:
+        return []
+    entries = sorted(offered.values(), key=lambda e: e.group_id)
+    lines = [
+        "",
+        f"**What you approve**: {plural(len(entries), 'plan')}, fingerprint "
+        f"`{short(fingerprint((e.plan_id, e.plan_digest) for e in entries))}`. Each plan is bound to its digest "
+        "(target, settings, move order, validity): a plan changed after this page was made is not signed.",
+        "",
+        "| group | plan digest | valid until (epoch ms) |",
+        "|---|---|---|",
+        *(f"| {md(e.group_id)} | `{short(e.plan_digest)}` | {e.valid_until} |" for e in entries[:BODY_ROWS]),
+    ]
+    if len(entries) > BODY_ROWS:
+        lines.append(f"\n{plural(len(entries) - BODY_ROWS, 'more plan')}: their digests are in the approval record.")
+    return lines
+
+
+def approval_body(
+    report: Report,
+    report_link: str,
+    data_docs_link: str,
+    filtered_out: int,
+    timeout_s: float,
+    offered: Mapping[str, ApprovedDigest] | None = None,
+) -> str:
+    """The approval page (Markdown): the fleet beside KIP-441, the groups with most to restore, what an approval
+    binds, the links."""
     lines = [
         f"### Tonight's plans, snapshot `{report.snapshot_id}`",
         "",
         summary_markdown(report.fleet, report.rows, BODY_ROWS),
         *gaps_markdown(report.reporting_gaps, md),
+        *digests_markdown(offered or {}),
     ]
     if filtered_out:
         lines.append(
@@ -243,6 +275,10 @@ def _refresh_report(lake: Lake, snapshot_id: str) -> None:
 def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: float | None) -> dict[str, Any]:
     """Write the HTML report and build the approval page; the candidates are the VALIDATED plans in the filter."""
     timeout = float(timeout_s) if timeout_s else rt.settings.approval_timeout_s
+    try:
+        rt.settings.required_approvers()
+    except ValueError as err:
+        raise TaskFailed(f"review: {err}") from err
 
     def body(lake: Lake) -> dict[str, Any]:
         rows = lake.read("plans", snapshot_id).select("plan_id", "group_id", "status").collect()
@@ -262,32 +298,49 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
             "review %s: %d plan(s), %d awaiting approval, report %s", snapshot_id, len(rows), len(candidates), path
         )
         report_link, docs_link = _links(rt, snapshot_id, path)
+        # Each plan's digest as shown now, valid RBP_PLAN_VALID_MS from now: what an approval of this page binds.
+        valid_until = int(time.time() * 1000) + rt.settings.plan_valid_ms
+        bodies = plan_bodies(lake, sorted(candidates.values()), valid_until)
+        offered = {plan_id: ApprovedDigest.of(plan) for plan_id, plan in bodies.items()}
         return {
             "snapshot_id": snapshot_id,
             "candidates": candidates,
+            "offered": {plan_id: entry.to_json() for plan_id, entry in offered.items()},
             "outside_filter": outside,
             "report": str(path),
             "data_docs": str(rt.settings.data_docs / "index.html"),
             "approval_timeout_s": timeout,
             "approvers": list(rt.settings.approvers),
-            "body": approval_body(report, report_link, docs_link, len(outside), timeout),
+            "body": approval_body(report, report_link, docs_link, len(outside), timeout, offered),
         }
 
     return run_stage("review", rt, body)
 
 
-def decide(rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, Any]:
+def decide(
+    rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] | None, triggered_by: str | None = None
+) -> dict[str, Any]:
     """Record the person's answer (Airflow's HITL record, handed over by the approval step itself) on the plans:
-    approved_by is who answered, who must be among the settings' approvers if any; a timeout rejects everything."""
+    approved_by is who answered, who must be among the settings' approvers if any (and, under the two-person rule,
+    not ``triggered_by``); a timeout rejects everything. Returns the approval record that publish signs by."""
     snapshot_id = str(reviewed["snapshot_id"])
     try:
-        d = decision(answer, dict(reviewed["candidates"]), float(reviewed["approval_timeout_s"]), rt.settings.approvers)
-    except DecisionError as err:
+        approvers = rt.settings.required_approvers()
+        two_persons = triggered_by if rt.settings.two_persons else None
+        d = decision(
+            answer, dict(reviewed["candidates"]), float(reviewed["approval_timeout_s"]), approvers, two_persons
+        )
+    except (DecisionError, ValueError) as err:
         raise TaskFailed(f"decide: {err}") from err
+    offered = {p: ApprovedDigest(**entry) for p, entry in (reviewed.get("offered") or {}).items()}
 
     def body(lake: Lake) -> dict[str, Any]:
+        approval = None
         if d.approve:
-            dispatch("approve", rt, lake, by=d.by, plan_ids=tuple(d.approve), reason=d.reason)
+            approved = dispatch(
+                "approve", rt, lake, by=d.by, plan_ids=tuple(d.approve), reason=d.reason, offered=offered
+            )
+            approval = getattr(approved, "approval", None)
         if d.reject:
             dispatch("approve", rt, lake, by=d.by, plan_ids=tuple(d.reject), reject=True, reason=d.reject_reason)
         outside = tuple(reviewed.get("outside_filter") or ())
@@ -303,20 +356,32 @@ def decide(rt: Runtime, reviewed: Mapping[str, Any], answer: Mapping[str, Any] |
             d.by,
             " (timed out)" if d.timed_out else "",
         )
-        return {"snapshot_id": snapshot_id, "approved": len(d.approve), "rejected": len(d.reject), "by": d.by}
+        return {
+            "snapshot_id": snapshot_id,
+            "approved": len(d.approve),
+            "rejected": len(d.reject),
+            "by": d.by,
+            # Airflow keeps this in its metadata database, out of the lake engine's reach: publish signs by it.
+            "approval": approval.to_json() if approval is not None else None,
+        }
 
     return run_stage("decide", rt, body)
 
 
 def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
-    """Publish the snapshot's APPROVED plans (there are none unless a person approved some); the count published."""
+    """Publish the snapshot's plans the approval record lists, as approved (none unless a person approved some);
+    the count published."""
     snapshot_id = str(decided["snapshot_id"])
     if not decided.get("approved"):
         log.info("publish %s: nothing approved, nothing published", snapshot_id)
         return 0
+    try:
+        approvals = (ApprovalRecord.from_json(decided["approval"]),) if decided.get("approval") else ()
+    except ApprovalRecordError as err:
+        raise TaskFailed(f"publish: {err}") from err
 
     def body(lake: Lake) -> StageResult:
-        result = dispatch("publish", rt, lake, snapshot_id=snapshot_id)
+        result = dispatch("publish", rt, lake, snapshot_id=snapshot_id, approvals=approvals)
         _refresh_report(lake, snapshot_id)
         return result
 

@@ -1,15 +1,21 @@
-"""Stage 5, approve: a person approves or rejects VALIDATED plans; who decided and when is recorded on the plan."""
+"""Stage 5, approve: a person approves or rejects VALIDATED plans; who decided and when is recorded on the plan,
+and the approval record (who, when, each plan's digest) is what publish may sign (docs/plan-lifecycle.md)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
+from assignor import GroupAssignment
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline import approval_files
+from jobs.pipeline.approval_record import ApprovalRecord, ApprovedDigest, Source, short
+from jobs.pipeline.plan_bodies import plan_body
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
@@ -40,6 +46,24 @@ def held_reason(why: str, note: str | None) -> str:
     return f"approved, held: {why}" + (f"; note: {note}" if note else "")
 
 
+@dataclass(frozen=True)
+class ApproveResult(StageResult):
+    """An approve run, with the approval record of the plans it approved (None when it approved none)."""
+
+    approval: ApprovalRecord | None = None
+
+
+def _check_approver(settings: Settings, by: str) -> None:
+    """The command line's approver must be among RBP_APPROVERS when it is set (required in production mode)."""
+    try:
+        allowed = settings.required_approvers()
+    except ValueError as err:
+        raise StageInputError(str(err)) from None
+    names = {part.strip() for entry in allowed for part in entry.split(":", 1)}
+    if allowed and by not in names:
+        raise StageInputError(f"{by} is not among the approvers (RBP_APPROVERS)")
+
+
 def run_approve(
     lake: Lake,
     settings: Settings,
@@ -49,11 +73,17 @@ def run_approve(
     snapshot_id: str | None = None,
     reject: bool = False,
     reason: str | None = None,
-) -> StageResult:
+    offered: Mapping[str, ApprovedDigest] | None = None,
+) -> ApproveResult:
     """Approve (or reject) the given plans, or every VALIDATED plan of the snapshot. Only VALIDATED plans can be
-    approved; a plan that already carries this decision is left as it is, so a re-run writes nothing."""
+    approved; a plan that already carries this decision is left as it is, so a re-run writes nothing.
+
+    ``offered``: the digests the approval page showed (Airflow's path), which the approval record then binds;
+    without it the plans are bound as the lake holds them now and the record is written to RBP_APPROVALS_DIR."""
     if not by.strip():
         raise StageInputError("approve needs the name of who decides (--by)")
+    if offered is None and not reject:
+        _check_approver(settings, by)
     decision = PlanStatus.REJECTED if reject else PlanStatus.APPROVED
     plans = lake.read("plans")
     if plan_ids:
@@ -73,10 +103,14 @@ def run_approve(
         detail = ", ".join(f"{p} is {s}" for p, s in sorted(wrong.items()))
         raise StageInputError(f"only {' or '.join(allowed)} plans can be {decision.lower()}: {detail}")
     todo = sorted(p for p, s in found.items() if s in allowed)
+    now = int(time.time() * 1000)
+    # Airflow asks again after a failure to record an answer: plans its first attempt approved are in this answer's
+    # record too, or publish would find them in none.
+    again = [] if reject or offered is None else sorted(p for p, s in found.items() if s == PlanStatus.APPROVED)
     if not todo:
         log.info("approve: nothing to %s", "reject" if reject else "approve")
-        return StageResult("approve", snapshot)
-    now = int(time.time() * 1000)
+        approval = _approval_record(settings, by, now, again, {}, offered) if again else None
+        return ApproveResult("approve", snapshot, approval=approval)
     note = f"rejected by {by}: {reason}" if reject else reason
     outcomes = []
     targets = {} if reject else plan_targets(lake, todo)
@@ -117,9 +151,39 @@ def run_approve(
             )
         ]
         outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL)))
+    approval = None
+    if not reject and (again or len(held) < len(todo)):
+        bound = chosen.where(sf.col("plan_id").isin([p for p in todo if p not in held])).collect()
+        approval = _approval_record(settings, by, now, [*bound, *again], targets, offered)
     # The plans row last: once it says APPROVED, a re-run has nothing left to do.
     outcomes.append(lake.merge("plans", updates, update=["status", "approved_by", "approved_at", "reason"]))
     log.info("approve: %d plan(s) %s by %s (%d of them HELD: report-only)", len(todo), decision, by, len(held))
     counts = {decision.lower(): len(todo), **({"target_changed": len(changed)} if changed else {})}
     counts |= {"held": len(held)} if held else {}
-    return StageResult("approve", snapshot, tuple(outcomes), counts)
+    return ApproveResult("approve", snapshot, tuple(outcomes), counts, approval)
+
+
+def _approval_record(
+    settings: Settings,
+    by: str,
+    now: int,
+    approved: Sequence[Row | str],
+    targets: Mapping[str, GroupAssignment],
+    offered: Mapping[str, ApprovedDigest] | None,
+) -> ApprovalRecord:
+    """What was approved (plans rows, or plan ids where ``offered``): the digests shown (Airflow), else the plans as
+    they are now, valid RBP_PLAN_VALID_MS from now, written to a private file for publish (the command line)."""
+    source: Source = "cli" if offered is None else "airflow"
+    if offered is not None:
+        ids = [a if isinstance(a, str) else a["plan_id"] for a in approved]
+        entries = [offered[p] for p in ids if p in offered]
+    else:
+        valid_until = now + settings.plan_valid_ms
+        rows = [a for a in approved if not isinstance(a, str)]
+        entries = [ApprovedDigest.of(plan_body(r, targets[r["plan_id"]], valid_until)) for r in rows]
+    record = ApprovalRecord(by, now, source, tuple(sorted(entries, key=lambda e: e.plan_id)))
+    log.info("approve: %d plan(s) bound to their digests, fingerprint %s", len(entries), short(record.fingerprint))
+    if offered is None:
+        path = approval_files.save(settings.approval_records, record)
+        log.info("approve: approval record written to %s", path)
+    return record

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -14,11 +14,13 @@ from confluent_kafka import Producer
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
-from assignor import GroupAssignment, TaskId
-from assignor.protocol.plans import ApprovedPlan, Withdrawal
+from assignor.protocol.plans import Withdrawal
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
+from jobs.pipeline import approval_files
+from jobs.pipeline.approval_record import ApprovalRecord
 from jobs.pipeline.plan_sequence import publish_sequences
+from jobs.pipeline.publish_gate import bind, publish_keys, verification_error
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
@@ -31,7 +33,7 @@ from jobs.pipeline.streams_assignor import (
 )
 from jobs.pipeline.targets import HISTORY_DDL, TARGET_CHANGED, changed_since_validation, history_rows, plan_targets
 from jobs.provisioning import product_topics
-from jobs.settings import Kip441Settings, Settings
+from jobs.settings import Settings
 from schemas import read_json
 
 log = logging.getLogger(__name__)
@@ -40,23 +42,6 @@ log = logging.getLogger(__name__)
 @cache
 def _plan_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(read_json("plan.schema.json"))
-
-
-def approved_plan(row: Row, target: GroupAssignment, valid_ms: int) -> ApprovedPlan:
-    """The record-to-be of one APPROVED plans row and its target."""
-    configs = Kip441Settings.from_columns(row.asDict()).configs()  # the settings the plan was made with
-    return ApprovedPlan(
-        plan_id=row["plan_id"],
-        group_id=row["group_id"],
-        snapshot_id=row["snapshot_id"],
-        created_at=int(row["created_at"]),
-        valid_until=int(row["approved_at"]) + valid_ms,
-        approved_by=row["approved_by"],
-        approved_at=int(row["approved_at"]),
-        configs=configs,
-        target=target,
-        move_order=tuple(TaskId.parse(t) for t in (row["move_order"] or [])),
-    )
 
 
 def _latest_per_group(rows: Iterable[Row]) -> tuple[list[Row], list[Row]]:
@@ -113,14 +98,25 @@ def _hold_report_only(
 
 
 def run_publish(
-    lake: Lake, settings: Settings, bootstrap: str, *, snapshot_id: str | None = None, plan_ids: Sequence[str] = ()
+    lake: Lake,
+    settings: Settings,
+    bootstrap: str,
+    *,
+    snapshot_id: str | None = None,
+    plan_ids: Sequence[str] = (),
+    approvals: Sequence[ApprovalRecord] | None = None,
 ) -> StageResult:
-    """Sign and publish the APPROVED plans of a snapshot (or the given ones); older PUBLISHED plans of the same
-    groups become SUPERSEDED. Published plans are no longer APPROVED, so a re-run publishes nothing."""
+    """Sign and publish the APPROVED plans of a snapshot (or the given ones) that ``approvals`` list with the body
+    approved (None: the approval records in RBP_APPROVALS_DIR); the others become REJECTED with the reason. Older
+    PUBLISHED plans of the same groups become SUPERSEDED. Published plans are no longer APPROVED, so a re-run
+    publishes nothing."""
     try:
         signer = settings.plan_signer()
     except ValueError as err:
         raise StageInputError(str(err)) from None
+    keys = publish_keys(settings, signer)
+    if approvals is None:
+        approvals = approval_files.load_all(settings.approval_records)
     plans = lake.read("plans")
     if plan_ids:
         chosen = plans.where(sf.col("plan_id").isin(list(plan_ids)))
@@ -151,16 +147,31 @@ def run_publish(
         outcomes.append(_set_status(lake, tampered, PlanStatus.REJECTED, TARGET_CHANGED, None))
         approved = [r for r in approved if r["plan_id"] not in changed]
         older = [r for r in older if r["group_id"] in {a["group_id"] for a in approved}]
+    # Only what a named person approved, exactly as approved, is signed; only what verifies is sent.
+    bound, refused = bind(approved, targets, approvals)
     records, history = [], []
-    sequences = publish_sequences(settings, bootstrap, signer, {r["group_id"] for r in approved}, now)
-    for row in approved:
-        plan = approved_plan(row, targets[row["plan_id"]], settings.plan_valid_ms)
+    sequences = publish_sequences(settings, bootstrap, signer, {p.group_id for p in bound}, now)
+    for plan in bound:
         record = plan.to_record(signer, sequences[plan.group_id])
         error = jsonschema.exceptions.best_match(_plan_validator().iter_errors(record))
         if error is not None:
             raise StageInputError(f"plan {plan.plan_id} does not match plan.schema.json: {error.message}")
+        why = verification_error(record, plan, keys)
+        if why is not None:
+            log.error("publish: %s", why)
+            refused[plan.plan_id] = why
+            continue
         records.append(record)
         history.extend(history_rows(plan.group_id, plan.plan_id, plan.snapshot_id, plan.target, "published", now))
+    if refused:
+        outcomes.append(_refuse(lake, refused))
+        approved = [r for r in approved if r["plan_id"] not in refused]
+        older = [r for r in older if r["group_id"] in {a["group_id"] for a in approved}]
+    counts = {"published": len(records)} | ({"report_only": len(held)} if held else {})
+    counts |= ({"target_changed": len(changed)} if changed else {}) | ({"refused": len(refused)} if refused else {})
+    if not records:
+        log.info("publish: nothing signed (%d refused, %d target changed)", len(refused), len(changed))
+        return StageResult("publish", snapshot, (*held, *outcomes), counts)
     client = settings.kafka_properties(bootstrap)
     ensure_topics(client, [plans_topic_spec(settings)], settings.kafka_timeout_s)
     producer = Producer(client)
@@ -185,9 +196,15 @@ def run_publish(
     )
     superseded = plans.where(earlier_published | sf.col("plan_id").isin([r["plan_id"] for r in older]))
     outcomes.append(_set_status(lake, superseded, PlanStatus.SUPERSEDED, "superseded by a newer published plan", None))
-    counts = {"published": len(records)} | ({"report_only": len(held)} if held else {})
-    counts |= {"target_changed": len(changed)} if changed else {}
     return StageResult("publish", snapshot, (*held, *outcomes), counts)
+
+
+def _refuse(lake: Lake, reasons: Mapping[str, str]) -> MergeOutcome:
+    """Plans publish would not sign become REJECTED, each with its own reason."""
+    why = lake.spark.createDataFrame(sorted(reasons.items()), "plan_id string, why string")
+    rows = lake.read("plans").join(why, "plan_id")
+    updates = rows.withColumn("status", sf.lit(str(PlanStatus.REJECTED))).withColumn("reason", sf.col("why"))
+    return lake.merge("plans", updates.drop("why"), update=["status", "reason"])
 
 
 def _set_status(lake: Lake, rows: DataFrame, status: str, reason: str | None, published_at: int | None) -> MergeOutcome:

@@ -15,6 +15,7 @@ from jobs.settings import Settings
 
 if TYPE_CHECKING:
     from jobs.lakehouse.lake import Lake
+    from jobs.pipeline.approval_record import ApprovalRecord, ApprovedDigest
     from jobs.pipeline.stage import StageResult
 
 
@@ -39,6 +40,11 @@ class StageRequest:
     reject: bool = False
     reason: str | None = None
     drains: tuple[str, ...] = ()  # "<group_id>/<process_id>", see drain_requests
+    # approve: the digests the approval page showed (Airflow); publish: what was approved (Airflow's XCom), else
+    # the approval files named (--approval), else every file in RBP_APPROVALS_DIR.
+    offered: Mapping[str, ApprovedDigest] | None = None
+    approvals: tuple[ApprovalRecord, ...] | None = None
+    approval_files: tuple[str, ...] = ()
 
     def kafka(self) -> str:
         """The bootstrap of a stage that needs Kafka (callers check first, with advice on where to set it)."""
@@ -145,13 +151,22 @@ def _approve(lake: Lake, r: StageRequest) -> StageResult:
         snapshot_id=r.snapshot_id,
         reject=r.reject,
         reason=r.reason,
+        offered=r.offered,
     )
 
 
 def _publish(lake: Lake, r: StageRequest) -> StageResult:
+    from pathlib import Path
+
+    from jobs.pipeline import approval_files
     from jobs.pipeline.publish import run_publish
 
-    return run_publish(lake, r.settings, r.kafka(), snapshot_id=r.snapshot_id, plan_ids=list(r.plan_ids))
+    approvals = r.approvals
+    if approvals is None and r.approval_files:
+        approvals = tuple(approval_files.load(Path(f)) for f in r.approval_files)
+    return run_publish(
+        lake, r.settings, r.kafka(), snapshot_id=r.snapshot_id, plan_ids=list(r.plan_ids), approvals=approvals
+    )
 
 
 def _observe(lake: Lake, r: StageRequest) -> StageResult:
@@ -209,9 +224,18 @@ _ALL = (
     ),
     Stage(
         "publish",
-        "sign APPROVED plans and publish them to the plans topic",
+        "sign the APPROVED plans an approval record lists, as approved, and publish them to the plans topic",
         _publish,
-        (LATEST, PLAN_IDS, BOOTSTRAP),
+        (
+            LATEST,
+            PLAN_IDS,
+            BOOTSTRAP,
+            Argument(
+                "--approval",
+                "approval record file written by approve (repeatable; default: every one in RBP_APPROVALS_DIR)",
+                action="append",
+            ),
+        ),
         needs_kafka=True,
     ),
     Stage(
@@ -245,4 +269,5 @@ def request_from(values: Mapping[str, Any], settings: Settings, bootstrap: str |
         reject=bool(values.get("reject")),
         reason=values.get("reason"),
         drains=tuple(values.get("drain") or ()),
+        approval_files=tuple(values.get("approval") or ()),
     )

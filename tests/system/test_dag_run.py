@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from assignor.protocol.plans import read_record
+from assignor.protocol.plans import ApprovedPlan, read_record
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
@@ -64,8 +64,10 @@ def run_and_answer(
     answered_by: str = "admin",
     refused: tuple[str, ...] = (),
     fail_once_after: tuple[str, Path] | None = None,
+    seen: dict[str, Any] | None = None,
 ) -> tuple[Path, str]:
-    """One `airflow dags test` run with its own lake and plans topic, answered over REST; (lake, plans topic)."""
+    """One `airflow dags test` run with its own lake and plans topic, answered over REST; (lake, plans topic).
+    ``seen`` gets the run id and the approval page's body."""
     lake, plans_topic = tmp_path / "lake", f"_plans_{tmp_path.name}"
     create_topics(broker.bootstrap, {plans_topic: 1}, compacted=[plans_topic])
     env = {**rbp_env(broker.bootstrap, lake), "RBP_PLANS_TOPIC": plans_topic, **(extra_env or {})}
@@ -77,6 +79,8 @@ def run_and_answer(
         assert "| group | status | moves | warmups | rebalances | offsets to restore |" in detail["body"]
         assert "| this plan | KIP-441 (Kafka Streams alone) |" in detail["body"]
         assert "**HTML report**" in detail["body"] and "/rebalance/reports/" in detail["body"]
+        if seen is not None:
+            seen.update(run_id=run_id, body=detail["body"])
         for user in refused:
             with pytest.raises(AirflowError, match="HTTP 403"):
                 airflow.answer(DAG_ID, run_id, "approval", answer, form, user=user)
@@ -117,12 +121,34 @@ def test_approving_selected_groups_publishes_those_and_rejects_the_others(
     api_server: LocalAirflow, module_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     form = {"selected_groups": ["payments"], "reason": None}
-    lake, topic = run_and_answer(api_server, module_broker, tmp_path, {}, [APPROVE_SELECTED], form)
+    seen: dict[str, Any] = {}
+    lake, topic = run_and_answer(api_server, module_broker, tmp_path, {}, [APPROVE_SELECTED], form, seen=seen)
     plans = plan_rows(lake)
     assert (plans["payments"]["status"], plans["payments"]["approved_by"]) == ("PUBLISHED", "admin")
     assert (plans["orders"]["status"], plans["orders"]["approved_by"]) == ("REJECTED", "admin")
     assert plans["orders"]["reason"] == "rejected by admin: not among the selected groups"
     assert sorted(published_plans(module_broker.bootstrap, topic)) == ["payments"]
+    # The approval step's record (Airflow's metadata database, not the lake) is what publish signed by: who
+    # answered, and exactly the plan selected, bound to the digest the approval page showed.
+    approval = approval_record(api_server, seen["run_id"])
+    assert (approval["approved_by"], approval["source"]) == ("admin", "airflow")
+    [entry] = approval["plans"]
+    assert (entry["plan_id"], entry["group_id"]) == (plans["payments"]["plan_id"], "payments")
+    assert f"| payments | `{entry['plan_digest'][:12]}` |" in seen["body"]
+    published = published_plans(module_broker.bootstrap, topic)["payments"]
+    signed = read_record(json.dumps(published).encode(), VERIFY_KEYS)
+    assert isinstance(signed, ApprovedPlan) and signed.plan_digest == entry["plan_digest"]
+    assert (signed.approved_by, signed.approved_at, signed.valid_until) == (
+        "admin", approval["approved_at"], entry["valid_until"],
+    )  # fmt: skip
+
+
+def approval_record(airflow: LocalAirflow, run_id: str) -> dict[str, Any]:
+    """The approval record the approval step handed to publish: its XCom, read over REST."""
+    path = f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/approval/xcomEntries/return_value"
+    value = airflow.api("GET", path)["value"]
+    decided = json.loads(value) if isinstance(value, str) else value
+    return dict(decided["approval"])
 
 
 def test_rejected_plans_are_recorded_and_nothing_is_published_with_kafka_from_the_connection(

@@ -252,7 +252,7 @@ def test_a_target_changed_after_validation_is_neither_approved_nor_published(
 
     # Changed between validation and approval: the approval refuses it, the other groups are approved.
     _tamper(lake, orders["plan_id"])
-    result = run_approve(lake, settings, by="bob", snapshot_id=snapshot)
+    result: StageResult = run_approve(lake, settings, by="bob", snapshot_id=snapshot)
     assert result.counts["target_changed"] == 1
     row = lake.read("plans").where(sf.col("plan_id") == orders["plan_id"]).first()
     assert row is not None and row["status"] == "REJECTED" and row["reason"] == TARGET_CHANGED
