@@ -36,10 +36,15 @@ DECISIONS_TOPIC = "_rebalance_assignor_decisions"  # the assignor's default reba
 MAX_TRIGGERS = 3  # per group and publish: the first assignment after a broker start always falls back
 SOURCE_SELECTED = "assignor_selected"  # assignment_history.source of a group's selection of our assignor
 SOURCE_RELEASED = "assignor_released"
+SOURCE_STEP = "step_triggered"  # observe triggered a later step of the plan (streams_steps.py)
 
 
-def _admin(settings: Settings, bootstrap: str) -> AdminClient:
+def assignor_admin(settings: Settings, bootstrap: str) -> AdminClient:
+    """The Admin client the group configs are read and changed with."""
     return AdminClient({**settings.kafka_properties(bootstrap), "log_level": 0})
+
+
+_admin = assignor_admin
 
 
 def broker_assignor(settings: Settings, bootstrap: str) -> str | None:
