@@ -27,6 +27,7 @@ from jobs.pipeline.observe_streams import (
     group_reports,
     read_streams_groups,
     release_finished,
+    streams_membership,
     streams_protocol_groups,
 )
 from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
@@ -132,12 +133,14 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     # Streams-protocol groups send no reports: what they hold comes from the broker's description.
     streams = streams_protocol_groups(lake, {r["snapshot_id"] for r in plan_rows}) if plan_rows else set()
     streams_read = read_streams_groups(settings, bootstrap, streams) if streams else []
-    fresh += group_reports(streams_read)
+    streams_reports = group_reports(streams_read)
+    fresh += streams_reports
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
     # stopped instance from a quiet one while its last report is fresh.
     membership = read_membership(settings, bootstrap, {published[p] for p in draining}) if draining else {}
-    departures = drained_departures(draining, published, reports, membership)
+    membership |= streams_membership(streams_read)
+    departures = drained_departures(draining, published, [*reports, *streams_reports], membership)
     undecided = sorted(p for p, left in departures.items() if left is None)
     if undecided:
         log.warning("observe: the broker did not describe the groups of drain plans %s: not marked", undecided)

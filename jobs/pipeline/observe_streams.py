@@ -15,7 +15,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.live.streams import group_decision
 from jobs.pipeline.broker_streams import BrokerStreamsGroup, parse_reader_output
-from jobs.pipeline.intake import Report, parse_records
+from jobs.pipeline.intake import BrokerGroup, BrokerMember, Report, parse_records
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.streams_assignor import (
     DECISIONS_TOPIC,
@@ -133,3 +133,19 @@ def follow_steps(
         log.info("observe: streams group %s, plan %s: next step triggered (%s)", group_id, plan_id, verdict.reason)
         rows += assignor_history_rows({group_id: (plan_id, plans[plan_id]["snapshot_id"])}, SOURCE_STEP, now)
     return rows
+
+
+def streams_membership(groups: Iterable[BrokerStreamsGroup]) -> dict[str, BrokerGroup]:
+    """Streams groups' members as the reader described them: confluent-kafka's ListGroups lists no streams group,
+    so a drain check through it would take every member of one for gone."""
+    return {
+        g.group_id: BrokerGroup(
+            g.group_id,
+            g.state,
+            "streams",
+            g.assignor_name or "",
+            "",
+            tuple(BrokerMember(m, "", "", None, ()) for m in sorted(g.processes)),
+        )
+        for g in groups
+    }
