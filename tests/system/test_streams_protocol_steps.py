@@ -1,0 +1,170 @@
+"""A streams-protocol plan honored in steps on real parts: the embedded Kafka 4.4 broker with our assignor, two
+reference-app JVMs on ``--group-protocol streams`` and every stage in-process. A drain of one instance moves its
+stateful actives to the other, which holds no state for them: the first step places warm-up standbys, and
+observe triggers the later step(s) once they caught up, until the plan is REALIZED."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as sf
+
+from assignor.runtime.kafka_io import read_latest_by_key
+from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.lakehouse.lake import Lake
+from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_jar
+from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig
+from jobs.pipeline.approve import run_approve
+from jobs.pipeline.broker_streams import parse_reader_output
+from jobs.pipeline.extract import run_extract
+from jobs.pipeline.lags import run_lags
+from jobs.pipeline.observe import run_observe
+from jobs.pipeline.plan import run_plan
+from jobs.pipeline.publish import run_publish
+from jobs.pipeline.streams_assignor import SOURCE_STEP
+from jobs.pipeline.streams_reader import read_streams_groups_lines
+from jobs.pipeline.validate import run_validate
+from jobs.polling import wait_until
+from jobs.settings import Kip441Overrides, Settings
+from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
+
+APP = "streams-stepped"
+PARTITIONS = 4
+# Not passing yet (2026-11-26): the first step is honored (warm-up standbys of b's stateful tasks on a, stateless
+# actives moved), but the plan was not REALIZED within 420 s of observe polling; why (no step triggered, or the
+# assignor's own lag view from taskEndOffsets never caught up) is not diagnosed yet. See docs/broker-assignor.md.
+pytestmark = pytest.mark.skip(reason="issue 33 item 4: later steps not yet seen to reach the target live")
+RECORDS = 20_000  # thousands of keys per task: a moved active is far beyond the acceptable lag below
+ACCEPTABLE_LAG = 10
+PLANS, REPORTS, DECISIONS = "plans", "reports", "_rebalance_assignor_decisions"
+
+
+def live(bootstrap: str) -> dict[str, tuple[set[str], set[str]]]:
+    """Per process id, its (active, standby) tasks as the broker describes them."""
+    read = parse_reader_output(read_streams_groups_lines(bootstrap, {}, 10.0), int(time.time() * 1000))
+    group = next((g for g in read.groups if g.group_id == APP), None)
+    out = {}
+    for _, value in group.reports if group is not None else ():
+        r = json.loads(value)
+        out[r["process_id"]] = (set(r["active_tasks"]), set(r["standby_tasks"]))
+    return out
+
+
+def stateful(bootstrap: str, process_id: str) -> set[str]:
+    """The process's tasks with local state (those its offset sums name: actives are -2)."""
+    read = parse_reader_output(read_streams_groups_lines(bootstrap, {}, 10.0), int(time.time() * 1000))
+    for group in read.groups:
+        for _, value in group.reports if group.group_id == APP else ():
+            r = json.loads(value)
+            if r["process_id"] == process_id:
+                return set(r["task_offset_sums"])
+    return set()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    assignor = BrokerAssignor(broker_assignor_jar(), VERIFY_KEYS.render(), PLANS)
+    with EmbeddedBroker(data_dir=tmp_path_factory.mktemp("kafka"), assignor=assignor) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def fleet(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamsFleet]:
+    config = StreamsFleetConfig(
+        bootstrap=broker.bootstrap,
+        root=tmp_path_factory.mktemp("fleet"),
+        application_id=APP,
+        partitions=PARTITIONS,
+        plugin=False,
+        group_protocol="streams",
+    )
+    with StreamsFleet(config) as running:
+        running.produce(RECORDS, keys=RECORDS)
+        running.start("a")
+        running.start("b")
+        every = sorted(config.tasks)
+
+        def settled() -> bool:
+            assert all(i.alive for i in running.members()), [i.log_tail() for i in running.members()]
+            now = live(broker.bootstrap)
+            return (
+                len(now) == 2
+                and all(a for a, _ in now.values())
+                and sorted(t for a, _ in now.values() for t in a) == every
+            )
+
+        wait_until(settled, 180, "both instances running tasks", poll_s=1)
+        wait_until(lambda: running.changelog_records() >= RECORDS, 120, "the input counted", poll_s=1)
+        yield running
+
+
+def test_a_drain_is_honored_in_steps_triggered_by_observe(
+    spark: SparkSession, broker: EmbeddedBroker, fleet: StreamsFleet, tmp_path: Path
+) -> None:
+    settings = Settings(
+        lake_root=tmp_path / "lake",
+        reports_topic=REPORTS,
+        plans_topic=PLANS,
+        plan_signing_key_file=key_file(tmp_path),
+        plan_key_id=SIGNER.key_id,
+        planner_processes=1,
+        kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=0, acceptable_recovery_lag=ACCEPTABLE_LAG),
+        step_min_interval_ms=5_000,  # the test's pace; the default is 30 s
+        step_max_wait_ms=120_000,
+    )
+    lake = Lake(spark, settings.lake_root)
+    a, b = (fleet.instances[n].process_id for n in ("a", "b"))
+    snapshot = run_extract(lake, settings, broker.bootstrap).snapshot_id
+    assert snapshot is not None
+    run_lags(lake, settings, snapshot)
+    run_plan(lake, settings, snapshot, drains={APP: frozenset({b})})
+    run_validate(lake, settings, snapshot)
+    run_approve(lake, settings, by="tester", snapshot_id=snapshot)
+    before = live(broker.bootstrap)
+    moved = {t for t in before[b][0] if t in stateful(broker.bootstrap, b)}  # a stateless task moves freely
+    assert moved, before
+    assert dict(run_publish(lake, settings, broker.bootstrap, snapshot_id=snapshot).counts) == {"published": 1}
+    row = lake.read("plans", snapshot).where(sf.col("group_id") == APP).first()
+    assert row is not None and row["status"] == "PUBLISHED", row
+    plan_id = row["plan_id"]
+
+    def decision() -> dict[str, object]:
+        raw = read_latest_by_key(broker.bootstrap, DECISIONS).get(APP.encode())
+        return json.loads(raw) if raw else {}
+
+    # The first step: b's actives stay, a gets warm-up standbys of them.
+    try:
+        wait_until(lambda: decision().get("plan_id") == plan_id, 120, "the first step honoring the plan", poll_s=1)
+    except TimeoutError as err:
+        raise AssertionError(f"{err}; newest decision: {decision()}") from None
+    first = decision()
+    assert first["outcome"] == "plan" and first["followup_needed"] is True and int(first["warmups"]) >= 1, first  # type: ignore[call-overload]
+
+    ensure_topics({"bootstrap.servers": broker.bootstrap}, [TopicSpec(REPORTS, compacted=True)])
+    warmed: set[str] = set()  # tasks seen as a standby on a: an active may only arrive on a after that
+    started = time.monotonic()
+    steps: list[float] = []
+
+    def realized() -> bool:
+        now = live(broker.bootstrap)
+        if a in now:
+            arrived = (now[a][0] & moved) - warmed
+            assert not arrived, f"actives {sorted(arrived)} on {a} without a warm-up seen first: {now}"
+            warmed.update(now[a][1])
+        counts = run_observe(lake, settings, broker.bootstrap).counts
+        if counts.get("steps_triggered"):
+            steps.append(time.monotonic() - started)
+        status = lake.read("plans").where(sf.col("plan_id") == plan_id).first()
+        assert status is not None and status["status"] in ("PUBLISHED", "REALIZED"), status
+        return bool(status["status"] == "REALIZED")
+
+    wait_until(realized, 420, "observe to step the plan to REALIZED", poll_s=1)
+    history = lake.read("assignment_history").where(sf.col("source") == SOURCE_STEP).collect()
+    assert [h["plan_id"] for h in history] and {h["plan_id"] for h in history} == {plan_id}
+    print(f"step triggers at {[round(s, 1) for s in steps]} s after the first step was honored")
+    assert all(i.alive for i in fleet.members())
