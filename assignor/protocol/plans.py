@@ -121,16 +121,31 @@ class ApprovedPlan:
     def target_digest(self) -> str:
         return target_digest(self.target)
 
+    def body(self) -> dict[str, Any]:
+        """What a person approves: every field of the plan except who approved it, when, and the signature."""
+        return {
+            "plan_id": self.plan_id,
+            "group_id": self.group_id,
+            "snapshot_id": self.snapshot_id,
+            "created_at": self.created_at,
+            "valid_until": self.valid_until,
+            "configs": {name: getattr(self.configs, name) for name in CONFIG_FIELDS},
+            "target": target_json(self.target),
+            "move_order": [str(t) for t in self.move_order],
+        }
+
+    @property
+    def plan_digest(self) -> str:
+        """SHA-256 of the canonical JSON of body(): what approval binds and publish re-checks before signing."""
+        return hashlib.sha256(canonical_json(self.body())).hexdigest()
+
     def to_record(self, signer: PlanSigner) -> dict[str, Any]:
         """The signed JSON object published to the plans topic."""
+        body = {k: v for k, v in self.body().items() if k not in ("configs", "target", "move_order")}
         return _signed(
             {
                 "schema_version": PLAN_SCHEMA_VERSION,
-                "plan_id": self.plan_id,
-                "group_id": self.group_id,
-                "snapshot_id": self.snapshot_id,
-                "created_at": self.created_at,
-                "valid_until": self.valid_until,
+                **body,  # the committed vectors keep this field order (signatures cover the sorted form)
                 "approved_by": self.approved_by,
                 "approved_at": self.approved_at,
                 "configs": {name: getattr(self.configs, name) for name in CONFIG_FIELDS},

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # public, not in __all__
     AdminClient,
     AlterConfigOpType,
@@ -37,6 +36,7 @@ from jobs.polling import wait_until
 from jobs.report import build_report
 from jobs.report.approval import summary_markdown
 from jobs.settings import Kip441Settings, Settings
+from tests.support.kafka_isolation import delete_streams_group
 from tests.support.pipeline_kafka import create_topics
 from tests.support.signing import SIGNER, key_file
 
@@ -54,20 +54,6 @@ def _group(bootstrap: str) -> BrokerStreamsGroup | None:
 
 def _tasks(group: BrokerStreamsGroup | None, role: str) -> list[str]:
     return sorted(t for _, v in (group.reports if group else ()) for t in json.loads(v)[role])
-
-
-def _delete_group(admin: AdminClient) -> None:
-    """The shared broker outlives this test: remove the streams group (DeleteGroups serves every group type) once
-    its members have left."""
-
-    def deleted() -> bool:
-        try:
-            admin.delete_consumer_groups([APP], request_timeout=10)[APP].result()
-        except KafkaException as err:
-            return bool(err.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND)
-        return True
-
-    wait_until(deleted, 60, f"streams group {APP} deleted", poll_s=1)
 
 
 @pytest.fixture
@@ -103,7 +89,7 @@ def streams_group(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[StreamsFle
         wait_until(lambda: running("standby_tasks", stateful), 120, "a standby of every stateful task", poll_s=1)
         yield fleet
         fleet.close()
-        _delete_group(admin)
+        delete_streams_group(admin, APP)
 
 
 def test_extract_reads_a_streams_protocol_group_and_its_plan_is_report_only(

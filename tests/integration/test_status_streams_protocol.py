@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from assignor.protocol.state_report import StateReport
@@ -21,6 +20,7 @@ from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig
 from jobs.pipeline.broker_streams import BROKER_STREAMS, parse_reader_output
 from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.polling import wait_until
+from tests.support.kafka_isolation import delete_streams_group
 from tests.support.pipeline_kafka import create_topics, produce, report, stateful_topology
 
 APP = "refapp-status-streams"
@@ -32,19 +32,6 @@ def _actives(bootstrap: str) -> list[str]:
     read = parse_reader_output(read_streams_groups_lines(bootstrap, {}, 10.0), int(time.time() * 1000))
     group = next((g for g in read.groups if g.group_id == APP), None)
     return sorted(t for _, v in (group.reports if group else ()) for t in json.loads(v)["active_tasks"])
-
-
-def _delete_group(admin: AdminClient) -> None:
-    """The shared broker outlives this test: remove the streams group once its members have left."""
-
-    def deleted() -> bool:
-        try:
-            admin.delete_consumer_groups([APP], request_timeout=10)[APP].result()
-        except KafkaException as err:
-            return bool(err.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND)
-        return True
-
-    wait_until(deleted, 60, f"streams group {APP} deleted", poll_s=1)
 
 
 @pytest.fixture
@@ -75,7 +62,7 @@ def streams_group(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[StreamsFle
         wait_until(running, 120, "both instances running every task", poll_s=1)
         yield fleet
         fleet.close()
-        _delete_group(admin)
+        delete_streams_group(admin, APP)
 
 
 def test_status_lists_a_streams_protocol_group_with_its_members_tasks_once(

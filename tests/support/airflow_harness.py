@@ -185,6 +185,7 @@ RUN_VARYING = {
     "realized_at",
     "validated_at",
     "event_time",
+    "source_age_ms",  # the reports' age at each run's capture: the faulted run captures later than the clean one
 }
 
 

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from jobs.local.broker import EmbeddedBroker
+from jobs.polling import wait_until
 
 # A member killed without leaving stays in its group for its session timeout (tests use <= 6 s).
 GROUP_EMPTY_DEADLINE_S = 20.0
@@ -23,6 +24,20 @@ def _topics(admin: AdminClient) -> set[str]:
 def _groups(admin: AdminClient) -> set[str]:
     listed = admin.list_consumer_groups(request_timeout=10).result()
     return {group.group_id for group in listed.valid}
+
+
+def delete_streams_group(admin: AdminClient, group: str) -> None:
+    """Remove a streams-protocol group (which isolation's ListGroups of consumer groups does not see) once its
+    members have left; DeleteGroups serves every group type."""
+
+    def deleted() -> bool:
+        try:
+            admin.delete_consumer_groups([group], request_timeout=10)[group].result()
+        except KafkaException as err:
+            return bool(err.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND)
+        return True
+
+    wait_until(deleted, 60, f"streams group {group} deleted", poll_s=1)
 
 
 def _delete_groups(admin: AdminClient, groups: set[str]) -> None:

@@ -24,8 +24,9 @@ DOCKER = Path(__file__).resolve().parents[2] / "docker"
 AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
 # restore_rate unset: "estimate no durations"; spark_remote (Spark's own SPARK_REMOTE) unset: the embedded engine,
 # and Airflow reaches Spark through its Connection.
-# Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code).
-OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar"}
+# Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code;
+# broker_assignor: read from the brokers' group.streams.assignors).
+OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assignor"}
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
     "RBP_PLAN_KEY_ID": "k1",

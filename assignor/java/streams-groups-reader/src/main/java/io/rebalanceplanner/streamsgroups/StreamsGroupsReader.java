@@ -140,8 +140,14 @@ public final class StreamsGroupsReader {
             print(out, GroupJson.end(groups.size(), ok));
             return 0;
         } catch (ExecutionException e) {
-            print(out, GroupJson.fatal("reaching the cluster or listing streams groups failed: "
-                    + describe(e.getCause())));
+            // The Admin client's own deadline (equal to ours) may fire first: the same timeout, said the same way.
+            if (e.getCause() instanceof org.apache.kafka.common.errors.TimeoutException) {
+                print(out, GroupJson.fatal("reaching the cluster or listing streams groups took longer than "
+                        + timeout + " ms"));
+            } else {
+                print(out, GroupJson.fatal("reaching the cluster or listing streams groups failed: "
+                        + describe(e.getCause())));
+            }
         } catch (TimeoutException e) {
             print(out, GroupJson.fatal("reaching the cluster or listing streams groups took longer than " + timeout
                     + " ms"));
