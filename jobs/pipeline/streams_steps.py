@@ -12,8 +12,9 @@ from jobs.live.streams import Decision
 
 _MAX_MS = 253_402_300_799_999  # 9999-12-31: every time and interval below is bounded by it
 _MAX_LAG = (1 << 63) - 1
-# Defaults: heartbeats carry task offsets at most every 15 s (streams.task.offset.interval.ms) and a trigger takes
-# about 3 s to reach the assignor, so triggering more often than every 30 s only re-reads the same offsets.
+# Defaults: a Kafka Streams 4.4 client sends its task offsets with the heartbeat that takes a new assignment, then at
+# most every streams.task.offset.interval.ms (broker default 60 s, at least 15 s), and a trigger takes about 3 s to
+# reach the assignor, so triggering more often than every 30 s mostly re-reads the same offsets.
 MIN_INTERVAL_MS = 30_000
 MAX_WAIT_MS = 600_000  # a warm-up that never reports caught up is still re-evaluated every 10 minutes
 # A fallback that the next assignment can cure (the assignor had not read the plans yet, e.g. after a broker restart).
@@ -66,10 +67,15 @@ def warmup_copies(target: GroupAssignment, standbys: Mapping[str, frozenset[Task
 
 
 def lag(offset_sum: int | None, end_offset_sum: int | None) -> int | None:
-    """A copy's lag as our assignor computes it (ahead of the end: the end); None when either side is unknown."""
-    if offset_sum is None or end_offset_sum is None or offset_sum < 0 or end_offset_sum < 0:
+    """A copy's lag from the heartbeats, as our assignor computes it (schemas/vectors/heartbeat_lags.json); None when
+    either side is unknown."""
+    if offset_sum is None or end_offset_sum is None:
         return None
-    return end_offset_sum if offset_sum > end_offset_sum else end_offset_sum - offset_sum
+    if not 0 <= offset_sum < _MAX_LAG or not 0 <= end_offset_sum < _MAX_LAG:  # negative or Long.MAX_VALUE: unknown
+        return None
+    # At or ahead of the end is caught up, as Kafka Streams 4.4 judges its own warm-ups: its offset sums are next
+    # offsets to fetch (last + 1) but its end sums last offsets (log end - 1), so a caught-up copy reads ahead.
+    return max(end_offset_sum - offset_sum, 0)
 
 
 def lagging_warmups(g: GroupNow) -> list[tuple[str, TaskId]]:

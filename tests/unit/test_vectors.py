@@ -23,12 +23,14 @@ from assignor.honor import honor_target
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
 from assignor.protocol.plan_keys import VerifyKeys
 from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection, target_for
+from jobs.pipeline.streams_steps import lag as streams_lag
 from tests.support.vectors import (
     VECTORS,
     _plan,
     assignment_json,
     deferral_vectors,
     ha_vectors,
+    heartbeat_lag_vectors,
     honor_vectors,
     signed_plan_vectors,
 )
@@ -37,6 +39,7 @@ SIGNED = json.loads((VECTORS / "signed_plans.json").read_text(encoding="utf-8"))
 HONOR = json.loads((VECTORS / "honor_cases.json").read_text(encoding="utf-8"))
 HA = json.loads((VECTORS / "high_availability_cases.json").read_text(encoding="utf-8"))
 DEFERRAL = json.loads((VECTORS / "deferral_cases.json").read_text(encoding="utf-8"))
+HEARTBEAT_LAGS = json.loads((VECTORS / "heartbeat_lags.json").read_text(encoding="utf-8"))
 
 
 def test_the_committed_vectors_are_what_the_rules_produce() -> None:
@@ -45,6 +48,7 @@ def test_the_committed_vectors_are_what_the_rules_produce() -> None:
     assert honor_vectors() == HONOR
     assert ha_vectors() == HA
     assert deferral_vectors() == DEFERRAL
+    assert heartbeat_lag_vectors() == HEARTBEAT_LAGS
 
 
 def test_the_deferral_vectors_cover_every_outcome() -> None:
@@ -168,3 +172,9 @@ def test_deferral_case(case: dict[str, Any]) -> None:
     assert assignment_json(deferral.assignment) == expected["assignment"]
     assert sorted(map(str, deferral.held)) == expected["held"]
     assert deferral.rebalance_in_ms == expected["rebalance_in_ms"]
+
+
+@pytest.mark.parametrize("case", HEARTBEAT_LAGS["cases"], ids=lambda c: c["name"])
+def test_heartbeat_lag_case(case: dict[str, Any]) -> None:
+    # observe's step rule and the broker assignor (JUnit: HeartbeatLagVectorsTest) read a warm-up's lag alike.
+    assert streams_lag(case["offset_sum"], case["end_offset_sum"]) == case["lag"]
