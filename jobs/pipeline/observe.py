@@ -27,6 +27,7 @@ from jobs.pipeline.observe_streams import (
     group_reports,
     read_streams_groups,
     release_finished,
+    release_left_drains,
     streams_membership,
     streams_protocol_groups,
 )
@@ -175,7 +176,11 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     finished = {r["plan_id"]: r["group_id"] for r in expired.select("plan_id", "group_id").collect()}
     outcome = lake.merge("plans", expired, update=["status", "reason"])
     finished |= {p: published[p] for p in [*done, *left]}
-    release_finished(settings, bootstrap, finished, streams)  # the broker's default assignor serves them again
+    # The broker's default assignor serves them again; a realized drain's group only once its drained instances
+    # have left (release_left_drains, at a later run): sticky would give them tasks back before they are stopped.
+    held = {p for p in done if p in draining and published[p] in streams}
+    release_finished(settings, bootstrap, {p: g for p, g in finished.items() if p not in held}, streams)
+    release_left_drains(lake, settings, bootstrap, now, busy={g for p, g in published.items() if p not in finished})
     # The broker assigns only at a new epoch: the plans still under way get their next step triggered when due.
     ongoing = {p: g for p, g in published.items() if p not in finished and p not in noticed.withdrawn}
     steps = follow_steps(lake, settings, bootstrap, ongoing, streams_read) if streams_read else []

@@ -17,6 +17,7 @@ from jobs.live.streams import group_decision
 from jobs.pipeline.broker_streams import BrokerStreamsGroup, parse_reader_output
 from jobs.pipeline.intake import BrokerGroup, BrokerMember, Report, parse_records
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
+from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.streams_assignor import (
     DECISIONS_TOPIC,
     SOURCE_SELECTED,
@@ -24,10 +25,11 @@ from jobs.pipeline.streams_assignor import (
     assignor_admin,
     assignor_history_rows,
     release_assignor,
+    selecting_assignor,
     trigger_assignment,
 )
 from jobs.pipeline.streams_reader import StreamsGroupsUnreadable, read_streams_groups_lines
-from jobs.pipeline.streams_steps import GroupNow, StepRule, decide_step
+from jobs.pipeline.streams_steps import GroupNow, StepRule, decide_step, drains_left
 from jobs.pipeline.targets import plan_targets
 from jobs.settings import Kip441Settings, Settings
 
@@ -71,6 +73,37 @@ def release_finished(settings: Settings, bootstrap: str, finished: Mapping[str, 
     """Deselect our assignor for the streams groups whose plan (plan_id -> group_id) is REALIZED or EXPIRED."""
     groups = {g for g in finished.values() if g in streams}
     return release_assignor(settings, bootstrap, groups) if groups else []
+
+
+def release_left_drains(
+    lake: Lake, settings: Settings, bootstrap: str, now: int, busy: Iterable[str] = ()
+) -> list[str]:
+    """Release the streams groups held for a drain plan REALIZED within the plans' validity once every instance
+    it drains has left: released at REALIZED, the broker's sticky would hand tasks back to the drained instance
+    before anyone could stop it. Our assignor keeps the target meanwhile. Groups in ``busy`` (a newer plan under
+    way) are left alone. The groups released."""
+    rows = (
+        lake.read("plans")
+        .where(
+            (sf.col("status") == PlanStatus.REALIZED)
+            & (sf.size("draining") > 0)
+            & (sf.col("realized_at") >= sf.lit(now - settings.plan_valid_ms))
+        )
+        .select("group_id", "snapshot_id", "draining")
+        .collect()
+    )
+    streams = streams_protocol_groups(lake, {r["snapshot_id"] for r in rows}) if rows else set()
+    candidates = {r["group_id"] for r in rows if r["group_id"] in streams} - set(busy)
+    held = selecting_assignor(settings, bootstrap, candidates) if candidates else set()
+    if not held:
+        return []
+    members = {g.group_id: set(g.processes.values()) for g in read_streams_groups(settings, bootstrap, held)}
+    drained: dict[str, set[str]] = {}
+    for r in rows:
+        if r["group_id"] in held:
+            drained.setdefault(r["group_id"], set()).update(r["draining"])
+    gone = drains_left(drained, members)
+    return release_assignor(settings, bootstrap, gone) if gone else []
 
 
 def last_triggers(lake: Lake, plan_ids: Sequence[str]) -> dict[str, int]:

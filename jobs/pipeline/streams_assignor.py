@@ -183,6 +183,18 @@ def toggled_tags(tags: list[str]) -> list[str]:
     return [t for t in tags if t != TRIGGER_TAG] if TRIGGER_TAG in tags else [*tags, TRIGGER_TAG]
 
 
+def selecting_assignor(settings: Settings, bootstrap: str, group_ids: Iterable[str]) -> set[str]:
+    """The groups whose ``streams.assignor.name`` still selects our assignor (one DescribeConfigs); none on an
+    error (logged: the next observe asks again)."""
+    name = settings.broker_assignor or ASSIGNOR_NAME
+    try:
+        configs = _group_configs(_admin(settings, bootstrap), group_ids, settings.kafka_timeout_s)
+    except KafkaException as err:
+        log.warning("%s of %s not read: %s", ASSIGNOR_CONFIG, sorted(group_ids), err)
+        return set()
+    return {g for g, entries in configs.items() if getattr(entries.get(ASSIGNOR_CONFIG), "value", None) == name}
+
+
 def release_assignor(settings: Settings, bootstrap: str, group_ids: Iterable[str]) -> list[str]:
     """Delete ``streams.assignor.name`` where it selects our assignor (the broker's default assignor then serves the
     group from its next epoch); the groups released. Errors are logged: the next observe tries again."""

@@ -4,7 +4,7 @@ whether to trigger a group now; the I/O is in ``observe_streams.follow_steps``."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from assignor import GroupAssignment, TaskId
@@ -112,3 +112,9 @@ def decide_step(g: GroupNow, rule: StepRule) -> StepVerdict:
     if waited:
         return StepVerdict(True, f"step pending, {len(behind)} warm-up(s) behind ({named}) after the maximum wait")
     return StepVerdict(False, f"step pending, {len(behind)} warm-up(s) behind ({named})")
+
+
+def drains_left(drained: Mapping[str, Iterable[str]], members: Mapping[str, Iterable[str]]) -> set[str]:
+    """The groups (group -> the processes their realized drain plans drain) none of whose drained processes is a
+    member any more; a group the broker did not describe is not decided (its members are unknown)."""
+    return {g for g, pids in drained.items() if g in members and not set(pids) & set(members[g])}

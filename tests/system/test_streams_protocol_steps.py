@@ -31,7 +31,7 @@ from jobs.pipeline.lags import run_lags
 from jobs.pipeline.observe import run_observe
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
-from jobs.pipeline.streams_assignor import SOURCE_STEP
+from jobs.pipeline.streams_assignor import SOURCE_STEP, selecting_assignor
 from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.pipeline.streams_steps import lag
 from jobs.pipeline.validate import run_validate
@@ -232,3 +232,17 @@ def test_a_drain_is_honored_in_steps_triggered_by_observe(
     )
     assert active_restored <= len(moved) * ACCEPTABLE_LAG, "a moved active restored more than its warm-up lag"
     assert all(i.alive for i in fleet.members())
+
+    # The drained instance is safe to stop now: our assignor stays selected (the broker's sticky would hand it tasks
+    # back) until it left; then observe releases the group and a keeps every task.
+    assert selecting_assignor(settings, broker.bootstrap, {APP}) == {APP}
+    assert not live(broker.bootstrap)[b][0], "the drained instance holds nothing while our assignor keeps the target"
+    fleet.stop("b")
+
+    def released() -> bool:
+        run_observe(lake, settings, broker.bootstrap)
+        return not selecting_assignor(settings, broker.bootstrap, {APP})
+
+    wait_until(released, 180, "observe to release the group once the drained instance left", poll_s=2)
+    every = sorted(fleet.config.tasks)
+    wait_until(lambda: sorted(live(broker.bootstrap).get(a, (set(), set()))[0]) == every, 60, f"{a} to run all")

@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from assignor import ClientAssignment, GroupAssignment, TaskId
 from jobs.live.streams import Decision
 from jobs.pipeline.broker_streams import group_read
-from jobs.pipeline.streams_steps import GroupNow, StepRule, decide_step, lag, lagging_warmups, warmup_copies
+from jobs.pipeline.streams_steps import (
+    GroupNow,
+    StepRule,
+    decide_step,
+    drains_left,
+    lag,
+    lagging_warmups,
+    warmup_copies,
+)
 
 T0, T1 = TaskId(0, 0), TaskId(0, 1)
 RULE = StepRule(min_interval_ms=30_000, max_wait_ms=600_000)
@@ -138,3 +146,10 @@ def test_reader_end_offsets_are_the_largest_known() -> None:
     two = {**member, "member_id": "m2", "process_id": "p2", "task_end_offsets": [["0", 1, 100]]}
     line = {"kind": "group", "group_id": "g", "group_epoch": 4, "members": [one, two], "configs": {}}
     assert group_read(line, NOW).end_offset_sums == {T1: 100}
+
+
+def test_a_realized_drain_releases_its_group_only_once_every_drained_process_left() -> None:
+    drained = {"g": ["b"], "h": ["c", "d"], "unread": ["x"]}
+    members = {"g": ["a"], "h": ["a", "d"]}
+    assert drains_left(drained, members) == {"g"}  # h still has d; unread was not described: undecided
+    assert drains_left({"g": ["b"]}, {"g": []}) == {"g"}  # every member gone (the group is empty)
