@@ -64,13 +64,18 @@ def spawn(
 def _await_exec(process: subprocess.Popen[bytes], setpriv: str, timeout_s: float = 10.0) -> None:
     """Return once setpriv has set the parent-death signal and exec'd the child (or the child ended): if we died
     before that, the signal would be armed after our death, and never sent."""
+    # The child's command line is ours until it execs setpriv, then setpriv's, then the child's own (a script's
+    # shows its interpreter first): only the last means the signal is armed. Checking "not setpriv's" alone
+    # returned early, before the first exec, on a loaded machine.
     cmdline = Path(f"/proc/{process.pid}/cmdline")
+    ours = Path("/proc/self/cmdline").read_bytes()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and process.poll() is None:
         try:
-            if cmdline.read_bytes().split(b"\0", 1)[0] != setpriv.encode():
-                return
+            now = cmdline.read_bytes()
         except OSError:  # gone already
+            return
+        if now and now != ours and now.split(b"\0", 1)[0] != setpriv.encode():
             return
         time.sleep(0.001)  # setpriv execs within a millisecond or two: a short poll, not a synchronisation
 

@@ -147,10 +147,16 @@ def _status(args: argparse.Namespace, console: Console, settings: Settings, boot
 
     # The embedded engine (read for plan steps) logs every session at INFO on stderr: keep stderr for errors.
     os.environ.setdefault("RUST_LOG", "warn")
+    from confluent_kafka import KafkaException
+
     try:
         read = live_status(settings, bootstrap, args.group, use_lake=not args.no_lake)
     except MissingTopicError as err:
         print(f"rebalance-planner status: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KafkaException as err:  # the broker unreachable, or refusing us: one line, not a traceback
+        cause = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        print(f"rebalance-planner status: the Kafka cluster at {bootstrap} could not be read: {cause}", file=sys.stderr)
         return EXIT_FAILURE
     for note in read.notes:  # what could not be read, e.g. the streams-groups reader: the rest still shows
         print(f"rebalance-planner status: {note}", file=sys.stderr)

@@ -20,7 +20,8 @@ from confluent_kafka.admin import AdminClient
 
 from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir, private_tmpdir
-from jobs.processes import free_port, spawn, stop_group
+from jobs.local.server_process import ServerProcess
+from jobs.processes import free_port
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ class EmbeddedBroker:
         self._heap_mb = heap_mb
         self._java = java
         self._identity: BrokerIdentity | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._server = ServerProcess("Apache Kafka", BrokerError, self._log_tail)
         self.assignor = (assignor or BrokerAssignor.built()) if with_assignor else None
 
     @property
@@ -237,7 +238,7 @@ class EmbeddedBroker:
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._server.pid
 
     def start(self, timeout_s: float = 90.0) -> str:
         """Start the JVM (formatting storage on first use) and wait until an Admin call succeeds."""
@@ -297,14 +298,14 @@ class EmbeddedBroker:
                 raise BrokerError(f"formatting Kafka storage in {self.data_dir} failed: {done.stdout}{done.stderr}")
             (self.data_dir / _STATE_FILE).write_text(json.dumps(identity.__dict__), encoding="utf-8")
         started = time.monotonic()
-        with (self.data_dir / "jvm.out").open("ab") as out:
-            self._process = spawn([*java, "kafka.Kafka", str(properties)], stdout=out)
-        self._await_ready(started + timeout_s)
+        self._server.spawn([*java, "kafka.Kafka", str(properties)], self.data_dir / "jvm.out")
+        admin = AdminClient({**self.client_config(), "log_level": 0})
+        self._server.await_ready(lambda: self._serves(admin), started + timeout_s, self.bootstrap)
         log.info(
             "Apache Kafka ready on %s in %.1f s (pid %d, data %s)",
             self.bootstrap,
             time.monotonic() - started,
-            self._process.pid,
+            self._server.pid,
             self.data_dir,
         )
         return self.bootstrap
@@ -330,25 +331,16 @@ class EmbeddedBroker:
             }
         return config
 
-    def _await_ready(self, deadline: float) -> None:
-        admin = AdminClient({**self.client_config(), "log_level": 0})
-        assert self._process is not None
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                status = self._process.returncode
-                self._process = None
-                raise BrokerError(f"Apache Kafka exited with status {status} while starting: {self._log_tail()}")
-            try:
-                admin.describe_cluster(request_timeout=1).result(2)
-                admin.list_topics(timeout=2)
-                if self.assignor is not None:
-                    # The assignor never creates topics; publish creates the plans topic, nothing else this one.
-                    ensure_topics(self.client_config(), [TopicSpec(self.assignor.decisions_topic, compacted=True)])
-                return
-            except KafkaException:  # not serving yet; the deadline bounds the wait
-                continue
-        self.stop()
-        raise BrokerError(f"Apache Kafka did not answer on {self.bootstrap} in time: {self._log_tail()}")
+    def _serves(self, admin: AdminClient) -> bool:
+        try:
+            admin.describe_cluster(request_timeout=1).result(2)
+            admin.list_topics(timeout=2)
+            if self.assignor is not None:
+                # The assignor never creates topics; publish creates the plans topic, nothing else this one.
+                ensure_topics(self.client_config(), [TopicSpec(self.assignor.decisions_topic, compacted=True)])
+            return True
+        except KafkaException:  # not serving yet; the deadline bounds the wait
+            return False
 
     def _log_tail(self, lines: int = 5) -> str:
         for path in (self.data_dir / "jvm.out", self.log_file):
@@ -360,15 +352,11 @@ class EmbeddedBroker:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop the broker's process group (a controlled shutdown) and wait; the data stays."""
-        if self._process is not None:
-            stop_group(self._process, timeout_s)
-            self._process = None
+        self._server.stop(timeout_s)
 
     def kill(self) -> None:
         """Stop the JVM at once (SIGKILL), as a crash would; the data stays."""
-        if self._process is not None:
-            stop_group(self._process, 0.0, sig=9)
-            self._process = None
+        self._server.stop(0.0, sig=9)
 
     def close(self) -> None:
         """Stop the broker and remove its data unless it lives in a caller's `data_dir`."""
@@ -378,7 +366,7 @@ class EmbeddedBroker:
 
     @property
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._server.running
 
     def __enter__(self) -> EmbeddedBroker:
         try:

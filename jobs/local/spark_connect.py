@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,7 +16,8 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir
-from jobs.processes import free_port, spawn, stop_group
+from jobs.local.server_process import ServerProcess
+from jobs.processes import free_port
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class LocalSparkConnect:
         self._driver_memory_mb = driver_memory_mb
         self._python = python
         self.work_dir = Path(tempfile.mkdtemp(prefix="rbp-spark-"))
-        self._process: subprocess.Popen[bytes] | None = None
+        self._server = ServerProcess("Spark Connect", SparkConnectError, self._tail)
 
     @property
     def remote(self) -> str:
@@ -92,7 +92,7 @@ class LocalSparkConnect:
 
     @property
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._server.running
 
     def command(self, delta_jars: list[Path]) -> list[str]:
         """spark-submit of the Connect server class, with the Delta jars and our properties."""
@@ -120,30 +120,21 @@ class LocalSparkConnect:
             "SPARK_CONF_DIR": str(self.work_dir),
         }
         started = time.monotonic()
-        with self.log_file.open("ab") as out:
-            self._process = spawn(self.command(jars), stdout=out, env=env, cwd=self.work_dir)
-        self._await_ready(started + timeout_s)
+        self._server.spawn(self.command(jars), self.log_file, env=env, cwd=self.work_dir)
+        self._server.await_ready(self._serves, started + timeout_s, self.remote, backoff_s=0.5)
         log.info("Spark Connect with Delta ready on %s in %.1f s", self.remote, time.monotonic() - started)
         return self.remote
 
-    def _await_ready(self, deadline: float) -> None:
-        assert self._process is not None
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                status = self._process.returncode
-                self._process = None
-                raise SparkConnectError(f"Spark Connect exited with status {status} while starting: {self._tail()}")
+    def _serves(self) -> bool:
+        try:
+            session = SparkSession.builder.remote(self.remote).create()
             try:
-                session = SparkSession.builder.remote(self.remote).create()
-                try:
-                    session.sql("SELECT 1").collect()
-                    return
-                finally:
-                    session.stop()
-            except Exception:  # not serving yet: any client error means "try again"; the deadline bounds it
-                time.sleep(0.5)  # a backoff between connection attempts, not synchronisation
-        self.stop()
-        raise SparkConnectError(f"Spark Connect did not answer on {self.remote} in time: {self._tail()}")
+                session.sql("SELECT 1").collect()
+                return True
+            finally:
+                session.stop()
+        except Exception:  # not serving yet: any client error means "try again"; the deadline bounds it
+            return False
 
     def _tail(self, lines: int = 5) -> str:
         if self.log_file.is_file():
@@ -154,9 +145,7 @@ class LocalSparkConnect:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop the server's process group and wait."""
-        if self._process is not None:
-            stop_group(self._process, timeout_s)
-            self._process = None
+        self._server.stop(timeout_s)
 
     def close(self) -> None:
         """Stop the server and remove its scratch folder."""

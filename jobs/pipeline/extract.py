@@ -41,7 +41,7 @@ from jobs.pipeline.intake import (
     topics_named,
     triage_groups,
 )
-from jobs.pipeline.plugin_groups import earlier_plugin_snapshots, reporting_gaps
+from jobs.pipeline.plugin_groups import earlier_plugin_snapshots, reporting_gaps, streams_protocol_gaps
 from jobs.pipeline.quarantine import (
     DEFAULT_CAP_PER_SOURCE,
     QuarantineRow,
@@ -51,6 +51,7 @@ from jobs.pipeline.quarantine import (
     stored_row,
 )
 from jobs.pipeline.stage import BrokerUnreachable, StageResult
+from jobs.pipeline.streams_assignor import broker_assignor
 from jobs.pipeline.streams_groups import GROUP_METADATA, group_reports
 from jobs.settings import Settings
 
@@ -536,6 +537,19 @@ def _reporting_gaps(
     return gaps
 
 
+def _streams_gaps(
+    lake: Lake, settings: Settings, bootstrap: str, streams_groups: frozenset[str], superseded: Mapping[str, str]
+) -> list[MembershipFinding]:
+    """Streams-protocol groups no plan can reach or that had our plugin (jobs.pipeline.plugin_groups), logged."""
+    if not streams_groups:
+        return []
+    plugin_before = {**superseded, **earlier_plugin_snapshots(lake, streams_groups)}
+    gaps = streams_protocol_gaps(streams_groups, plugin_before, broker_assignor(settings, bootstrap))
+    for gap in gaps:
+        log.warning("%s: %s", gap.group_id, gap.reason)
+    return gaps
+
+
 def discard_partial_snapshot(lake: Lake, snapshot_id: str) -> None:
     """Delete the rows a run cut short left for a snapshot it never completed (its ``snapshots`` row, written last,
     is missing): a re-run reads Kafka afresh, and two reads must never mix in one snapshot."""
@@ -565,6 +579,7 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     log.info("snapshot %s: %d report keys read from %s", snapshot_id, len(records), settings.reports_topic)
     parsed, intake = parse_records(records)
     streams = read_streams_protocol_reports(settings, bootstrap, captured_at, intake)  # KIP-1071 groups
+    superseded = {r.group_id: snapshot_id for r in parsed if r.group_id in streams.groups}  # plugin reports, now
     parsed = without_superseded(parsed, streams.groups, intake)
     groups = {r.group_id for r in parsed} | {
         q.group_id for q in intake.quarantine if q.group_id is not None and q.group_id not in streams.groups
@@ -580,6 +595,7 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     # A group read from its own metadata needs no cross-check against that same metadata.
     intake = check_membership([r for r in parsed if r.group_id in groups], state.membership or {}, groups, intake)
     intake.findings.extend(_reporting_gaps(lake, settings, bootstrap, metadata_groups))
+    intake.findings.extend(_streams_gaps(lake, settings, bootstrap, streams.groups, superseded))
     ends = _end_offsets(
         _admin(settings, bootstrap),
         sorted({(topic, p) for _, _, topic, p in intake.changelogs}),

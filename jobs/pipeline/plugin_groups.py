@@ -18,7 +18,12 @@ from jobs.pipeline.intake import MembershipFinding
 
 PLUGIN_GROUP_WITHOUT_REPORTS = "plugin_group_without_reports"
 REPORTS_TOPIC_MISSING = "reports_topic_missing"
-REPORTING_GAPS = (PLUGIN_GROUP_WITHOUT_REPORTS, REPORTS_TOPIC_MISSING)
+# Streams-protocol groups (KIP-1071) that no plan can reach: one whose application configured our plugin (ignored
+# under group.protocol=streams), and any while the brokers lack our broker-side assignor.
+PLUGIN_UNDER_STREAMS_PROTOCOL = "plugin_under_streams_protocol"
+STREAMS_ASSIGNOR_MISSING = "streams_assignor_missing"
+REPORTING_GAPS = (PLUGIN_GROUP_WITHOUT_REPORTS, REPORTS_TOPIC_MISSING, PLUGIN_UNDER_STREAMS_PROTOCOL,
+                  STREAMS_ASSIGNOR_MISSING)  # fmt: skip
 
 
 def earlier_plugin_snapshots(lake: Lake, groups: Iterable[str]) -> dict[str, str]:
@@ -54,6 +59,33 @@ def reporting_gaps(
                 f"{REPORTS_TOPIC_MISSING}: the reports topic {reports_topic} does not exist, so a plugin in this "
                 "group could not report; planned from group metadata only (create it: `rebalance-planner setup`)"
             )
+        else:
+            continue
+        findings.append(MembershipFinding(group, None, None, reason))
+    return findings
+
+
+def streams_protocol_gaps(
+    streams_groups: Iterable[str], plugin_before: Mapping[str, str], assignor: str | None
+) -> list[MembershipFinding]:
+    """One finding per streams-protocol group no plan can reach (the brokers lack our assignor) or whose plugin
+    reported before (the plugin does nothing under the streams protocol); the first code covers both."""
+    findings = []
+    for group in sorted(set(streams_groups)):
+        plugin = (
+            f"the Kafka Streams plugin reported for this group (snapshot {plugin_before[group]}) and the group now "
+            "runs group.protocol=streams, where task.assignor.class is ignored"
+            if group in plugin_before
+            else ""
+        )
+        if assignor is None:
+            reason = (
+                f"{STREAMS_ASSIGNOR_MISSING}: the brokers do not list our broker-side assignor in "
+                "group.streams.assignors, so no plan can reach this streams-protocol group; it is planned "
+                "report-only (docs/broker-assignor.md)" + (f"; {plugin}" if plugin else "")
+            )
+        elif plugin:
+            reason = f"{PLUGIN_UNDER_STREAMS_PROTOCOL}: {plugin}; plans reach it through the broker-side assignor"
         else:
             continue
         findings.append(MembershipFinding(group, None, None, reason))

@@ -4,12 +4,14 @@ published (docs/plan-lifecycle.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import functions as sf
 
 from assignor.protocol.state_report import ReportOrigin
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline.plugin_groups import STREAMS_ASSIGNOR_MISSING
 
 GROUP_METADATA_REASON = (
     "report-only: the group's reports were read from its group metadata (an unmodified Kafka Streams group has "
@@ -41,3 +43,22 @@ def report_only_reasons(lake: Lake, snapshot_ids: Sequence[str]) -> dict[str, st
 def report_only_groups(lake: Lake, snapshot_ids: Sequence[str]) -> set[str]:
     """The report-only groups of those snapshots: nothing may be published to them."""
     return set(report_only_reasons(lake, snapshot_ids))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a snapshot's plans can reach their groups, as a person reads it: the groups no plan can reach (and why),
+    and the streams-protocol groups the brokers' assignor steers (published through it)."""
+
+    report_only: Mapping[str, str]
+    steered_streams: frozenset[str]
+
+
+def plan_reach(lake: Lake, snapshot_id: str) -> Reach:
+    """A streams-protocol group is report-only only when extract found the brokers without our assignor."""
+    reasons = report_only_reasons(lake, [snapshot_id])
+    streams = {g for g, why in reasons.items() if why == STREAMS_PROTOCOL_REASON}
+    checks = lake.read("membership_checks", snapshot_id).where(sf.col("code") == STREAMS_ASSIGNOR_MISSING)
+    unreached = {r["group_id"] for r in checks.select("group_id").distinct().collect()} & streams
+    steered = frozenset(streams - unreached)
+    return Reach({g: why for g, why in reasons.items() if g not in steered}, steered)

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.report_only import report_only_reasons
+from jobs.pipeline.report_only import plan_reach
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
 from jobs.report.gaps import reporting_gaps
@@ -56,7 +56,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     for r in _in(lake.read("plan_baselines", snapshot_id), "plan_id", ids).collect():
         if r["assignor"] in known:  # an assignor this report does not know is left out, never mislabelled
             baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = _cost(r)
-    report_only = report_only_reasons(lake, [snapshot_id])
+    reach = plan_reach(lake, snapshot_id)
     checks = {
         r["plan_id"]: (int(r["passed"]), int(r["total"]))
         for r in _in(lake.read("validation_results"), "plan_id", ids)
@@ -77,7 +77,8 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             checks_passed=checks.get(r["plan_id"], (0, 0))[0],
             checks_total=checks.get(r["plan_id"], (0, 0))[1],
             draining=tuple(sorted(r["draining"] or ())),
-            report_only=report_only.get(r["group_id"]),
+            report_only=reach.report_only.get(r["group_id"]),
+            steered_streams=r["group_id"] in reach.steered_streams,
             source_age_ms=r["source_age_ms"],
             missing_offset_sums=int(r["missing_offset_sums"] or 0),
             settings_changes=r["settings_changes"] if changes else None,

@@ -8,7 +8,13 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import functions as sf
 
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.plugin_groups import REPORTING_GAPS
+from jobs.pipeline.plugin_groups import (
+    PLUGIN_GROUP_WITHOUT_REPORTS,
+    PLUGIN_UNDER_STREAMS_PROTOCOL,
+    REPORTING_GAPS,
+    REPORTS_TOPIC_MISSING,
+    STREAMS_ASSIGNOR_MISSING,
+)
 from jobs.report.model import ReportingGap
 
 
@@ -24,10 +30,21 @@ def reporting_gaps(lake: Lake, snapshot_id: str) -> tuple[ReportingGap, ...]:
     return tuple(ReportingGap(r["group_id"], r["code"], r["reason"]) for r in rows)
 
 
+_HEADINGS = {
+    PLUGIN_GROUP_WITHOUT_REPORTS: "Plugin groups without reports",
+    REPORTS_TOPIC_MISSING: "Groups that could not report (no reports topic)",
+    PLUGIN_UNDER_STREAMS_PROTOCOL: "Plugin groups now on the streams protocol (the plugin does nothing there)",
+    STREAMS_ASSIGNOR_MISSING: "Streams-protocol groups no plan can reach (the brokers lack our assignor)",
+}
+
+
 def gaps_markdown(gaps: Sequence[ReportingGap], escape: Callable[[object], str] = str) -> list[str]:
-    """Markdown lines for the approval page (empty when every group that should report did); ``escape`` makes
+    """Markdown lines for the approval page, a list per kind of gap (empty when there is none); ``escape`` makes
     text literal Markdown."""
-    if not gaps:
-        return []
-    head = f"**Plugin groups without reports** ({len(gaps)}): planned from group metadata only, as report-only."
-    return ["", head, "", *(f"* {escape(g.group_id)}: {escape(g.reason.split(': ', 1)[-1])}" for g in gaps)]
+    lines: list[str] = []
+    for code in REPORTING_GAPS:
+        mine = [g for g in gaps if g.code == code]
+        if mine:
+            lines += ["", f"**{_HEADINGS[code]}** ({len(mine)}): report-only.", ""]
+            lines += [f"* {escape(g.group_id)}: {escape(g.reason.split(': ', 1)[-1])}" for g in mine]
+    return lines

@@ -67,6 +67,7 @@ class GroupRow:
     source_age_ms: int | None = None  # age of the oldest report planned from (a lower bound for group metadata)
     missing_offset_sums: int = 0  # held replicas without offset sums: restore_offsets is a lower bound
     settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
+    steered_streams: bool = False  # a streams-protocol group the brokers' assignor honors plans for
 
     @property
     def restore_figure(self) -> str:
@@ -77,9 +78,14 @@ class GroupRow:
     @property
     def source_note(self) -> str:
         """For a report-only group: how old its metadata is and what it lacks ("" otherwise)."""
+        age = "of unknown age" if self.source_age_ms is None else f"at least {duration(self.source_age_ms / 1000)} old"
+        if self.steered_streams:
+            return (
+                f"streams protocol (KIP-1071): planned from the broker's description {age}; published through the "
+                "broker-side assignor (streams.assignor.name)"
+            )
         if not self.report_only:
             return ""
-        age = "of unknown age" if self.source_age_ms is None else f"at least {duration(self.source_age_ms / 1000)} old"
         source = "the broker's description" if self.report_only == STREAMS_PROTOCOL_REASON else "group metadata"
         note = f"report-only: planned from {source} {age}"
         if self.status == PlanStatus.VALIDATED:

@@ -27,17 +27,21 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig
 from jobs.pipeline.broker_streams import BROKER_STREAMS, BrokerStreamsGroup, parse_reader_output
 from jobs.pipeline.extract import run_extract
+from jobs.pipeline.extract_streams import SUPERSEDED
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan
+from jobs.pipeline.plugin_groups import STREAMS_ASSIGNOR_MISSING
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON
 from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.polling import wait_until
 from jobs.report import build_report
 from jobs.report.approval import summary_markdown
+from jobs.report.gaps import reporting_gaps
 from jobs.settings import Kip441Settings, Settings
 from tests.support.kafka_isolation import delete_streams_group
-from tests.support.pipeline_kafka import create_topics
+from tests.support.pipeline_kafka import create_topics, publish_reports, stateful_topology
+from tests.support.pipeline_kafka import report as plugin_report
 from tests.support.signing import SIGNER, key_file
 
 log = logging.getLogger(__name__)
@@ -111,13 +115,24 @@ def test_extract_reads_a_streams_protocol_group_and_its_plan_is_report_only(
     processes = {i.process_id for i in fleet.members()}
     config = fleet.config
 
+    # The application ran our plugin on the classic protocol before it switched: its last report is still there.
+    topology = stateful_topology(APP, 1)
+    publish_reports(
+        broker.bootstrap, "reports", [plugin_report(APP, "before-switch", active=["0_0"], topology=topology)]
+    )
+
     snapshot = run_extract(lake, settings, broker.bootstrap).snapshot_id
     assert snapshot is not None
 
-    # Members: one report per Kafka Streams client, read from the broker, none quarantined.
+    # Members: one report per Kafka Streams client, read from the broker; the plugin's old report is set aside.
     reports = {r["process_id"]: r for r in lake.read("member_reports", snapshot).collect() if r["group_id"] == APP}
     assert set(reports) == processes
-    assert lake.read("quarantine", snapshot).count() == 0
+    (quarantined,) = lake.read("quarantine", snapshot).collect()
+    assert quarantined["reason"].startswith(f"{SUPERSEDED}: group {APP} runs the streams protocol")
+    # The report names the group: its plugin does nothing now, and the brokers lack our assignor.
+    (gap,) = reporting_gaps(lake, snapshot)
+    assert (gap.group_id, gap.code) == (APP, STREAMS_ASSIGNOR_MISSING)
+    assert "the Kafka Streams plugin reported for this group" in gap.reason
     assert {(r["origin"], r["capacity"], r["stale"]) for r in reports.values()} == {(BROKER_STREAMS, 1, False)}
     # Tasks: every task active once, every stateful task's standby on the other instance.
     actives = sorted(t for r in reports.values() for t in r["active_tasks"])

@@ -28,6 +28,7 @@ from jobs.pipeline.extract import run_extract
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.observe import run_observe
 from jobs.pipeline.plan import run_plan
+from jobs.pipeline.plugin_groups import STREAMS_ASSIGNOR_MISSING
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON
 from jobs.pipeline.streams_assignor import ASSIGNOR_CONFIG, ASSIGNOR_NAME, SOURCE_SELECTED, TRIGGER_CONFIG
@@ -35,6 +36,8 @@ from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
+from jobs.report import build_report
+from jobs.report.gaps import gaps_markdown, reporting_gaps
 from jobs.settings import Kip441Overrides, Settings
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
@@ -142,6 +145,12 @@ def test_without_our_assignor_on_the_brokers_the_plan_stays_held(
     held = lake.read("plans", snapshot).where(sf.col("group_id") == APP).first()
     assert held is not None and (held["status"], held["reason"]) == ("HELD", STREAMS_PROTOCOL_REASON)
     assert group_config(broker.bootstrap, ASSIGNOR_CONFIG) == "sticky"
+    # The report and the approval page name the group and why no plan can reach it.
+    (shown,) = [r for r in build_report(lake, snapshot).rows if r.group_id == APP]
+    assert shown.report_only == STREAMS_PROTOCOL_REASON and not shown.steered_streams
+    assert [g.code for g in reporting_gaps(lake, snapshot) if g.group_id == APP] == [STREAMS_ASSIGNOR_MISSING]
+    page = "\n".join(gaps_markdown(reporting_gaps(lake, snapshot)))
+    assert f"* {APP}: the brokers do not list our broker-side assignor" in page
 
 
 def test_publish_selects_our_assignor_and_the_group_runs_the_plan(
@@ -150,6 +159,11 @@ def test_publish_selects_our_assignor_and_the_group_runs_the_plan(
     settings = settings_for(tmp_path)
     lake = Lake(spark, settings.lake_root)
     snapshot = plan_and_approve(lake, settings, broker.bootstrap)
+    # The brokers have our assignor: the report says the group is steered through it, not report-only.
+    (shown,) = [r for r in build_report(lake, snapshot).rows if r.group_id == APP]
+    assert shown.steered_streams and shown.report_only is None
+    assert shown.source_note.startswith("streams protocol (KIP-1071): planned from the broker's description")
+    assert not [g for g in reporting_gaps(lake, snapshot) if g.group_id == APP]
     epoch_before, _ = live(broker.bootstrap)
     assert dict(run_publish(lake, settings, broker.bootstrap, snapshot_id=snapshot).counts) == {"published": 1}
     row = lake.read("plans", snapshot).where(sf.col("group_id") == APP).first()

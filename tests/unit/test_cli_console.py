@@ -8,6 +8,7 @@ import pytest
 from rich.table import Table
 
 from jobs.cli.console import cli_console
+from jobs.cli.main import main
 
 pytestmark = pytest.mark.unit
 
@@ -30,3 +31,18 @@ def test_a_long_line_printed_to_a_pipe_is_not_wrapped() -> None:
     line = "withdrawal of orders's plan " + "x" * 200 + " published"
     cli_console(out).print(line)
     assert out.getvalue() == line + "\n"
+
+
+def test_status_with_no_broker_says_so_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RBP_KAFKA_TIMEOUT_S", "1")  # the entry point's settings: how long librdkafka keeps trying
+
+    # Port 1 on the loopback refuses at once: the unreachable broker is real, not mocked.
+    code = main(["status", "--bootstrap", "127.0.0.1:1", "--no-lake"])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("%")]  # librdkafka's own
+    assert code == 1
+    assert err == [
+        "rebalance-planner status: the Kafka cluster at 127.0.0.1:1 could not be read: Failed to get metadata: "
+        "Local: Broker transport failure"
+    ]
