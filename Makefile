@@ -89,7 +89,8 @@ bench-pipeline: $(CORE)
 bench-runtime: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/runtime_bench.py
 
-# The same scale-out (3 -> 4) with real Kafka Streams JVMs, plan-honoring plugin vs Kafka's assignor (~15 min).
+# The same scale-out (3 -> 4) with real Kafka Streams JVMs on both group protocols, plan vs Kafka's own assignor:
+# classic (plugin vs KIP-441) and streams (our broker-side assignor vs the broker's sticky); ~30 min, not in `make test`.
 bench-streams: $(CORE) $(KAFKA_JARS) $(JAVA_JARS)
 	$(BIN)/python bench/streams_bench.py
 

@@ -173,6 +173,15 @@ class Settings(BaseSettings):
         description="streams.assignor.name of our broker-side assignor for streams-protocol groups; unset: found in "
         "the brokers' group.streams.assignors; empty: not installed (such groups stay report-only)",
     )
+    step_min_interval_ms: int = Field(
+        default=30_000, ge=0, le=86_400_000, description="streams groups: never trigger a plan's next step sooner"
+    )
+    step_max_wait_ms: int = Field(
+        default=600_000,
+        ge=0,
+        le=86_400_000,
+        description="streams groups: trigger a pending step this long after the last trigger, caught up or not",
+    )
     # The KIP-441 settings of the live groups this process runs (`fleet`, `instance`, the demo's groups).
     kip441: Kip441Settings = Field(default_factory=Kip441Settings)
     # Pipeline: groups are planned with their own settings; these are the explicit exceptions.

@@ -42,6 +42,8 @@ def add_pipeline_commands(commands: Any) -> None:
             options: dict[str, Any] = {"action": a.action, "help": a.help}
             if a.action == "append":  # a fresh list per parser: argparse appends to the default
                 options["default"] = []
+            if a.type is not None:
+                options["type"] = a.type
             parser.add_argument(a.flag, **options)
     history = commands.add_parser("history", help=READERS["history"], description=READERS["history"].capitalize() + ".")
     history.add_argument("--group", required=True, help="consumer group id")

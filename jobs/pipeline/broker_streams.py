@@ -62,6 +62,8 @@ class BrokerStreamsGroup:
     reports: tuple[tuple[bytes, bytes], ...]  # (key, value) as on the reports topic
     quarantine: tuple[Quarantined, ...]
     processes: Mapping[str, str]  # member id -> process id
+    # task -> the largest finite taskEndOffsets any member reported (the broker sends them for assigned standbys)
+    end_offset_sums: Mapping[TaskId, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -337,7 +339,13 @@ def group_read(line: Mapping[str, Any], captured_at: int) -> BrokerStreamsGroup:
         report = _report(group_id, process_id, threads, topology, settings, captured_at)
         reports.append((report.key.encode(), report.encode()))
     processes = {m.member_id: m.process_id for m in members}
-    return BrokerStreamsGroup(group_id, state, epoch, assignor, settings, tuple(reports), tuple(quarantine), processes)
+    ends: dict[TaskId, int] = {}
+    for m in members:
+        for task, end in m.end_offsets.items():
+            ends[task] = max(ends.get(task, end), end)
+    return BrokerStreamsGroup(
+        group_id, state, epoch, assignor, settings, tuple(reports), tuple(quarantine), processes, ends
+    )
 
 
 def parse_reader_output(lines: Iterable[bytes], captured_at: int) -> BrokerStreamsRead:

@@ -22,7 +22,15 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.extract import read_membership
 from jobs.pipeline.intake import BrokerGroup, Report, parse_records
-from jobs.pipeline.observe_streams import release_finished, streams_group_reports, streams_protocol_groups
+from jobs.pipeline.observe_streams import (
+    follow_steps,
+    group_reports,
+    read_streams_groups,
+    release_finished,
+    release_left_drains,
+    streams_membership,
+    streams_protocol_groups,
+)
 from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
@@ -125,12 +133,15 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     published = {r["plan_id"]: r["group_id"] for r in plan_rows}
     # Streams-protocol groups send no reports: what they hold comes from the broker's description.
     streams = streams_protocol_groups(lake, {r["snapshot_id"] for r in plan_rows}) if plan_rows else set()
-    fresh += streams_group_reports(settings, bootstrap, streams) if streams else []
+    streams_read = read_streams_groups(settings, bootstrap, streams) if streams else []
+    streams_reports = group_reports(streams_read)
+    fresh += streams_reports
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
     # stopped instance from a quiet one while its last report is fresh.
     membership = read_membership(settings, bootstrap, {published[p] for p in draining}) if draining else {}
-    departures = drained_departures(draining, published, reports, membership)
+    membership |= streams_membership(streams_read)
+    departures = drained_departures(draining, published, [*reports, *streams_reports], membership)
     undecided = sorted(p for p, left in departures.items() if left is None)
     if undecided:
         log.warning("observe: the broker did not describe the groups of drain plans %s: not marked", undecided)
@@ -165,10 +176,44 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     finished = {r["plan_id"]: r["group_id"] for r in expired.select("plan_id", "group_id").collect()}
     outcome = lake.merge("plans", expired, update=["status", "reason"])
     finished |= {p: published[p] for p in [*done, *left]}
-    release_finished(settings, bootstrap, finished, streams)  # the broker's default assignor serves them again
+    # The broker's default assignor serves them again; a realized drain's group only once its drained instances
+    # have left (release_left_drains, at a later run): sticky would give them tasks back before they are stopped.
+    held = {p for p in done if p in draining and published[p] in streams}
+    release_finished(settings, bootstrap, {p: g for p, g in finished.items() if p not in held}, streams)
+    release_left_drains(lake, settings, bootstrap, now, busy={g for p, g in published.items() if p not in finished})
+    # The broker assigns only at a new epoch: the plans still under way get their next step triggered when due.
+    ongoing = {p: g for p, g in published.items() if p not in finished and p not in noticed.withdrawn}
+    steps = follow_steps(lake, settings, bootstrap, ongoing, streams_read) if streams_read else []
+    if steps:
+        outcomes.append(lake.merge("assignment_history", lake.spark.createDataFrame(steps, HISTORY_DDL)))
     if outcome.changed:
         outcomes.append(outcome)
     log.info("observe: %d history rows, %d plan(s) realized, %d expired", len(rows), len(done), outcome.updated)
     counts = {"observed_rows": len(rows), "realized": len(done), "expired": outcome.updated + len(left)}
-    counts |= {"withdrawn": len(noticed.withdrawn), "fell_back": len(noticed.fell_back)}
+    counts |= {"withdrawn": len(noticed.withdrawn), "fell_back": len(noticed.fell_back), "steps_triggered": len(steps)}
+    counts["streams_ongoing"] = sum(1 for p, g in ongoing.items() if g in streams)
+    return StageResult("observe", None, tuple(outcomes), counts)
+
+
+def follow_observe(lake: Lake, settings: Settings, bootstrap: str, seconds: float) -> StageResult:
+    """``observe --follow``: observe again every ``step_min_interval_ms`` (at least 1 s) for ``seconds``, or until no
+    streams group's plan is under way; the counts summed, the outcomes of every run."""
+    deadline = time.monotonic() + seconds
+    pause = max(settings.step_min_interval_ms / 1000, 1.0)
+    outcomes: list[Any] = []
+    counts: dict[str, int] = {}
+    runs = 0
+    while True:
+        result = run_observe(lake, settings, bootstrap)
+        runs += 1
+        outcomes.extend(result.outcomes)
+        for name, count in result.counts.items():
+            counts[name] = count if name == "streams_ongoing" else counts.get(name, 0) + count
+        left = deadline - time.monotonic()
+        if counts.get("streams_ongoing", 0) == 0 or left <= 0:
+            break
+        log.info("observe --follow: %d streams plan(s) under way, next look in %.0f s", counts["streams_ongoing"],
+                 min(pause, left))  # fmt: skip
+        time.sleep(min(pause, left))  # paces the loop: the heartbeats' task offsets change every 15 s at most
+    counts["runs"] = runs
     return StageResult("observe", None, tuple(outcomes), counts)

@@ -26,6 +26,7 @@ class Argument:
     flag: str
     help: str
     action: str = "store"
+    type: Callable[[str], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class StageRequest:
     offered: Mapping[str, ApprovedDigest] | None = None
     approvals: tuple[ApprovalRecord, ...] | None = None
     approval_files: tuple[str, ...] = ()
+    follow_s: float = 0.0  # observe: repeat for this long (streams groups' steps between epochs)
 
     def kafka(self) -> str:
         """The bootstrap of a stage that needs Kafka (callers check first, with advice on where to set it)."""
@@ -170,9 +172,24 @@ def _publish(lake: Lake, r: StageRequest) -> StageResult:
 
 
 def _observe(lake: Lake, r: StageRequest) -> StageResult:
-    from jobs.pipeline.observe import run_observe
+    from jobs.pipeline.observe import follow_observe, run_observe
 
+    if r.follow_s > 0:
+        return follow_observe(lake, r.settings, r.kafka(), r.follow_s)
     return run_observe(lake, r.settings, r.kafka())
+
+
+def _follow_seconds(text: str) -> float:
+    """``--follow``: seconds, 1 to 86,400 (a day; the lake's writer lock is held meanwhile)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text[:20]!r}") from None
+    if not 1 <= value <= 86_400:
+        raise argparse.ArgumentTypeError("--follow takes 1 to 86400 seconds")
+    return value
 
 
 _ALL = (
@@ -243,7 +260,14 @@ _ALL = (
         "record the live assignment from the latest reports; mark realized, expired and withdrawn plans and "
         "record fallbacks",
         _observe,
-        (BOOTSTRAP,),
+        (
+            BOOTSTRAP,
+            Argument(
+                "--follow",
+                "repeat for SECONDS, triggering streams groups' plan steps as their warm-ups catch up",
+                type=_follow_seconds,
+            ),
+        ),
         needs_kafka=True,
     ),
 )
@@ -270,4 +294,5 @@ def request_from(values: Mapping[str, Any], settings: Settings, bootstrap: str |
         reason=values.get("reason"),
         drains=tuple(values.get("drain") or ()),
         approval_files=tuple(values.get("approval") or ()),
+        follow_s=float(values.get("follow") or 0.0),
     )

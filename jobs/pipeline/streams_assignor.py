@@ -36,10 +36,15 @@ DECISIONS_TOPIC = "_rebalance_assignor_decisions"  # the assignor's default reba
 MAX_TRIGGERS = 3  # per group and publish: the first assignment after a broker start always falls back
 SOURCE_SELECTED = "assignor_selected"  # assignment_history.source of a group's selection of our assignor
 SOURCE_RELEASED = "assignor_released"
+SOURCE_STEP = "step_triggered"  # observe triggered a later step of the plan (streams_steps.py)
 
 
-def _admin(settings: Settings, bootstrap: str) -> AdminClient:
+def assignor_admin(settings: Settings, bootstrap: str) -> AdminClient:
+    """The Admin client the group configs are read and changed with."""
     return AdminClient({**settings.kafka_properties(bootstrap), "log_level": 0})
+
+
+_admin = assignor_admin
 
 
 def broker_assignor(settings: Settings, bootstrap: str) -> str | None:
@@ -176,6 +181,18 @@ def trigger_assignment(admin: AdminClient, group_id: str, timeout: float) -> Non
 def toggled_tags(tags: list[str]) -> list[str]:
     """The group's rack-aware tags with our trigger tag added when absent, removed when present."""
     return [t for t in tags if t != TRIGGER_TAG] if TRIGGER_TAG in tags else [*tags, TRIGGER_TAG]
+
+
+def selecting_assignor(settings: Settings, bootstrap: str, group_ids: Iterable[str]) -> set[str]:
+    """The groups whose ``streams.assignor.name`` still selects our assignor (one DescribeConfigs); none on an
+    error (logged: the next observe asks again)."""
+    name = settings.broker_assignor or ASSIGNOR_NAME
+    try:
+        configs = _group_configs(_admin(settings, bootstrap), group_ids, settings.kafka_timeout_s)
+    except KafkaException as err:
+        log.warning("%s of %s not read: %s", ASSIGNOR_CONFIG, sorted(group_ids), err)
+        return set()
+    return {g for g, entries in configs.items() if getattr(entries.get(ASSIGNOR_CONFIG), "value", None) == name}
 
 
 def release_assignor(settings: Settings, bootstrap: str, group_ids: Iterable[str]) -> list[str]:

@@ -43,6 +43,7 @@ from assignor.protocol.plans import (
     target_for,
 )
 from assignor.protocol.strict_json import canonical_json
+from jobs.pipeline.streams_steps import lag as heartbeat_lag
 from schemas.kip441 import kip441_settings
 from tests.support.ledger_vectors import ledger_vectors
 from tests.support.signing import FORGER, SIGNER
@@ -527,6 +528,26 @@ def deferral_vectors() -> dict[str, Any]:
     return {"cases": cases}
 
 
+def heartbeat_lag_vectors() -> dict[str, Any]:
+    """One copy's lag from a streams-protocol heartbeat's task offset sum and end offset sum (null: unknown)."""
+    big = (1 << 63) - 1
+    cases = [
+        ("behind", 950, 1_000),
+        ("at the end", 1_000, 1_000),
+        ("caught up as Kafka Streams 4.4 reports it: offset sums next offsets, end sums last offsets", 4_933, 4_932),
+        ("ahead by more than one: an end snapshot older than the offsets", 5_200, 5_000),
+        ("no records yet", 0, 0),
+        ("nothing restored of a long changelog", 0, big - 1),
+        ("end unknown (Long.MAX_VALUE)", 1_000, big),
+        ("offset unknown (Long.MAX_VALUE)", big, 1_000),
+        ("offset unknown (-3)", -3, 1_000),
+        ("negative end", 10, -1),
+        ("both unknown", big, big),
+    ]
+    rows = [{"name": n, "offset_sum": o, "end_offset_sum": e, "lag": heartbeat_lag(o, e)} for n, o, e in cases]
+    return {"cases": rows}
+
+
 def write(directory: Path = VECTORS) -> None:
     """Rewrite the vector files."""
     for name, content in (
@@ -536,6 +557,7 @@ def write(directory: Path = VECTORS) -> None:
         ("honor_cases.json", honor_vectors()),
         ("high_availability_cases.json", ha_vectors()),
         ("deferral_cases.json", deferral_vectors()),
+        ("heartbeat_lags.json", heartbeat_lag_vectors()),
     ):
         (directory / name).write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 

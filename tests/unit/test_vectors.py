@@ -24,12 +24,14 @@ from assignor.protocol.deferral import DeferralSettings, Departure, defer, pendi
 from assignor.protocol.plan_keys import VerifyKeys
 from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection, target_for
+from jobs.pipeline.streams_steps import lag as streams_lag
 from tests.support.vectors import (
     VECTORS,
     _plan,
     assignment_json,
     deferral_vectors,
     ha_vectors,
+    heartbeat_lag_vectors,
     honor_vectors,
     plan_ledger_vectors,
     signed_plan_vectors,
@@ -40,6 +42,7 @@ HONOR = json.loads((VECTORS / "honor_cases.json").read_text(encoding="utf-8"))
 HA = json.loads((VECTORS / "high_availability_cases.json").read_text(encoding="utf-8"))
 DEFERRAL = json.loads((VECTORS / "deferral_cases.json").read_text(encoding="utf-8"))
 LEDGER = json.loads((VECTORS / "plan_ledger_cases.json").read_text(encoding="utf-8"))
+HEARTBEAT_LAGS = json.loads((VECTORS / "heartbeat_lags.json").read_text(encoding="utf-8"))
 
 
 def test_the_committed_vectors_are_what_the_rules_produce() -> None:
@@ -49,6 +52,7 @@ def test_the_committed_vectors_are_what_the_rules_produce() -> None:
     assert ha_vectors() == HA
     assert deferral_vectors() == DEFERRAL
     assert plan_ledger_vectors() == LEDGER
+    assert heartbeat_lag_vectors() == HEARTBEAT_LAGS
 
 
 @pytest.mark.parametrize("case", LEDGER["cases"], ids=lambda c: c["name"])
@@ -196,3 +200,9 @@ def test_deferral_case(case: dict[str, Any]) -> None:
     assert assignment_json(deferral.assignment) == expected["assignment"]
     assert sorted(map(str, deferral.held)) == expected["held"]
     assert deferral.rebalance_in_ms == expected["rebalance_in_ms"]
+
+
+@pytest.mark.parametrize("case", HEARTBEAT_LAGS["cases"], ids=lambda c: c["name"])
+def test_heartbeat_lag_case(case: dict[str, Any]) -> None:
+    # observe's step rule and the broker assignor (JUnit: HeartbeatLagVectorsTest) read a warm-up's lag alike.
+    assert streams_lag(case["offset_sum"], case["end_offset_sum"]) == case["lag"]

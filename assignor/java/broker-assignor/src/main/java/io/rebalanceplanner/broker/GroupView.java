@@ -26,7 +26,7 @@ import org.apache.kafka.coordinator.group.api.streams.assignor.TopologyDescriber
  * <p>Lags, with Kafka Streams' sentinels: a task a process runs as active is caught up ({@value
  * LagIndex#LATEST_OFFSET}); a task's changelog end is the largest known end any member reported (the broker sends
  * {@code Long.MAX_VALUE} when it does not know, and only for assigned standbys); with both offset and end known the
- * lag is {@code end - offset} (state ahead of the end counts as corrupt: lag = end, as Kafka Streams); state whose
+ * lag is {@code end - offset} (state at or ahead of the end is caught up: lag 0, see {@link #lag}); state whose
  * end is unknown is {@value LagIndex#UNKNOWN_OFFSET_SUM} (never caught up); no state and no known end is
  * {@code Long.MAX_VALUE} (never caught up, ranked last). Unknown is never taken for caught up.
  */
@@ -164,7 +164,22 @@ final class GroupView {
         if (offset == LagIndex.UNKNOWN_OFFSET_SUM || end == null) {
             return LagIndex.UNKNOWN_OFFSET_SUM;
         }
-        return offset > end ? end : end - offset;
+        // Ahead of the end is caught up, as Kafka Streams 4.4 itself judges a warm-up on this protocol ("hot" when
+        // end - offset <= acceptable lag): its offset sums are next offsets to fetch (last + 1, the checkpoint's) but
+        // its end sums are last offsets (log end - 1), so a caught-up copy reads one ahead per changelog partition,
+        // more when the end snapshot is older than the offsets. Classic's "ahead = corrupt, lag = end" never fits.
+        return offset >= end ? 0 : end - offset;
+    }
+
+    /** One copy's lag from a heartbeat's raw offset sum and end offset sum (schemas/vectors/heartbeat_lags.json). */
+    static long heartbeatLag(long offsetSum, long endOffsetSum) {
+        return lag(false, known(offsetSum) ? offsetSum : LagIndex.UNKNOWN_OFFSET_SUM,
+                known(endOffsetSum) ? endOffsetSum : null);
+    }
+
+    /** A reported sum the broker did not mark unknown ({@code Long.MAX_VALUE}) or negative. */
+    static boolean known(long sum) {
+        return sum >= 0 && sum < Long.MAX_VALUE;
     }
 
     /** The newest known end offset sum per stateful task: sums only grow, so the largest report is the freshest. */
@@ -174,7 +189,7 @@ final class GroupView {
         for (String member : memberIds) {
             Map<String, Map<Integer, Long>> reported = spec.memberAssignmentState(member).taskEndOffsets();
             forEachOffset(reported, numbers, stateful, (task, v) -> {
-                if (v >= 0 && v < Long.MAX_VALUE) {
+                if (known(v)) {
                     ends.merge(task, v, Math::max);
                 }
             });
@@ -186,7 +201,7 @@ final class GroupView {
     private static void addOffsets(Map<Task, Long> into, Map<String, Map<Integer, Long>> reported,
             Map<String, Long> numbers, Set<Task> stateful) {
         forEachOffset(reported, numbers, stateful, (task, v) -> {
-            long mine = v >= 0 && v < Long.MAX_VALUE ? v : LagIndex.UNKNOWN_OFFSET_SUM;
+            long mine = known(v) ? v : LagIndex.UNKNOWN_OFFSET_SUM;
             into.merge(task, mine, Math::max);
         });
     }

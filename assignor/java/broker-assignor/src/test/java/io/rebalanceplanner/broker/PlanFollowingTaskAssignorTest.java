@@ -90,6 +90,20 @@ class PlanFollowingTaskAssignorTest {
     }
 
     @Test
+    void warmupReportedAheadOfItsEndIsCaughtUp() {
+        // Kafka Streams 4.4 sends offset sums as next offsets (last + 1) and end sums as last offsets: a warm-up that
+        // read its whole changelog reports one more than the end. Seen live (docs/broker-assignor.md).
+        scaleOutPlan(2);
+        Specs specs = scaleOutGroup();
+        specs.member("m2", "p2").standby("0_2").standby("0_3").offset("0_2", 4_933).end("0_2", 4_932)
+                .offset("0_3", 5_200).end("0_3", 5_000);
+        Map<String, Map<String, Set<String>>> got = run(specs.build(), fourStateful);
+        assertEquals(Set.of("0_2", "0_3"), got.get("p2").get("active"));
+        assertEquals(Set.of("0_0", "0_1"), got.get("p1").get("active"));
+        assertEquals(false, decisions.poll().followupNeeded(), "the target reached in this step");
+    }
+
+    @Test
     void unknownEndOffsetIsNeverCaughtUp() {
         scaleOutPlan(2);
         Specs specs = scaleOutGroup();
