@@ -65,8 +65,8 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
     else:
         lines.append("No plan awaits a decision.")
     lines += ["", *comparison_table(fleet), ""]
-    ranked = sorted(rows, key=lambda r: (r.status != PlanStatus.VALIDATED, -(r.figure("restore_offsets") or 0),
-                                         -(r.figure("moves") or 0), r.group_id))  # fmt: skip
+    ranked = sorted(rows, key=lambda r: (r.status != PlanStatus.VALIDATED, -(r.plan.restore_offsets if r.plan else 0),
+                                         -(r.plan.moves if r.plan else 0), r.group_id))  # fmt: skip
     lines += [
         f"**The groups with the most to restore** (awaiting a decision first; {min(top, len(ranked))} of "
         f"{numbers.count(len(ranked))}):",
@@ -84,12 +84,12 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
         cells = [
             r.group_id,
             status,
-            numbers.count(r.figure("moves")),
-            numbers.count(r.figure("warmups")),
-            numbers.count(r.figure("rounds")),
+            numbers.count(r.plan.moves if r.plan else None),
+            numbers.count(r.plan.warmups if r.plan else None),
+            numbers.count(r.plan.rounds if r.plan else None),
             r.restore_figure,
             numbers.count(kip.restore_offsets) if kip else numbers.NOT_COMPUTED,
-            numbers.duration(r.figure("estimated_seconds")),
+            numbers.duration(r.plan.estimated_seconds if r.plan else None),
         ]
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     if len(ranked) > top:

@@ -55,12 +55,10 @@ def _metric(cost: Callable[[GroupRow], PlanCost | None], metric: str) -> Callabl
 
 def importance(row: GroupRow) -> tuple[float, float, float, str]:
     """Sort key, most important first: most offsets to restore, then the longest, then the most moves."""
-    return (
-        -(row.figure("restore_offsets") or 0),
-        -(row.figure("estimated_seconds") or 0.0),
-        -(row.figure("moves") or 0),
-        row.group_id,
-    )
+    p = row.plan
+    if p is None:
+        return (0, 0.0, 0, row.group_id)
+    return (-p.restore_offsets, -p.estimated_seconds, -p.moves, row.group_id)
 
 
 def summarize(snapshot_id: str, rows: Sequence[GroupRow]) -> Fleet:

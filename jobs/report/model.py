@@ -65,8 +65,10 @@ class GroupRow:
     @property
     def restore_figure(self) -> str:
         """The plan's offsets to restore, ``≥ n`` when replicas without offset sums are not counted in it."""
-        figure = count(self.figure("restore_offsets"))
-        return f"≥ {figure}" if self.missing_offset_sums and self.plan is not None else figure
+        if self.plan is None:
+            return count(None)
+        figure = count(self.plan.restore_offsets)
+        return f"≥ {figure}" if self.missing_offset_sums else figure
 
     @property
     def source_note(self) -> str:
