@@ -13,6 +13,7 @@ CORE_BUILD = select_build()
 if TYPE_CHECKING:
     from assignor.assignment import ClientAssignment, GroupAssignment, Role
     from assignor.configs import AssignmentConfigs
+    from assignor.cost import PlanCost
     from assignor.errors import AssignmentError, InvalidGroupState
     from assignor.high_availability import assign_high_availability
     from assignor.honor import honor_plan
@@ -34,6 +35,7 @@ _PUBLIC = {
     "GroupPlan": "assignor.planner",
     "GroupState": "assignor.state",
     "InvalidGroupState": "assignor.errors",
+    "PlanCost": "assignor.cost",
     "Role": "assignor.assignment",
     "TaskId": "assignor.task",
     "assign_high_availability": "assignor.high_availability",
@@ -53,6 +55,7 @@ __all__ = [
     "GroupPlan",
     "GroupState",
     "InvalidGroupState",
+    "PlanCost",
     "Role",
     "TaskId",
     "assign_high_availability",

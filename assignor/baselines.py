@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
+from assignor.cost import PlanCost
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import assign_high_availability
 from assignor.lags import LagIndex
@@ -24,14 +25,11 @@ BASELINE_ASSIGNORS: Mapping[str, Assignor] = MappingProxyType(
 
 @dataclass(frozen=True)
 class BaselineCost:
-    """One baseline assignor's cost on one group, from its first rebalance until it stops probing."""
+    """One baseline assignor's cost on one group, from its first rebalance until it stops probing (its moves: active
+    owner changes summed over every round)."""
 
     assignor: str
-    moves: int  # active owner changes, summed over every round
-    warmups: int
-    rounds: int
-    restore_offsets: int
-    estimated_seconds: float
+    cost: PlanCost
     converged: bool
 
 
@@ -62,12 +60,11 @@ def baseline_cost(
     )
     steps = [r.assignment for r in result.rounds]
     states = [(r.group, LagIndex.of(r.group, configs)) for r in result.rounds]
-    return BaselineCost(
-        assignor=assignor,
+    cost = PlanCost(
         moves=result.total_moves,
         warmups=result.total_warmups,
         rounds=len(result.rounds),
         restore_offsets=sum(round_restore(step, *state) for step, state in zip(steps, states, strict=True)),
         estimated_seconds=estimated_seconds(steps, states, configs, restore_rate or DEFAULT_RESTORE_RATE),
-        converged=result.converged,
     )
+    return BaselineCost(assignor=assignor, cost=cost, converged=result.converged)

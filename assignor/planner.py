@@ -5,14 +5,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from types import MappingProxyType
 from typing import NamedTuple
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import catch_up_fully
 from assignor.configs import AssignmentConfigs
+from assignor.cost import PlanCost
 from assignor.end_state import active_costs, plan_target, previous_owners, targets_within_moves, without_clients
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
@@ -26,16 +26,22 @@ from assignor.task import TaskId
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """A balanced target, the steps that reach it safely, and what it costs."""
+    """A balanced target, the steps that reach it safely, what it costs, and the load skew it leaves.
+
+    ``restore_rate`` is the rate (offsets/second/instance) ``cost.estimated_seconds`` was estimated at; skew after
+    is over the processes that stay (all but the ``drained_processes``)."""
 
     target: GroupAssignment
     steps: Sequence[GroupAssignment]
-    metrics: Mapping[str, float | int] = field(default_factory=dict)
+    cost: PlanCost
+    max_load_skew_before: float
+    max_load_skew_after: float
+    restore_rate: float
+    drained_processes: int = 0
     move_order: Sequence[TaskId] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
-        object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
         object.__setattr__(self, "move_order", tuple(self.move_order))
 
 
@@ -83,7 +89,7 @@ def plan_group(
     (_within_moves), else that end state itself, so a plan is never worse than the baseline. With ``draining``
     process ids, see drain_target: those processes end with nothing, reached by the same safe steps.
     """
-    if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the metrics)
+    if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the plan)
         restore_rate = DEFAULT_RESTORE_RATE
     if restore_rate <= 0:
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
@@ -106,9 +112,6 @@ def plan_group(
                 return plan
             return _within_moves(group, configs, restore_rate, lags, costs, kip441) or kip441.plan(restore_rate)
     return plan
-
-
-_NEVER_WORSE = ("moves", "warmups", "rounds", "restore_offsets")
 
 
 def _within_moves(
@@ -174,10 +177,10 @@ class _BaselineWalk:
     def beaten_by(self, plan: GroupPlan) -> bool:
         """Whether ``plan`` is never worse than following KIP-441's end state in moves, warmups, rounds and
         restore (walking that schedule only until this is certain)."""
-        metrics = plan.metrics
-        if metrics["moves"] > self.moves or metrics["restore_offsets"] > self.restore:
+        cost = plan.cost
+        if cost.moves > self.moves or cost.restore_offsets > self.restore:
             return False
-        return any(metrics["warmups"] <= warmups and metrics["rounds"] <= rounds for warmups, rounds in self._steps())
+        return any(cost.warmups <= warmups and cost.rounds <= rounds for warmups, rounds in self._steps())
 
     def plan(self, restore_rate: float) -> GroupPlan:
         """The whole schedule to KIP-441's end state, as a plan."""
@@ -250,8 +253,8 @@ def _schedule(
     *,
     draining: frozenset[str] = frozenset(),
 ) -> GroupPlan:
-    """The plan following ``walk`` to ``target`` in ``order``, and its metrics (``lags``: the group's); skew
-    after is over the processes that stay."""
+    """The plan following ``walk`` to ``target`` in ``order``, and its cost (``lags``: the group's); skew after is
+    over the processes that stay."""
     walked = list(walk)
     steps = [step.assignment for step in walked]
     states = [(step.state, step.lags) for step in walked]
@@ -260,15 +263,20 @@ def _schedule(
     before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
     after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
     restore, moves = _cost(target, group, lags)
-    metrics: dict[str, float | int] = {
-        "moves": moves,
-        "warmups": sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
-        "rounds": len(steps),
-        "restore_offsets": restore,
-        "max_load_skew_before": _skew(before_loads, capacity),
-        "max_load_skew_after": _skew(after_loads, staying),
-        "estimated_seconds": estimated_seconds(steps, states, configs, restore_rate),
-        "restore_rate": restore_rate,
-        "drained_processes": len(draining),
-    }
-    return GroupPlan(target=target, steps=steps, metrics=metrics, move_order=order)
+    cost = PlanCost(
+        moves=moves,
+        warmups=sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
+        rounds=len(steps),
+        restore_offsets=restore,
+        estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
+    )
+    return GroupPlan(
+        target=target,
+        steps=steps,
+        cost=cost,
+        max_load_skew_before=_skew(before_loads, capacity),
+        max_load_skew_after=_skew(after_loads, staying),
+        restore_rate=restore_rate,
+        drained_processes=len(draining),
+        move_order=order,
+    )

@@ -195,11 +195,11 @@ def measure(family: str, seed: int) -> Outcome:
     seconds = time.perf_counter() - start
     # The same replay the pipeline's baselines stage records, so the bench and plan_baselines agree.
     costs = {
-        side: {m: int(getattr(cost, m)) for m in METRICS}
+        side: {m: int(getattr(cost.cost, m)) for m in METRICS}
         for side, name in (("baseline", "kip441"), ("broker", "streams_broker"))
         for cost in (baseline_cost(group, configs, name),)
     }
-    planner = {m: int(plan.metrics[m]) for m in METRICS}
+    planner = {m: int(getattr(plan.cost, m)) for m in METRICS}
     return Outcome(family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds)
 
 
@@ -380,7 +380,7 @@ def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
         "load_avg_5m": round(load[1], 2),
         "load_avg_15m": round(load[2], 2),
         "cpus": os.cpu_count(),
-        **{m: int(plan.metrics[m]) for m in METRICS},
+        **{m: int(getattr(plan.cost, m)) for m in METRICS},
     }
 
 

@@ -9,8 +9,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -93,3 +95,42 @@ def stop_group(process: subprocess.Popen[Any], timeout_s: float = 20.0, sig: int
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)  # leftovers of the group (grandchildren) go too
     return process.wait()
+
+
+class _HiddenMain:
+    """What the outermost open main_script_hidden took from ``__main__``, and how many are open."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open = 0
+        self.module: Any = None
+        self.taken: dict[str, Any] = {}
+        self.spec: Any = None
+
+
+_hidden_main = _HiddenMain()
+
+
+@contextlib.contextmanager
+def main_script_hidden() -> Iterator[None]:
+    """While open, a spawned child does not re-run the parent's ``__main__`` (multiprocessing does, for a main with
+    a file or a module name): for a benchmark script or Airflow's task runner that means seconds of imports the
+    children never use, or a runner that refuses to start without its database. Threads may overlap: the first to
+    open hides ``__file__`` and ``__spec__``, the last to close puts them back."""
+    hidden = _hidden_main
+    with hidden.lock:
+        if hidden.open == 0:
+            hidden.module = main = sys.modules["__main__"]
+            hidden.taken = {k: main.__dict__.pop(k) for k in ("__file__",) if k in main.__dict__}
+            hidden.spec = getattr(main, "__spec__", None)
+            main.__spec__ = None
+        hidden.open += 1
+    try:
+        yield
+    finally:
+        with hidden.lock:
+            hidden.open -= 1
+            if hidden.open == 0:
+                hidden.module.__dict__.update(hidden.taken)
+                hidden.module.__spec__ = hidden.spec
+                hidden.module, hidden.taken, hidden.spec = None, {}, None

@@ -11,11 +11,13 @@ from schemas import json_files, read_json, schema_file
 
 @dataclass(frozen=True)
 class Column:
-    """One column: Spark SQL type name and whether nulls are allowed."""
+    """One column: Spark SQL type name, whether nulls are allowed, and the stage that fills it when the table names
+    one (``written_by``: plans' planner columns, which the plan stage's record holds)."""
 
     name: str
     type: str
     nullable: bool
+    written_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,10 @@ class TableSchema:
     def ddl(self) -> str:
         """The schema as a Spark DDL string, e.g. ``"plan_id string, step int"``."""
         return ", ".join(f"`{c.name}` {c.type}" for c in self.columns)
+
+    def written_by(self, stage: str) -> tuple[str, ...]:
+        """The columns the schema file marks ``"written_by": stage``, in table order."""
+        return tuple(c.name for c in self.columns if c.written_by == stage)
 
     def column(self, name: str) -> Column:
         """One column; KeyError naming the table."""
@@ -62,7 +68,7 @@ def table_schema(name: str) -> TableSchema:
     if not schema_file(path).is_file():
         raise UnknownTable(f"no table schema schemas/{path}")
     doc = read_json(path)
-    columns = tuple(Column(c["name"], c["type"], bool(c["nullable"])) for c in doc["columns"])
+    columns = tuple(Column(c["name"], c["type"], bool(c["nullable"]), c.get("written_by")) for c in doc["columns"])
     return TableSchema(name=doc["table"], keys=tuple(doc["keys"]), columns=columns)
 
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import sys
 import time
-import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, A
 from jobs.pipeline.plan_bodies import plan_bodies
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
+from jobs.processes import main_script_hidden
 from jobs.report import Report, build_report, report_path, run_report, write_report
 from jobs.report.approval import md, summary_markdown
 from jobs.report.gaps import gaps_markdown
@@ -169,21 +168,9 @@ def lags(rt: Runtime, snapshot_id: str) -> str:
     return snapshot_id
 
 
-@contextmanager
-def _spawnable_main() -> Iterator[None]:
-    """The planner's spawned worker processes re-run ``__main__``, here Airflow's task runner, which refuses to
-    start without its database: let them see a bare ``__main__`` while the stage runs."""
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
-
-
 def plan(rt: Runtime, snapshot_id: str, drains: Sequence[str] = ()) -> str:
     """Plan the snapshot, draining the given "group/process" instances, then replay Kafka's assignors beside it."""
-    with _spawnable_main():
+    with main_script_hidden():  # the planner's spawned workers must not re-run Airflow's task runner
         run_stage("plan", rt, lambda lake: dispatch("plan", rt, lake, snapshot_id=snapshot_id, drains=tuple(drains)))
         # The plans' comparison with Kafka's own assignors, for the review; part of planning, not a gate.
         run_stage("baselines", rt, lambda lake: dispatch("baselines", rt, lake, snapshot_id=snapshot_id))

@@ -358,8 +358,8 @@ def bronze_rows(
     state: BrokerState,
     quarantined: Sequence[QuarantineRow] | None = None,
 ) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of every bronze table for one snapshot, in table schema column order; ``quarantined``: the
-    bounded quarantine rows (default: every entry of the intake, cut to its limits)."""
+    """The rows of every bronze table for one snapshot, each made by _row from named columns (in table schema column
+    order); ``quarantined``: the bounded quarantine rows (default: every entry of the intake, cut to its limits)."""
     reports = []
     for report, stale in intake.reports:
         record = report.record
@@ -382,12 +382,20 @@ def bronze_rows(
             )
         )
     offsets = [
-        (snapshot_id, group, sub, topic, p, f"{sub}_{p}", state.end_offsets.get((topic, p), 0))
-        for group, sub, topic, p in intake.changelogs
+        _row(
+            "changelog_offsets",
+            snapshot_id=snapshot_id,
+            **vars(c),
+            task_id=f"{c.subtopology}_{c.partition}",
+            end_offset=state.end_offsets.get((c.topic, c.partition), 0),
+        )
+        for c in intake.changelogs
     ]
-    tasks = [(snapshot_id, *task) for task in intake.tasks]
+    tasks = [_row("group_tasks", snapshot_id=snapshot_id, **vars(task)) for task in intake.tasks]
     committed = [
-        (snapshot_id, group, topic, p, offset)
+        _row(
+            "group_offsets", snapshot_id=snapshot_id, group_id=group, topic=topic, partition=p, committed_offset=offset
+        )
         for group, offsets_by_tp in sorted(state.committed.items())
         for (topic, p), offset in sorted(offsets_by_tp.items())
     ]
@@ -430,11 +438,17 @@ def bronze_rows(
         )
         for f in intake.findings
     ]
-    groups = {r[2] for r in reports}
     snapshot = [
-        (
-            *(snapshot_id, captured_at, intake.read, len(reports), len(quarantine), len(groups)),
-            *(len(intake.skipped_groups), len(offsets)),
+        _row(
+            "snapshots",
+            snapshot_id=snapshot_id,
+            captured_at=captured_at,
+            reports=intake.read,
+            accepted_reports=len(reports),
+            quarantined=len(quarantine),
+            groups=len({report.record.group_id for report, _ in intake.reports}),
+            skipped_groups=len(intake.skipped_groups),
+            changelog_partitions=len(offsets),
         )
     ]
     return {
@@ -598,7 +612,7 @@ def run_extract(lake: Lake, settings: Settings, bootstrap: str, snapshot_id: str
     intake.findings.extend(_streams_gaps(lake, settings, bootstrap, streams.groups, superseded))
     ends = _end_offsets(
         _admin(settings, bootstrap),
-        sorted({(topic, p) for _, _, topic, p in intake.changelogs}),
+        sorted({(c.topic, c.partition) for c in intake.changelogs}),
         ConnectRetry.from_settings(settings),
     )
     state = BrokerState(state.partitions, ends, state.committed, state.membership)

@@ -106,14 +106,35 @@ class MembershipFinding:
     host: str | None = None
 
 
+@dataclass(frozen=True)
+class GroupTask:
+    """One task of a group's topology, as group_tasks stores it."""
+
+    group_id: str
+    task_id: str
+    subtopology: int
+    partition: int
+    stateful: bool
+
+
+@dataclass(frozen=True)
+class Changelog:
+    """One changelog partition a group's state stores restore from, as changelog_offsets stores it."""
+
+    group_id: str
+    subtopology: int
+    topic: str
+    partition: int
+
+
 @dataclass
 class Intake:
     """What an extract keeps: usable reports with stale flags, the groups' tasks and changelogs, and the rest."""
 
     reports: list[tuple[Report, bool]] = field(default_factory=list)  # (report, stale)
     quarantine: list[Quarantined] = field(default_factory=list)
-    tasks: list[tuple[str, str, int, int, bool]] = field(default_factory=list)  # group, task, sub, partition, stateful
-    changelogs: list[tuple[str, int, str, int]] = field(default_factory=list)  # group, sub, topic, partition
+    tasks: list[GroupTask] = field(default_factory=list)
+    changelogs: list[Changelog] = field(default_factory=list)
     skipped_groups: dict[str, str] = field(default_factory=dict)
     findings: list[MembershipFinding] = field(default_factory=list)  # membership checks, when the broker was asked
     reporting: dict[tuple[str, str], str] = field(default_factory=dict)  # (group, member id) -> process reporting it
@@ -201,8 +222,8 @@ def triage_groups(
                 continue
             kept.append((report, report.record.reported_at < captured_at - stale_age_ms))
         intake.reports.extend(kept)
-        intake.tasks.extend((group_id, t, sub, p, stateful) for t, (sub, p, stateful) in tasks.items())
-        intake.changelogs.extend((group_id, sub, topic, p) for sub, topic, p in changelogs)
+        intake.tasks.extend(GroupTask(group_id, t, sub, p, stateful) for t, (sub, p, stateful) in tasks.items())
+        intake.changelogs.extend(Changelog(group_id, sub, topic, p) for sub, topic, p in changelogs)
     return intake
 
 

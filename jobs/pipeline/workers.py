@@ -7,21 +7,18 @@ import importlib
 import multiprocessing
 import os
 import queue
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
-from jobs.processes import die_with_parent
+from jobs.processes import die_with_parent, main_script_hidden
 
 _pools: dict[int, _Pool] = {}
 _pools_lock = threading.Lock()
-_main_lock = threading.Lock()
 _GEN0_THRESHOLD = 50_000
 T = TypeVar("T")
 
@@ -40,10 +37,10 @@ def start_worker() -> None:
     while the worker plans. Planning allocates many short-lived containers, and each full collection would
     otherwise walk the whole imported heap."""
     die_with_parent()
-    # What the workers run (the plan stage's functions) pulls in pyarrow and pyspark's types: import it here,
-    # before the freeze, rather than on the first job (by name: the plan stage imports this module). Not pandas:
-    # planning never uses it; the baselines stage's workers import it with their first job.
-    importlib.import_module("jobs.pipeline.plan")
+    # What the workers run (the plan record's functions) pulls in pyarrow and pyspark's types: import it here,
+    # before the freeze, rather than on the first job (by name: only the workers need it, not every importer of
+    # this module). Not pandas: planning never uses it.
+    importlib.import_module("jobs.pipeline.plan_record")
 
     _warm_up_planner()
     gc.collect()
@@ -51,24 +48,6 @@ def start_worker() -> None:
     # A group's planning allocates tens of thousands of short-lived containers and frees them all: at the
     # default threshold (700) the collector runs dozens of times per group for nothing (~5 % of a worker's CPU).
     gc.set_threshold(_GEN0_THRESHOLD, 20, 20)
-
-
-@contextmanager
-def _main_script_hidden() -> Iterator[None]:
-    """While workers start: a spawned child re-runs the parent's ``__main__`` (multiprocessing does, for a main
-    with a file or a module name), which for a benchmark script or Airflow's CLI means seconds of imports the
-    workers never use (the benchmark's: Great Expectations, ~15 s per 1,000 groups planned). The workers need
-    only what start_worker imports. One thread at a time: two overlapping would restore each other's hiding."""
-    with _main_lock:
-        main = sys.modules["__main__"]
-        saved = {k: main.__dict__.pop(k) for k in ("__file__",) if k in main.__dict__}
-        spec = getattr(main, "__spec__", None)
-        main.__spec__ = None
-        try:
-            yield
-        finally:
-            main.__dict__.update(saved)
-            main.__spec__ = spec
 
 
 def _ready() -> int:
@@ -92,7 +71,7 @@ def _own_pool(processes: int, made: queue.Queue[ProcessPoolExecutor | BaseExcept
     pool = None
     try:
         pool = _new_pool(processes)
-        with _main_script_hidden():
+        with main_script_hidden():
             # A spawn pool starts a worker per submit while none is idle: n submits at once start all n, each
             # handed its start-up data (the hidden main script) before submit returns.
             for _ in range(processes):
@@ -176,7 +155,7 @@ def run_alone(jobs: Sequence[tuple[Callable[..., T], tuple[Any, ...]]]) -> list[
     try:
         for fn, args in jobs:
             if pool is None:
-                with _main_script_hidden():
+                with main_script_hidden():
                     pool = _new_pool(1)
                     pool.submit(_ready)
             try:

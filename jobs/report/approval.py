@@ -53,20 +53,20 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
     awaiting = [r for r in rows if r.status == PlanStatus.VALIDATED]
     lines = [f"**{numbers.plural(fleet.groups, 'group')}** planned: {statuses}."]
     if awaiting:
-        mine = [r.plan for r in awaiting]
-        longest = max((p.estimated_seconds for p in mine if p.estimated_seconds is not None), default=None)
+        mine = [r.plan for r in awaiting if r.plan is not None]
+        longest = max((p.estimated_seconds for p in mine), default=None)
         lines.append(
             f"Approving every validated plan ({numbers.plural(len(awaiting), 'group')}) makes "
-            f"{numbers.plural(sum(p.moves or 0 for p in mine), 'move')}, "
-            f"{numbers.plural(sum(p.warmups or 0 for p in mine), 'warmup')} and restores "
-            f"{numbers.plural(sum(p.restore_offsets or 0 for p in mine), 'offset')}; the longest group takes "
+            f"{numbers.plural(sum(p.moves for p in mine), 'move')}, "
+            f"{numbers.plural(sum(p.warmups for p in mine), 'warmup')} and restores "
+            f"{numbers.plural(sum(p.restore_offsets for p in mine), 'offset')}; the longest group takes "
             f"{numbers.duration(longest)}."
         )
     else:
         lines.append("No plan awaits a decision.")
     lines += ["", *comparison_table(fleet), ""]
-    ranked = sorted(rows, key=lambda r: (r.status != PlanStatus.VALIDATED, -(r.plan.restore_offsets or 0),
-                                         -(r.plan.moves or 0), r.group_id))  # fmt: skip
+    ranked = sorted(rows, key=lambda r: (r.status != PlanStatus.VALIDATED, -(r.plan.restore_offsets if r.plan else 0),
+                                         -(r.plan.moves if r.plan else 0), r.group_id))  # fmt: skip
     lines += [
         f"**The groups with the most to restore** (awaiting a decision first; {min(top, len(ranked))} of "
         f"{numbers.count(len(ranked))}):",
@@ -84,12 +84,12 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
         cells = [
             r.group_id,
             status,
-            numbers.count(r.plan.moves),
-            numbers.count(r.plan.warmups),
-            numbers.count(r.plan.rounds),
+            numbers.count(r.plan.moves if r.plan else None),
+            numbers.count(r.plan.warmups if r.plan else None),
+            numbers.count(r.plan.rounds if r.plan else None),
             r.restore_figure,
             numbers.count(kip.restore_offsets) if kip else numbers.NOT_COMPUTED,
-            numbers.duration(r.plan.estimated_seconds),
+            numbers.duration(r.plan.estimated_seconds if r.plan else None),
         ]
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     if len(ranked) > top:

@@ -72,7 +72,7 @@ def _long(rows: Sequence[GroupRow], metric: str) -> tuple[pd.DataFrame, list[Ass
         if any(a in r.baselines for r in rows):
             present.append(a)
     for r in rows:
-        costs = {Assignor.PLAN: r.plan, **r.baselines}
+        costs = {**({Assignor.PLAN: r.plan} if r.plan is not None else {}), **r.baselines}
         for a in present:
             value = getattr(costs[a], metric) if a in costs else None
             if value is not None:
@@ -133,7 +133,7 @@ def grouped_bars(frame: pd.DataFrame, present: Sequence[Assignor], order: Sequen
 
 def largest(rows: Sequence[GroupRow], metric: str, title: str, axis: str) -> Chart | None:
     """The groups with the most ``metric`` under the plan, each bar beside the baselines' figure."""
-    chosen = sorted((r for r in rows if getattr(r.plan, metric)), key=lambda r: -(getattr(r.plan, metric) or 0))
+    chosen = sorted((r for r in rows if r.figure(metric)), key=lambda r: -(r.figure(metric) or 0))
     frame, present = _long(chosen[:TOP_GROUPS], metric)
     if frame.empty:
         return None

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import fields
 
-from pyspark.sql import DataFrame, Row, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as sf
 
+from assignor.cost import COST_COLUMNS, PlanCost
 from jobs.lakehouse.lake import Lake
+from jobs.pipeline.plan_record import cost_of
 from jobs.pipeline.report_only import plan_reach
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
 from jobs.report.gaps import reporting_gaps
 from jobs.report.model import (
     Assignor,
-    Cost,
     FailedExpectation,
     GroupDetail,
     GroupRow,
@@ -25,12 +25,7 @@ from jobs.report.model import (
     Report,
 )
 
-_COST = tuple(f.name for f in fields(Cost))
 HISTORY = 30  # plans shown in a group's history, newest first
-
-
-def _cost(r: Row) -> Cost:
-    return Cost(r["moves"], r["warmups"], r["rounds"], r["restore_offsets"], r["estimated_seconds"])
 
 
 def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
@@ -47,15 +42,17 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     # Plans rows written before the settings columns existed change nothing.
     changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     chosen = plans.select(
-        "plan_id", "group_id", "status", "reason", *_COST, "max_load_skew_before", "max_load_skew_after", "draining",
-        "source_age_ms", "missing_offset_sums", *changes,
+        "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
+        "draining", "source_age_ms", "missing_offset_sums", *changes,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
-    baselines: dict[str, dict[Assignor, Cost]] = {}
+    baselines: dict[str, dict[Assignor, PlanCost]] = {}
     known = {a.value for a in Assignor if a is not Assignor.PLAN}
     for r in _in(lake.read("plan_baselines", snapshot_id), "plan_id", ids).collect():
-        if r["assignor"] in known:  # an assignor this report does not know is left out, never mislabelled
-            baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = _cost(r)
+        cost = cost_of(r.asDict())
+        # An assignor this report does not know is left out, never mislabelled.
+        if r["assignor"] in known and cost is not None:
+            baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = cost
     reach = plan_reach(lake, snapshot_id)
     checks = {
         r["plan_id"]: (int(r["passed"]), int(r["total"]))
@@ -70,7 +67,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             group_id=r["group_id"],
             status=r["status"],
             reason=r["reason"],
-            plan=_cost(r),
+            plan=cost_of(r.asDict()),
             baselines=baselines.get(r["plan_id"], {}),
             skew_before=r["max_load_skew_before"],
             skew_after=r["max_load_skew_after"],

@@ -6,19 +6,19 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from assignor.cost import PlanCost
 from jobs.pipeline.status import PlanStatus
 from jobs.report.model import (
     BASELINES,
     Aggregate,
     Assignor,
     BaselineComparison,
-    Cost,
     Fleet,
     GroupRow,
     MetricComparison,
 )
 
-# (Cost field, label, the figure read first): groups change in parallel, so time and rounds are read as the longest.
+# (PlanCost field, label, the figure read first): groups change in parallel, so time and rounds are read as the longest.
 METRICS = (
     ("moves", "moves", "total"),
     ("warmups", "warmups", "total"),
@@ -45,7 +45,7 @@ def aggregate(values: Sequence[float | None]) -> Aggregate | None:
     )
 
 
-def _metric(cost: Callable[[GroupRow], Cost | None], metric: str) -> Callable[[GroupRow], float | None]:
+def _metric(cost: Callable[[GroupRow], PlanCost | None], metric: str) -> Callable[[GroupRow], float | None]:
     def value(row: GroupRow) -> float | None:
         c = cost(row)
         return None if c is None else getattr(c, metric)
@@ -56,7 +56,9 @@ def _metric(cost: Callable[[GroupRow], Cost | None], metric: str) -> Callable[[G
 def importance(row: GroupRow) -> tuple[float, float, float, str]:
     """Sort key, most important first: most offsets to restore, then the longest, then the most moves."""
     p = row.plan
-    return (-(p.restore_offsets or 0), -(p.estimated_seconds or 0.0), -(p.moves or 0), row.group_id)
+    if p is None:
+        return (0, 0.0, 0, row.group_id)
+    return (-p.restore_offsets, -p.estimated_seconds, -p.moves, row.group_id)
 
 
 def summarize(snapshot_id: str, rows: Sequence[GroupRow]) -> Fleet:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from assignor.cost import PlanCost
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON
 from jobs.pipeline.status import PlanStatus
 from jobs.report.numbers import count, duration, plural
@@ -38,17 +39,6 @@ BASELINES = (Assignor.KIP441, Assignor.STREAMS_BROKER)
 
 
 @dataclass(frozen=True)
-class Cost:
-    """What bringing one group to its end state costs (a plan's numbers, or a baseline assignor's)."""
-
-    moves: int | None
-    warmups: int | None
-    rounds: int | None
-    restore_offsets: int | None
-    estimated_seconds: float | None
-
-
-@dataclass(frozen=True)
 class GroupRow:
     """One group's plan in the snapshot, as the table of groups shows it."""
 
@@ -56,8 +46,8 @@ class GroupRow:
     group_id: str
     status: str
     reason: str | None
-    plan: Cost
-    baselines: Mapping[Assignor, Cost]  # only the baselines computed for this plan
+    plan: PlanCost | None  # None for a plan without one (REJECTED)
+    baselines: Mapping[Assignor, PlanCost]  # only the baselines computed for this plan
     skew_before: float | None
     skew_after: float | None
     checks_passed: int
@@ -69,11 +59,17 @@ class GroupRow:
     settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
     steered_streams: bool = False  # a streams-protocol group the brokers' assignor honors plans for
 
+    def figure(self, metric: str) -> int | float | None:
+        """One PlanCost field of the plan (``metric``: its name); None for a plan without a cost."""
+        return None if self.plan is None else getattr(self.plan, metric)
+
     @property
     def restore_figure(self) -> str:
         """The plan's offsets to restore, ``≥ n`` when replicas without offset sums are not counted in it."""
+        if self.plan is None:
+            return count(None)
         figure = count(self.plan.restore_offsets)
-        return f"≥ {figure}" if self.missing_offset_sums and self.plan.restore_offsets is not None else figure
+        return f"≥ {figure}" if self.missing_offset_sums else figure
 
     @property
     def source_note(self) -> str:
@@ -224,7 +220,7 @@ class BaselineComparison:
 class MetricComparison:
     """One metric: the plans over every group, and each baseline beside the plans on the same groups."""
 
-    metric: str  # a Cost field
+    metric: str  # a PlanCost field
     label: str
     headline: str  # "total" or "maximum": the figure a person reads first
     plan: Aggregate | None

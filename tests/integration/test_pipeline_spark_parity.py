@@ -13,9 +13,11 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
+from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.history import owners_at
 from jobs.pipeline.lags import task_lags
-from jobs.pipeline.plan import PLANNED_SCHEMA, explode_assignments, plan_groups, planning_input
+from jobs.pipeline.plan import plan_groups
+from jobs.pipeline.plan_record import PLANNED_SCHEMA, explode_assignments
 from jobs.pipeline.restore_rates import RestoreRates
 from jobs.pipeline.targets import HISTORY_DDL
 from jobs.settings import Kip441Settings, Settings

@@ -50,7 +50,7 @@ def test_report_reads_the_lake_and_compares_with_kip441_only_where_it_was_comput
     restore = next(c for c in fleet.comparisons if c.metric == "restore_offsets")
     assert headline_value(restore.plan, "total") == sum(p["restore_offsets"] or 0 for p in plans)
     # The most offsets to restore first.
-    restores = [r.plan.restore_offsets or 0 for r in report.rows]
+    restores = [r.figure("restore_offsets") or 0 for r in report.rows]
     assert restores == sorted(restores, reverse=True)
 
     # Each group's detail: the target per instance is the plan's last step, and the schedule has every step.

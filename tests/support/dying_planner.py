@@ -6,12 +6,12 @@ import os
 import signal
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
 from assignor import AssignmentConfigs
 from jobs.pipeline.baselines import baseline_records
-from jobs.pipeline.plan import PlanCall, plan_table
+from jobs.pipeline.group_input import PlanningRows, first_value
+from jobs.pipeline.plan_record import PlanCall, plan_table
 
 POISON = "poison"
 
@@ -28,9 +28,9 @@ def plan_or_die(rows: pa.Table, call: PlanCall) -> pa.Table:
 
 
 def baselines_or_die(
-    rows: pd.DataFrame, configs: AssignmentConfigs, restore_rate: float | None
+    rows: PlanningRows, configs: AssignmentConfigs, restore_rate: float | None
 ) -> list[dict[str, Any]]:
     """baseline_records, except that group POISON kills its process."""
-    if rows["group_id"].iloc[0] == POISON:
+    if first_value(rows, "group_id") == POISON:
         die()
     return baseline_records(rows, configs, restore_rate)

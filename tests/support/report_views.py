@@ -3,17 +3,18 @@ and the report served inside Airflow)."""
 
 from __future__ import annotations
 
+from assignor.cost import PlanCost
 from jobs.report.detail import placements, schedule
 from jobs.report.fleet import importance, summarize
-from jobs.report.model import Assignor, Cost, FailedExpectation, GroupDetail, GroupRow, Held, PlanVersion, Report
+from jobs.report.model import Assignor, FailedExpectation, GroupDetail, GroupRow, Held, PlanVersion, Report
 
 LONG_PID = "3f2a9c4e-7b1d-4e8a-9f00-5d2c1b7a6e91"
 HOSTILE = "<script>alert(1)</script>|*g*"
 
 
 def row(i: int, status: str = "VALIDATED", kip: bool = True, group: str | None = None) -> GroupRow:
-    plan = Cost(moves=i, warmups=i, rounds=i + 1, restore_offsets=1_000 * i, estimated_seconds=60.0 * i)
-    baselines = {Assignor.KIP441: Cost(i + 2, i + 3, i + 2, 3_000 * i + 500, 120.0 * i)} if kip else {}
+    plan = PlanCost(moves=i, warmups=i, rounds=i + 1, restore_offsets=1_000 * i, estimated_seconds=60.0 * i)
+    baselines = {Assignor.KIP441: PlanCost(i + 2, i + 3, i + 2, 3_000 * i + 500, 120.0 * i)} if kip else {}
     return GroupRow(f"s/g{i}", group or f"g{i}", status, None, plan, baselines, 0.5, 0.0, 7, 7)
 
 

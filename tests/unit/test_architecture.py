@@ -96,3 +96,34 @@ def test_the_environment_is_read_only_at_entry_points(folder: str) -> None:
         if "os.environ" in text or "getenv(" in text:
             readers.add(str(path.relative_to(ROOT)))
     assert readers <= ENVIRONMENT_READERS, readers - ENVIRONMENT_READERS
+
+
+# Stage-to-stage imports not yet moved into a shared module: observe reads the broker's membership with extract's
+# reader (read_membership); it moves when the observe stage's own rework lands.
+STAGE_IMPORTS_NOT_YET_MOVED = {("observe", "extract")}
+
+
+def _stage_modules() -> set[str]:
+    """The pipeline's stage modules: those the stage registry (the composition root) takes a ``run_*`` from."""
+    registry = ast.parse((ROOT / "jobs/pipeline/registry.py").read_text())
+    return {
+        node.module.removeprefix("jobs.pipeline.")
+        for node in ast.walk(registry)
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("jobs.pipeline.")
+        and any(alias.name.startswith("run_") for alias in node.names)
+    }
+
+
+def test_no_stage_imports_another_stage() -> None:
+    stages = _stage_modules()
+    assert {"extract", "plan", "baselines", "validate"} <= stages  # the registry is read as it is written
+    crossing = {
+        (stage, imported.removeprefix("jobs.pipeline."))
+        for stage in stages
+        for imported in _imports(ROOT / "jobs/pipeline" / f"{stage}.py")
+        if imported.removeprefix("jobs.pipeline.") in stages - {stage}
+    }
+    # Shared pieces (group input, the plan record, the per-group runner, ...) live in modules of their own.
+    assert crossing == STAGE_IMPORTS_NOT_YET_MOVED

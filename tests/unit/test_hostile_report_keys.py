@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from assignor.task import TaskId
-from jobs.pipeline.intake import SCHEMA_VIOLATION, Quarantined, Report, intake_records, parse_report
+from jobs.pipeline.intake import SCHEMA_VIOLATION, GroupTask, Quarantined, Report, intake_records, parse_report
 from tests.support.pipeline_kafka import report, stateful_topology
 
 HUGE = "9" * 5_000  # past Python's 4,300-digit limit of int() from text
@@ -60,7 +60,7 @@ def test_a_hostile_report_fails_nothing_but_itself(change: str) -> None:
     intake = intake_records(records, partitions, captured_at=h["reported_at"], stale_age_ms=1)
     assert [r.key for r, _ in intake.reports] == ["h/p1"]
     assert [(q.key, q.reason.split(":", 1)[0]) for q in intake.quarantine] == [("g/p1", SCHEMA_VIOLATION)]
-    assert intake.tasks == [("h", "0_0", 0, 0, True)]
+    assert intake.tasks == [GroupTask("h", "0_0", 0, 0, True)]
 
 
 def test_the_largest_ids_kafka_allows_are_kept() -> None:

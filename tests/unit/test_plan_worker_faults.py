@@ -15,8 +15,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from assignor import AssignmentConfigs
+from jobs.lakehouse.tables import table_schema
 from jobs.pipeline import plan
 from jobs.pipeline.baselines import baselines_udf
+from jobs.pipeline.plan_record import PLANNED_SCHEMA, PlanCall, plan_table
 from jobs.pipeline.restore_rates import RestoreRates
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.workers import WorkerDied, release_pools, run_alone, run_on_workers
@@ -50,25 +52,28 @@ def _rows(*group_ids: str) -> pa.Table:
 
 
 def test_a_group_that_kills_its_worker_is_rejected_and_the_rest_of_its_call_are_planned(spark: SparkSession) -> None:
-    schema = to_arrow_schema(spark.createDataFrame([], plan.PLANNED_SCHEMA).schema)
+    schema = to_arrow_schema(spark.createDataFrame([], PLANNED_SCHEMA).schema)
     configs, rates = AssignmentConfigs(), RestoreRates()
     udf = plan.planner_udf(configs, rates, 1, 2, schema, planner=plan_or_die)
     out = {r["group_id"]: r for r in udf(_rows("g1", POISON, "g2")).to_pylist()}
     assert out.keys() == {"g1", POISON, "g2"}
     assert out[POISON]["status"] == PlanStatus.REJECTED and out[POISON]["assignments"] == []
     assert "worker process planning this group alone died" in out[POISON]["reason"]
-    call = plan.PlanCall(configs, {g: rates.for_group(g) for g in ("g1", "g2")}, 1, schema)
-    expected = plan.plan_table(_rows("g1", "g2"), call)
+    call = PlanCall(configs, {g: rates.for_group(g) for g in ("g1", "g2")}, 1, schema)
+    expected = plan_table(_rows("g1", "g2"), call)
     assert [out["g1"], out["g2"]] == expected.to_pylist()
     # The next call is planned by fresh shared workers, as if nothing had happened.
     assert udf(_rows("g1", "g2")).to_pylist() == expected.to_pylist()
 
 
-def test_a_group_whose_baselines_kill_the_worker_goes_without_and_the_next_group_gets_them() -> None:
-    replay = baselines_udf(AssignmentConfigs(), RestoreRates(), 2, records=baselines_or_die)
-    assert replay(_rows(POISON).to_pandas()).empty
-    after = replay(_rows("g1").to_pandas())
-    assert set(after["group_id"]) == {"g1"} and len(after) > 0
+def test_a_group_whose_baselines_kill_the_worker_goes_without_and_the_next_group_gets_them(
+    spark: SparkSession,
+) -> None:
+    schema = to_arrow_schema(spark.createDataFrame([], table_schema("plan_baselines").ddl).schema)
+    replay = baselines_udf(AssignmentConfigs(), RestoreRates(), 2, schema, records=baselines_or_die)
+    assert replay(_rows(POISON)).num_rows == 0
+    after = replay(_rows("g1"))
+    assert set(after.column("group_id").to_pylist()) == {"g1"} and after.num_rows > 0
 
 
 def test_calls_running_alone_at_once_each_find_their_death_and_leave_the_main_module_as_it_was() -> None:

@@ -64,7 +64,7 @@ def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas
     try:
         modules = started[0].submit(_modules).result(timeout=120)
         assert worker_pool(1) is started[0]  # one pool: a later call gets the same workers
-        assert "jobs.pipeline.plan" in modules and "scipy.optimize" in modules
+        assert "jobs.pipeline.plan_record" in modules and "scipy.optimize" in modules
         assert "pandas" not in modules  # a second of each worker's start, for nothing a worker uses
     finally:
         release_pools()

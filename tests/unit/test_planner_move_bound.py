@@ -53,10 +53,10 @@ def test_a_restarted_lagging_instance_gets_a_plan_that_beats_kip441_everywhere()
     kip441 = simulate(Scenario("kip441", group, configs, max_rounds=500))
     assert kip441.converged
     assert plan.target != settled  # the planner's own plan, not the fallback to KIP-441's end state
-    assert plan.metrics["moves"] <= kip441.total_moves
-    assert plan.metrics["warmups"] <= kip441.total_warmups
-    assert plan.metrics["rounds"] <= len(kip441.rounds)
-    assert plan.metrics["restore_offsets"] < kip441.total_restored_offsets / 10
+    assert plan.cost.moves <= kip441.total_moves
+    assert plan.cost.warmups <= kip441.total_warmups
+    assert plan.cost.rounds <= len(kip441.rounds)
+    assert plan.cost.restore_offsets < kip441.total_restored_offsets / 10
 
 
 @given(cases(max_clients=8, max_tasks=60))

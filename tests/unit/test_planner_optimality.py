@@ -139,7 +139,7 @@ def test_scale_out_3_to_4_plans_exactly_3_moves() -> None:
     scenario = builtin_scenario("scale-out-3-to-4")
     group = simulate(scenario).rounds[0].group  # I4 has joined
     plan = plan_group(group, scenario.configs)
-    assert plan.metrics["moves"] == 3
-    assert plan.metrics["rounds"] == 3  # two probing rebalances (warmups 2 + 1), then the target
-    assert plan.metrics["max_load_skew_after"] == 0
+    assert plan.cost.moves == 3
+    assert plan.cost.rounds == 3  # two probing rebalances (warmups 2 + 1), then the target
+    assert plan.max_load_skew_after == 0
     assert {len(ca.active) for ca in plan.target.clients.values()} == {3}

@@ -40,7 +40,7 @@ def test_every_step_is_valid_and_each_builds_on_the_previous_one(case: Case) -> 
     plan = check_steps(case)
     assert not plan.steps[-1].probing_rebalance_needed
     assert all(s.probing_rebalance_needed for s in plan.steps[:-1])
-    assert plan.metrics["rounds"] == len(plan.steps)
+    assert plan.cost.rounds == len(plan.steps)
 
 
 @given(cases(max_clients=12, max_tasks=120))
@@ -50,7 +50,7 @@ def test_the_target_is_valid_and_balanced(case: Case) -> None:
     assert not any(ca.warmup for ca in plan.target.clients.values())
     replicas = replica_balance_feasible(case.group, case.configs)
     assert balance_violations(plan.target, case.group, replicas=replicas) == []
-    assert plan.metrics["max_load_skew_after"] <= 1
+    assert plan.max_load_skew_after <= 1
 
 
 @given(cases(max_clients=12, max_tasks=120))
@@ -58,10 +58,10 @@ def test_planner_is_never_worse_than_the_baseline(case: Case) -> None:
     plan = plan_group(case.group, case.configs)
     base = baseline(case.group, case.configs)
     assert base.converged
-    assert plan.metrics["moves"] <= base.total_moves
-    assert plan.metrics["warmups"] <= base.total_warmups
-    assert plan.metrics["rounds"] <= len(base.rounds)
-    assert plan.metrics["restore_offsets"] <= base.total_restored_offsets
+    assert plan.cost.moves <= base.total_moves
+    assert plan.cost.warmups <= base.total_warmups
+    assert plan.cost.rounds <= len(base.rounds)
+    assert plan.cost.restore_offsets <= base.total_restored_offsets
 
 
 @given(cases(max_clients=8, max_tasks=60))
@@ -69,7 +69,7 @@ def test_a_converged_group_gets_a_one_step_plan_without_changes(case: Case) -> N
     settled = catch_up_fully(case.group, plan_group(case.group, case.configs).target)
     plan = plan_group(settled, case.configs)
     assert len(plan.steps) == 1
-    assert plan.metrics["moves"] == 0 and plan.metrics["warmups"] == 0
+    assert plan.cost.moves == 0 and plan.cost.warmups == 0
     assert plan.target == plan_group(case.group, case.configs).target
 
 
@@ -77,7 +77,7 @@ def test_a_converged_group_gets_a_one_step_plan_without_changes(case: Case) -> N
 def test_estimated_seconds_counts_a_probing_interval_per_step(case: Case) -> None:
     plan = plan_group(case.group, case.configs, restore_rate=1_000.0)
     interval = case.configs.probing_rebalance_interval_ms / 1000
-    assert plan.metrics["estimated_seconds"] >= interval * (len(plan.steps) - 1)
+    assert plan.cost.estimated_seconds >= interval * (len(plan.steps) - 1)
 
 
 def replayed_end_state(group: GroupState, configs: AssignmentConfigs) -> GroupAssignment | None:
@@ -108,5 +108,5 @@ def test_without_a_restore_rate_the_estimate_uses_the_default_and_says_so() -> N
         changelog_end_offset_sums=dict.fromkeys(tasks, 50_000),
     )
     unset, given_rate = plan_group(group, AssignmentConfigs()), plan_group(group, AssignmentConfigs(), restore_rate=1e9)
-    assert unset.metrics["restore_rate"] == DEFAULT_RESTORE_RATE and given_rate.metrics["restore_rate"] == 1e9
-    assert unset.metrics["estimated_seconds"] >= given_rate.metrics["estimated_seconds"]
+    assert unset.restore_rate == DEFAULT_RESTORE_RATE and given_rate.restore_rate == 1e9
+    assert unset.cost.estimated_seconds >= given_rate.cost.estimated_seconds

@@ -33,9 +33,9 @@ def _settled_with_lagging_standbys(lag: int) -> GroupState:
 def test_caught_up_copies_cost_no_restore_for_the_plan_or_either_baseline() -> None:
     configs = AssignmentConfigs(num_standby_replicas=1)  # acceptable.recovery.lag 10,000
     group = _settled_with_lagging_standbys(5_000)
-    assert plan_group(group, configs).metrics["restore_offsets"] == 0
+    assert plan_group(group, configs).cost.restore_offsets == 0
     for name in BASELINE_ASSIGNORS:
-        assert baseline_cost(group, configs, name).restore_offsets == 0, name
+        assert baseline_cost(group, configs, name).cost.restore_offsets == 0, name
     # Past the acceptable lag the same copies do cost restore, to the baselines as to a plan's own measure.
     lagging = _settled_with_lagging_standbys(20_000)
     lags = LagIndex.of(lagging, configs)
@@ -57,4 +57,4 @@ def test_a_baselines_restore_covers_what_its_final_replicas_owed_at_the_start(ca
         for pid, ca in final.clients.items()
         for t in (ca.active | ca.standby | ca.warmup) & case.group.stateful_tasks
     )
-    assert baseline_cost(case.group, case.configs, "kip441").restore_offsets >= owed
+    assert baseline_cost(case.group, case.configs, "kip441").cost.restore_offsets >= owed

@@ -7,7 +7,7 @@ import pandas as pd
 
 from assignor import AssignmentConfigs
 from assignor.estimate import DEFAULT_RESTORE_RATE
-from jobs.pipeline import plan
+from jobs.pipeline.plan_record import plan_record
 from jobs.pipeline.restore_rates import InstanceRestore, RateSource, RestoreRates
 from tests.support.planning_rows import two_client_rows
 
@@ -44,9 +44,9 @@ def _rows() -> pd.DataFrame:
 
 def test_the_plan_records_its_rate_and_where_it_came_from() -> None:
     rate, source = RestoreRates.observed(OBSERVED).for_group("g1")
-    observed = plan.plan_record(_rows(), AssignmentConfigs(), rate, created_at=1, rate_source=source)
+    observed = plan_record(_rows(), AssignmentConfigs(), rate, created_at=1, rate_source=source)
     assert (observed["restore_rate"], observed["restore_rate_source"]) == (30_000.0, "observed")
-    default = plan.plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
+    default = plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
     assert (default["restore_rate"], default["restore_rate_source"]) == (DEFAULT_RESTORE_RATE, "default")
     # p2 restores one task of 20M offsets: at 3x the default rate it takes a third of the time.
     assert observed["estimated_seconds"] < default["estimated_seconds"]

@@ -51,7 +51,7 @@ def test_an_unknown_offset_on_an_empty_changelog_still_costs_a_warmup_round() ->
     )
     configs = AssignmentConfigs()
     assert not assign_high_availability(group, configs).probing_rebalance_needed
-    assert plan_group(group, configs).metrics["rounds"] == 1
+    assert plan_group(group, configs).cost.rounds == 1
 
 
 def test_rack_tags_yield_to_balance() -> None:

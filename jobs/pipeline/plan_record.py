@@ -1,0 +1,221 @@
+"""The plan record: one planned group as a PLANNED_SCHEMA row (plans' planner columns plus its steps), and the one
+place a plan's cost becomes table columns and back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import accumulate
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from assignor import AssignmentConfigs, GroupPlan, GroupState, PlanCost, Role, TaskId, plan_group
+from assignor.cost import COST_COLUMNS
+from jobs.lakehouse.tables import table_schema
+from jobs.pipeline.group_input import PlanningRows, first_value, group_state, groups_of
+from jobs.pipeline.restore_rates import RateSource
+from jobs.pipeline.status import PlanStatus
+
+log = logging.getLogger(__name__)
+
+# One row per planned group, so one call returns one row per group: the plans columns the planner fills (marked
+# "written_by": "plan" in the table's schema file), plus every (step, process, task, role) of its steps as an
+# array of plan_assignments' own columns, which explode_assignments turns into plan_assignments rows.
+PLANNED_COLUMNS = table_schema("plans").written_by("plan")
+GROUP_IDS = ("plan_id", "snapshot_id", "group_id")
+STEP_COLUMNS = tuple(c for c in table_schema("plan_assignments").column_names if c not in GROUP_IDS)
+PLANNED_SCHEMA = (
+    table_schema("plans").select_ddl(PLANNED_COLUMNS)
+    + f", assignments array<{table_schema('plan_assignments').struct_ddl(STEP_COLUMNS)}>"
+)
+_ACTIVE, _STANDBY, _WARMUP = Role.ACTIVE.name, Role.STANDBY.name, Role.WARMUP.name
+
+
+def plan_id_of(snapshot_id: str, group_id: str) -> str:
+    """A plan's id: one plan per group per snapshot, so re-planning a snapshot finds the same ids."""
+    return f"{snapshot_id}/{group_id}"
+
+
+def cost_columns(cost: PlanCost) -> dict[str, int | float]:
+    """A cost as the plans and plan_baselines columns of the same names."""
+    return asdict(cost)
+
+
+def cost_of(row: Mapping[str, Any]) -> PlanCost | None:
+    """The cost a plans or plan_baselines row holds; None for a row without one (a REJECTED plan)."""
+    if any(row[c] is None for c in COST_COLUMNS):
+        return None
+    return PlanCost(**{c: row[c] for c in COST_COLUMNS})
+
+
+def plan_rows(planned: DataFrame, group_settings: DataFrame) -> DataFrame:
+    """plans rows from the planner's output, with each group's KIP-441 settings the plan was made with, where they
+    came from and what they change (``group_settings``: group_settings.settings_frame), in the table's order."""
+    joined = planned.join(group_settings, "group_id", "left")
+    present = set(joined.columns)
+    return joined.select(*[c for c in table_schema("plans").column_names if c in present])
+
+
+def is_noop(plan: GroupPlan, group: GroupState) -> bool:
+    """Balanced already: the target is what the group runs now and nothing needs a probing rebalance."""
+    if len(plan.steps) != 1 or plan.steps[0].probing_rebalance_needed:
+        return False
+    return all(
+        plan.target.clients[c.process_id].active == c.previous_active
+        and plan.target.clients[c.process_id].standby == c.previous_standby
+        for c in group.clients
+    )
+
+
+def step_assignments(plan: GroupPlan) -> dict[str, list[Any]]:
+    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, column by column (STEP_COLUMNS),
+    each process's entries ordered by task."""
+    # Columns, not a dict per entry: a group has hundreds of entries, and Arrow takes columns without a walk
+    # over dicts. Role names are read once, not per entry (an enum's name is a property).
+    columns = _no_steps()
+    numbers, pids, tasks, roles = (columns[c] for c in STEP_COLUMNS)
+    names: dict[TaskId, str] = {}
+    for number, step in enumerate(plan.steps, start=1):
+        for pid in sorted(step.clients):
+            held = step.clients[pid]
+            entries = sorted(
+                [
+                    *((t, _ACTIVE) for t in held.active),
+                    *((t, _STANDBY) for t in held.standby),
+                    *((t, _WARMUP) for t in held.warmup),
+                ]
+            )
+            numbers.extend([number] * len(entries))
+            pids.extend([pid] * len(entries))
+            for task, role in entries:
+                name = names.get(task)
+                if name is None:
+                    name = names[task] = str(task)
+                tasks.append(name)
+                roles.append(role)
+    return columns
+
+
+def _no_steps() -> dict[str, list[Any]]:
+    return {c: [] for c in STEP_COLUMNS}
+
+
+def plan_record(
+    rows: PlanningRows,
+    configs: AssignmentConfigs,
+    restore_rate: float | None,
+    created_at: int,
+    drains: Mapping[str, frozenset[str]] | None = None,
+    rate_source: RateSource | None = None,
+) -> dict[str, Any]:
+    """One group's PLANNED_SCHEMA row; a group whose input the assignor refuses (or an impossible drain, see
+    ``drains``: group_id -> processes to drain) gets a REJECTED row saying why. ``rate_source`` says where
+    ``restore_rate`` came from (default: the settings when given, else the assignor's default)."""
+    out = unplanned_record(rows, created_at, drains)
+    snapshot_id, group_id = out["snapshot_id"], out["group_id"]
+    if rate_source is None:
+        rate_source = RateSource.DEFAULT if restore_rate is None else RateSource.SETTINGS
+    try:
+        group = group_state(rows)
+        plan = plan_group(group, configs, restore_rate=restore_rate, draining=frozenset(out["draining"] or ()))
+    except ValueError as err:  # InvalidGroupState and friends: this group's input, not the run, is bad
+        return rejected(out, f"planning failed: {err}")
+    except Exception as err:  # a planner fault on one group must not cost the rest of the fleet its plans
+        log.exception("planning %s/%s failed", snapshot_id, group_id)
+        return rejected(out, f"planning failed: internal error {type(err).__name__}: {err}")
+    out.update(cost_columns(plan.cost))
+    out.update(
+        status=PlanStatus.NOOP if is_noop(plan, group) else PlanStatus.PENDING,
+        max_load_skew_before=plan.max_load_skew_before,
+        max_load_skew_after=plan.max_load_skew_after,
+        restore_rate=float(plan.restore_rate),
+        restore_rate_source=str(rate_source),
+        move_order=[str(t) for t in plan.move_order] or None,
+        reason=None,
+        assignments=step_assignments(plan),
+    )
+    return out
+
+
+def unplanned_record(
+    rows: PlanningRows, created_at: int, drains: Mapping[str, frozenset[str]] | None
+) -> dict[str, Any]:
+    """A group's PLANNED_SCHEMA row before planning: its ids, every other column null (``drains`` as in
+    plan_record)."""
+    snapshot_id, group_id = first_value(rows, "snapshot_id"), first_value(rows, "group_id")
+    # Every column present, null where a rejected group has no value: the engine checks the UDF's column names.
+    out: dict[str, Any] = dict.fromkeys(PLANNED_COLUMNS)
+    out |= {
+        "plan_id": plan_id_of(snapshot_id, group_id),
+        "snapshot_id": snapshot_id,
+        "group_id": group_id,
+        "created_at": created_at,
+        "draining": sorted((drains or {}).get(group_id, frozenset())) or None,
+    }
+    return out
+
+
+def rejected(out: dict[str, Any], reason: str) -> dict[str, Any]:
+    """``out`` (an unplanned_record) as a REJECTED row saying why, with no steps."""
+    out.update(status=PlanStatus.REJECTED, reason=reason, assignments=_no_steps(), move_order=None)
+    return out
+
+
+@dataclass(frozen=True)
+class PlanCall:
+    """What every planner call of a run plans with, beside its rows: ``rates`` is group_id -> restore rate and its
+    source for the call's groups; ``schema`` the Arrow form of PLANNED_SCHEMA; ``drains`` as in plan_record;
+    ``group_configs`` each group's own settings (group_settings.py), ``configs`` for a group it lacks."""
+
+    configs: AssignmentConfigs
+    rates: Mapping[str, tuple[float, RateSource]]
+    created_at: int
+    schema: pa.Schema
+    drains: Mapping[str, frozenset[str]] | None = None
+    group_configs: Mapping[str, AssignmentConfigs] = field(default_factory=dict)
+
+
+def plan_table(rows: pa.Table, call: PlanCall) -> pa.Table:
+    """plan_record on Arrow: several groups' rows in, one PLANNED_SCHEMA row per group out, each at its rate.
+    Both conversions happen here, in whichever process plans: a group's row holds hundreds of nested assignment
+    structs, and converting them where the engine calls the UDF (one GIL for every engine thread under Sail) was
+    the stage's bottleneck."""
+    records = []
+    for group in groups_of(rows):
+        group_id = first_value(group, "group_id")
+        rate, source = call.rates[group_id]
+        configs = call.group_configs.get(group_id, call.configs)
+        records.append(plan_record(group, configs, rate, call.created_at, call.drains, source))
+    return planned_arrow(records, call.schema)
+
+
+def died_alone(rows: pa.Table, call: PlanCall) -> pa.Table:
+    """The row of a group whose planning killed its worker process while it was planned alone: REJECTED, saying so."""
+    record = unplanned_record(next(groups_of(rows)), call.created_at, call.drains)
+    log.error("planning %s/%s killed its worker process", record["snapshot_id"], record["group_id"])
+    reason = "planning failed: the worker process planning this group alone died (out of memory, or a crash)"
+    return planned_arrow([rejected(record, reason)], call.schema)
+
+
+def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """plan_record rows as an Arrow table of ``schema``, built column by column."""
+    arrays = [pa.array([r[name] for r in records], type=schema.field(name).type) for name in PLANNED_COLUMNS]
+    steps = [r["assignments"] for r in records]
+    offsets = pa.array(list(accumulate((len(s["step"]) for s in steps), initial=0)), type=pa.int32())
+    entry: pa.StructType = schema.field("assignments").type.value_type
+    values = pa.StructArray.from_arrays(
+        [pa.array([v for s in steps for v in s[c]], type=entry.field(c).type) for c in STEP_COLUMNS],
+        fields=[entry.field(c) for c in STEP_COLUMNS],
+    )
+    arrays.append(pa.ListArray.from_arrays(offsets, values, type=schema.field("assignments").type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def explode_assignments(planned: DataFrame) -> DataFrame:
+    """plan_assignments rows from the planner's ``assignments`` column, one per struct."""
+    entries = planned.select("plan_id", "snapshot_id", "group_id", sf.explode("assignments").alias("entry"))
+    return entries.select("plan_id", "snapshot_id", "group_id", *[sf.col(f"entry.{c}").alias(c) for c in STEP_COLUMNS])
