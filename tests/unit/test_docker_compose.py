@@ -30,6 +30,7 @@ OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assign
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
     "RBP_PLAN_KEY_ID": "k1",
+    "RBP_APPROVERS": "3,4",
     "RBP_PLAN_SIGNING_KEY_PEM": "/etc/rbp/k1.pem",
     "AIRFLOW_JWT_SECRET": "j",
     "AIRFLOW_API_SECRET_KEY": "s",
