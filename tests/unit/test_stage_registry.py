@@ -30,7 +30,8 @@ def test_every_registered_stage_is_a_subcommand_taking_its_options() -> None:
     for stage in registry.STAGES.values():
         argv = [stage.name]
         for argument in stage.arguments:
-            argv += [argument.flag] if argument.action == "store_true" else [argument.flag, "x"]
+            value = "x" if argument.type is None else "1"  # a typed option (seconds, say) takes a number
+            argv += [argument.flag] if argument.action == "store_true" else [argument.flag, value]
         args = parser.parse_args(argv)
         assert args.command == stage.name
 
