@@ -52,6 +52,7 @@ from jobs.local.streams_fleet import (
     StreamsFleetConfig,
     assignment,
     at_target,
+    events_settled,
     generation,
     handovers,
     rebalances,
@@ -119,16 +120,26 @@ def streams_group(fleet: StreamsFleet) -> BrokerStreamsGroup | None:
     return next((g for g in read.groups if g.group_id == c.application_id), None)
 
 
+def start_three_and_count(fleet: StreamsFleet, records: int, tag: str, console: Console) -> None:
+    """Start instances i1..i3 and wait, showing progress, until their changelog holds every input record."""
+    for name in ("i1", "i2", "i3"):
+        fleet.start(name)
+    wait_until(
+        watching(
+            lambda: fleet.changelog_records() >= records,
+            lambda: f"{tag} changelog records: {fleet.changelog_records():,} of {records:,}",
+            console,
+        ),
+        1800,
+        "the input to be counted",
+        poll_s=2,
+    )
+
+
 def streams_settled(fleet: StreamsFleet) -> bool:
     """``settled`` for a streams-protocol group: the coordinator's view comes from the broker's streams-group
     description (the Admin client's consumer-group calls do not see these groups)."""
-    held: list[str] = []
-    for instance in fleet.live():
-        now = assignment(instance)
-        if now is None or now[1] or processing(instance) != now[0]:
-            return False
-        held.extend(now[0])
-    if sorted(held) != sorted(fleet.config.tasks):
+    if not events_settled(fleet):
         return False  # the events are enough to say no; the broker is asked (a JVM run) only when they say yes
     group = streams_group(fleet)
     if group is None or group.state != "Stable":
@@ -248,18 +259,7 @@ def run_streams(mode: str, partitions: int, records: int, console: Console) -> d
         with StreamsFleet(config) as fleet:
             tag = f"\\[streams {mode}]"
             fleet.produce(records, keys=records)
-            for name in ("i1", "i2", "i3"):
-                fleet.start(name)
-            wait_until(
-                watching(
-                    lambda: fleet.changelog_records() >= records,
-                    lambda: f"{tag} changelog records: {fleet.changelog_records():,} of {records:,}",
-                    console,
-                ),
-                1800,
-                "the input to be counted",
-                poll_s=2,
-            )
+            start_three_and_count(fleet, records, tag, console)
             three = watching(lambda: streams_settled(fleet), lambda: holdings(fleet), console)
             wait_until(three, 300, "three to settle", poll_s=2)
             plan = None
@@ -344,18 +344,7 @@ def run(mode: str, partitions: int, records: int, console: Console) -> dict[str,
             console.log(f"\\[{mode}] producing {records:,} input records")
             produced = fleet.produce(records, keys=records)
             console.log(f"\\[{mode}] produced in {produced['ms'] / 1000:.1f} s; three instances count them")
-            for name in ("i1", "i2", "i3"):
-                fleet.start(name)
-            wait_until(
-                watching(
-                    lambda: fleet.changelog_records() >= records,
-                    lambda: f"\\[{mode}] changelog records: {fleet.changelog_records():,} of {records:,}",
-                    console,
-                ),
-                1800,
-                "the input to be counted",
-                poll_s=2,
-            )
+            start_three_and_count(fleet, records, f"\\[{mode}]", console)
             wait_until(watching(lambda: settled(fleet), lambda: holdings(fleet), console), 300, "three to settle")
             plan = None
             if mode == "plan":

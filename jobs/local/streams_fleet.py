@@ -489,15 +489,21 @@ def settled(fleet: StreamsFleet) -> bool:
     but not joined (it logs an empty assignment at start), and a stopped instance stays a member until its session
     expires. Bouncing an instance of such a group is no rolling bounce of a settled one (its departure and the
     newcomer's join meet in one rebalance)."""
+    return events_settled(fleet) and fleet.coordinator_assignment() == {
+        i.process_id: processing(i) for i in fleet.live()
+    }
+
+
+def events_settled(fleet: StreamsFleet) -> bool:
+    """What the instances' own events say of ``settled``: each processes exactly its actives, holds no standby,
+    and together they process every task once (the coordinator's view is asked separately, and only after)."""
     held: list[str] = []
     for instance in fleet.live():
         now = assignment(instance)
         if now is None or now[1] or processing(instance) != now[0]:
             return False
         held.extend(now[0])
-    if sorted(held) != sorted(fleet.config.tasks):
-        return False
-    return fleet.coordinator_assignment() == {i.process_id: processing(i) for i in fleet.live()}
+    return sorted(held) == sorted(fleet.config.tasks)
 
 
 def at_target(fleet: StreamsFleet, target: GroupAssignment) -> bool:
