@@ -39,7 +39,7 @@ DELAY_MS = 60_000
 # the stop; a group that got its member back settles in ~10-20 s at that load.
 DEFER_S = 90
 SETTLE_S = 180
-# The plugin's line when it defers (PlanHonoringTaskAssignor.deferred): "deferring: [<pid>, ...] away, ...".
+# The plugin's line when it defers (Deferring.apply): "deferring: [<pid>, ...] away, ...".
 _DEFERRING = re.compile(r"deferring: \[([^\]]*)\] away, (\d+) task\(s\) held")
 _ASSIGNED = ("KIP-441 fallback assignment", "honoring plan", "deferring: ")
 

@@ -215,7 +215,7 @@ class PlanHonoringTaskAssignorTest {
                     r.get("settings"));
         }
         assertEquals("max_warmup_replicas 2 -> 1, num_standby_replicas 1 -> 0, probing_rebalance_interval_ms 600000 -> "
-                + "10000", PlanHonoringTaskAssignor.settingsChanges(new io.rebalanceplanner.core.PlanConfigs(
+                + "10000", Honoring.settingsChanges(new io.rebalanceplanner.core.PlanConfigs(
                         100L, 1, 0, 10_000L), app.assignmentConfigs()));
     }
 

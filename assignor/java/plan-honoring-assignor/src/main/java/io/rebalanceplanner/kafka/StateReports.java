@@ -19,7 +19,6 @@ import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscrip
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
-import org.apache.kafka.streams.processor.assignment.ApplicationState;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
@@ -140,12 +139,12 @@ public final class StateReports {
      * offset sums are derived from its lags, for every task it has state for; without them the reports carry
      * lags only and {@code offsetSumsError} says why.
      */
-    public static Pending pending(String groupId, ApplicationState app, TaskAssignment assignment,
+    public static Pending pending(String groupId, Map<ProcessId, KafkaStreamsState> states,
+            Map<TaskId, TaskInfo> tasks, AssignmentConfigs own, TaskAssignment assignment,
             Map<String, ClientTasks> withWarmups, Map<String, Map<Task, Long>> lags, Map<Task, Long> endOffsetSums,
             String offsetSumsError, String planId, String fallbackReason, long nowMs) {
-        Map<ProcessId, KafkaStreamsState> states = app.kafkaStreamsStates(false);
-        Map<String, Object> topology = topology(app.allTasks());
-        Map<String, Object> ownSettings = settings(app.assignmentConfigs());
+        Map<String, Object> topology = topology(tasks);
+        Map<String, Object> ownSettings = settings(own);
         Map<String, KafkaStreamsAssignment> byPid = new HashMap<>();
         for (KafkaStreamsAssignment a : assignment.assignment()) {
             byPid.put(a.processId().id().toString(), a);
