@@ -34,7 +34,8 @@ from jobs.lakehouse.engine import spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.local.spark_connect import LocalSparkConnect
 from jobs.local.synthetic import SyntheticGroup, fleet_end_offsets, fleet_partitions, fleet_records, synthetic_group
-from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.extract import write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan

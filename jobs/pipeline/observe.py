@@ -20,7 +20,7 @@ from pyspark.sql import functions as sf
 from assignor import ClientAssignment, GroupAssignment, TaskId
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.extract import read_membership
+from jobs.pipeline.broker_reads import read_membership
 from jobs.pipeline.intake import BrokerGroup, Report, parse_records
 from jobs.pipeline.observe_streams import (
     follow_steps,

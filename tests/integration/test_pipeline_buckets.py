@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
 from jobs.local.synthetic import fleet_end_offsets, fleet_partitions, fleet_records, synthetic_group
-from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.extract import write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan

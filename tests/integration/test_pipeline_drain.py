@@ -13,7 +13,8 @@ from assignor import ClientAssignment
 from jobs.lakehouse.lake import Lake
 from jobs.local.synthetic import fleet_end_offsets, fleet_partitions, fleet_records, synthetic_group
 from jobs.pipeline.approve import run_approve
-from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.extract import write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan

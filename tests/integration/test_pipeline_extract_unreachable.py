@@ -15,7 +15,7 @@ import pytest
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration import tasks as orchestration
 from jobs.orchestration.tasks import Runtime, TaskFailed, retryable, run_stage
-from jobs.pipeline.extract import ConnectRetry, await_broker
+from jobs.pipeline.broker_reads import ConnectRetry, await_broker
 from jobs.pipeline.stage import BrokerUnreachable, StageUnavailable
 from jobs.processes import free_port
 from jobs.settings import Settings
@@ -56,7 +56,7 @@ def test_retries_back_off_exponentially_and_stop_after_the_configured_attempts(
     bootstrap = closed_bootstrap()
     retry = ConnectRetry(attempts=4, backoff_s=0.1, backoff_max_s=0.3, timeout_s=5)
     assert [retry.delay(n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.3, 0.3]
-    caplog.set_level("WARNING", logger="jobs.pipeline.extract")
+    caplog.set_level("WARNING", logger="jobs.pipeline.broker_reads")
     with pytest.raises(BrokerUnreachable) as raised:
         await_broker(Settings(), bootstrap, retry)
     err = raised.value

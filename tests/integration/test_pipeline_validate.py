@@ -22,7 +22,8 @@ from jobs.local.synthetic import (
     fleet_records,
     synthetic_group,
 )
-from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.extract import write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.plan import run_plan

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobs.lakehouse.lake import Lake
-from jobs.pipeline.extract import BrokerState, write_snapshot
+from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.extract import write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.streams_groups import GROUP_METADATA
 from tests.support.pipeline_kafka import report, stateful_topology

@@ -32,7 +32,8 @@ from jobs.local.streams_fleet import (
     stopped_tasks,
 )
 from jobs.pipeline.approve import run_approve
-from jobs.pipeline.extract import read_membership, run_extract
+from jobs.pipeline.broker_reads import read_membership
+from jobs.pipeline.extract import run_extract
 from jobs.pipeline.lags import run_lags
 from jobs.pipeline.observe import run_observe
 from jobs.pipeline.plan import run_plan

@@ -7,7 +7,8 @@ import hashlib
 import json
 
 from jobs.lakehouse.tables import table_schema
-from jobs.pipeline.extract import BrokerState, bronze_rows
+from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.extract import bronze_rows
 from jobs.pipeline.intake import Intake, Quarantined, parse_report
 from jobs.pipeline.quarantine import (
     CAP_SOURCE,
