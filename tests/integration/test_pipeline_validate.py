@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -56,32 +55,11 @@ def planned_lake(
     return lake, {r["group_id"]: r["plan_id"] for r in lake.read("plans", "s1").collect()}
 
 
-def one_standby(root: Path) -> Settings:
-    return Settings(lake_root=root, kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1)
-
-
-@pytest.fixture(scope="module")
-def planned(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """The four groups planned once per engine: extract, lags and plan are the slow part, and the two tests that
-    break plans differently each start from a copy of the same planned lake."""
-    root = tmp_path_factory.mktemp("planned") / "lake"
-    _, plans = planned_lake(spark, root, one_standby(root))
-    return root, plans
-
-
-def planned_copy(
-    spark: SparkSession, planned: tuple[Path, dict[str, str]], tmp_path: Path
-) -> tuple[Lake, dict[str, str], Settings]:
-    """A test's own copy of the planned lake (Delta tables address their files relative to the table)."""
-    root = tmp_path / "lake"
-    shutil.copytree(planned[0], root)
-    return Lake(spark, root), planned[1], one_standby(root)
-
-
-def test_broken_plans_are_rejected_with_the_expectation_named(
-    spark: SparkSession, planned: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
-    lake, plans, settings = planned_copy(spark, planned, tmp_path)
+def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSession, tmp_path: Path) -> None:
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
+    lake, plans = planned_lake(spark, settings.lake_root, settings)
     step1 = lake.read("plan_assignments", "s1").where(sf.col("step") == 1).collect()
 
     def held(plan_id: str) -> dict[str, set[str]]:
@@ -125,10 +103,11 @@ def test_broken_plans_are_rejected_with_the_expectation_named(
     assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")
 
 
-def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(
-    spark: SparkSession, planned: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
-    lake, plans, settings = planned_copy(spark, planned, tmp_path)
+def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
+    settings = Settings(
+        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
+    )
+    lake, plans = planned_lake(spark, settings.lake_root, settings)
     assignments = DeltaTable(str(lake.path("plan_assignments")))
     rows = lake.read("plan_assignments", "s1").collect()
     caught_up = {
