@@ -73,8 +73,10 @@ def wait_for_convergence(
         for g, plan in live_plans.items():
             if g not in times and live.converged(g, plan):
                 times[g] = time.monotonic() - scaled_at
-                how = " (assigned by our broker-side assignor)" if g == STREAMS_GROUP else ""
-                say(f"  {g} converged to plan {plan.plan_id} after {times[g]:.1f}s{how}")
+                if g == STREAMS_GROUP:  # assigned by the broker: the first step came with publish, not the newcomer
+                    say(f"  {g} runs plan {plan.plan_id} (assigned by our broker-side assignor since publish)")
+                else:
+                    say(f"  {g} converged to plan {plan.plan_id} after {times[g]:.1f}s")
         return set(times) == set(live_plans)
 
     wait_until(all_converged, timeout_s, "the live groups to converge to their plans", poll_s=1.0)
