@@ -1,6 +1,7 @@
-"""The demo's live groups: Kafka Streams applications, each the reference app's JVMs with the plan-honoring
-plugin, behind the few questions the demo asks of them. (Python groups honor plans through the Python runtime;
-`rebalance-planner fleet` runs those.)"""
+"""The demo's live groups: Kafka Streams applications, the reference app's JVMs, behind the few questions the demo
+asks of them. Three run the classic protocol with the plan-honoring plugin; one runs Kafka Streams' own protocol
+(KIP-1071, ``group.protocol=streams``), assigned by the broker, where our broker-side assignor honors its plan.
+(Python groups honor plans through the Python runtime; `rebalance-planner fleet` runs those.)"""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.local.streams_fleet import LIGHT, StreamsFleet, StreamsFleetConfig, at_target, processed_once
 from jobs.settings import Settings
 
-LIVE_GROUPS = ("orders", "payments", "clicks")
+CLASSIC_GROUPS = ("orders", "payments", "clicks")
+STREAMS_GROUP = "ledger"  # on the streams protocol: planned from the broker's description, steered by the broker
+LIVE_GROUPS = (*CLASSIC_GROUPS, STREAMS_GROUP)
 SCALED_OUT, NEWCOMER = "orders", "i4"
 INSTANCES = ("i1", "i2", "i3")
+STREAMS_INSTANCES = ("i1", "i2")  # two: the machine runs eleven JVMs besides the broker and Airflow
 PARTITIONS = 6
 # The reference app counts per input value, so its input gets distinct values (its produce mode): ~1,000
 # changelog records per counting task, well beyond the demo's acceptable lag.
@@ -42,18 +46,20 @@ class LiveGroups:
         return str(self.settings.kafka_bootstrap)
 
     def start(self, stack: ExitStack) -> None:
-        """Per group: its input written, then three instances. Ten JVMs share the machine with the broker, Airflow
+        """Per group: its input written, then its instances. A dozen JVMs share the machine with the broker, Airflow
         and the planner, so each runs with the light footprint (jobs.local.streams_fleet.LIGHT)."""
         s = self.settings
         for group in LIVE_GROUPS:
+            streams = group == STREAMS_GROUP
             config = StreamsFleetConfig(
                 self.bootstrap, self.root / group, group, PARTITIONS, s.plan_verify_keys, configs=s.kip441.configs(),
                 reports_topic=s.reports_topic, plans_topic=s.plans_topic,
-                plan_check_interval_ms=PLAN_CHECK_INTERVAL_MS,
+                plan_check_interval_ms=PLAN_CHECK_INTERVAL_MS, plugin=not streams,
+                group_protocol="streams" if streams else "classic",
             )  # fmt: skip
             fleet = stack.enter_context(StreamsFleet(LIGHT.apply(config)))
             fleet.produce(RECORDS, keys=RECORDS)
-            for name in INSTANCES:
+            for name in STREAMS_INSTANCES if streams else INSTANCES:
                 fleet.start(name)
             self.fleets[group] = fleet
 

@@ -122,3 +122,9 @@ def test_no_stage_imports_another_stage() -> None:
     }
     # Shared pieces (group input, the plan record, the per-group runner, ...) live in modules of their own.
     assert crossing == set()
+
+
+def test_the_demo_is_split_into_modules_of_under_200_lines() -> None:
+    # One module per phase of the demo (issue 31): none grows back into a single long script.
+    long = {p.name: n for p in (ROOT / "jobs" / "demo").glob("*.py") if (n := len(p.read_text().splitlines())) >= 200}
+    assert not long, long

@@ -11,7 +11,9 @@ import pytest
 
 from jobs.cli.main import _build_parser
 from jobs.demo.engine import DELTA_SPARK_PREFIX, CommitEngines, DemoEngine
-from jobs.demo.run import DemoError, _airflow_env, _check_engine, _demo_settings
+from jobs.demo.outcome import check_engine
+from jobs.demo.progress import DemoError
+from jobs.demo.start import airflow_env, demo_settings
 from jobs.local.airflow import LocalAirflow
 from jobs.settings import Settings
 
@@ -26,8 +28,8 @@ def no_remote(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def task_settings(engine: DemoEngine, root: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """The settings an Airflow task of the demo reads: the demo's Airflow environment, then Settings()."""
-    settings = _demo_settings(root, "127.0.0.1:9092", engine)
-    env = LocalAirflow(root / "airflow", extra_env=_airflow_env(settings)).env()
+    settings = demo_settings(root, "127.0.0.1:9092", engine)
+    env = LocalAirflow(root / "airflow", extra_env=airflow_env(settings)).env()
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -67,9 +69,9 @@ def test_demo_on_sail_keeps_the_tasks_off_a_spark_remote_set_in_the_environment(
     engine = DemoEngine.choose("sail", REMOTE, tmp_path / "jvm")
     assert (engine.name, engine.remote, engine.server) == ("sail", None, None)
     monkeypatch.setenv("SPARK_REMOTE", REMOTE)
-    settings = _demo_settings(tmp_path, "127.0.0.1:9092", engine)
+    settings = demo_settings(tmp_path, "127.0.0.1:9092", engine)
     assert settings.spark_remote is None
-    assert "SPARK_REMOTE" not in LocalAirflow(tmp_path / "airflow", extra_env=_airflow_env(settings)).env()
+    assert "SPARK_REMOTE" not in LocalAirflow(tmp_path / "airflow", extra_env=airflow_env(settings)).env()
 
 
 def write_commits(table: Path, engines: list[str]) -> None:
@@ -98,7 +100,7 @@ def test_a_demo_on_its_own_spark_server_fails_when_a_table_holds_another_engines
     own = DemoEngine.choose("spark", None, tmp_path / "jvm")
     try:
         with pytest.raises(DemoError, match=r"task_lags: sail-delta-lake:0\.7\.2"):
-            _check_engine(own, settings)
+            check_engine(own, settings)
     finally:
         own.close()
-    _check_engine(DemoEngine.choose("spark", REMOTE, tmp_path / "jvm"), settings)  # any server: only counted
+    check_engine(DemoEngine.choose("spark", REMOTE, tmp_path / "jvm"), settings)  # any server: only counted

@@ -36,22 +36,26 @@ public final class PlanCache {
      * @param plan the newest verified plan, or null after a verified withdrawal
      * @param highestSequence the highest verified {@code sequence} (plan or withdrawal): lower ones are replays
      * @param lastRejection why the newest record after it was refused ({@code "<code>: <detail>"}), or null
+     * @param ledger the group's folded records: {@link PlanLedger#choice} is what to honor and what to report, the
+     *     classic plugin's rule
      */
-    public record Entry(String groupId, Plan plan, long highestSequence, String lastRejection) {}
+    public record Entry(String groupId, Plan plan, long highestSequence, String lastRejection, PlanLedger ledger) {}
 
     /** What assignors read: immutable, swapped whole. */
     public static final class Snapshot {
-        static final Snapshot NOT_LOADED = new Snapshot(Map.of(), Map.of(), false, "not read yet");
+        static final Snapshot NOT_LOADED = new Snapshot(Map.of(), Map.of(), Map.of(), false, "not read yet");
 
         private final Map<String, Entry> byGroup;
         private final Map<String, List<String>> groupsByProcess;
+        private final Map<String, List<String>> withdrawnByProcess;
         private final boolean loaded;
         private final String readError;
 
-        Snapshot(Map<String, Entry> byGroup, Map<String, List<String>> groupsByProcess, boolean loaded,
-                String readError) {
+        Snapshot(Map<String, Entry> byGroup, Map<String, List<String>> groupsByProcess,
+                Map<String, List<String>> withdrawnByProcess, boolean loaded, String readError) {
             this.byGroup = byGroup;
             this.groupsByProcess = groupsByProcess;
+            this.withdrawnByProcess = withdrawnByProcess;
             this.loaded = loaded;
             this.readError = readError;
         }
@@ -63,6 +67,14 @@ public final class PlanCache {
         /** The groups whose plan's target names this process id (normally zero or one). */
         public List<String> groupsOf(String processId) {
             return groupsByProcess.getOrDefault(processId, List.of());
+        }
+
+        /**
+         * The groups without a plan now whose last verified plan's target named this process id (it was withdrawn):
+         * still matched, so that a replay after the withdrawal is reported as one, not as "no plan".
+         */
+        public List<String> withdrawnGroupsOf(String processId) {
+            return withdrawnByProcess.getOrDefault(processId, List.of());
         }
 
         /** Whether the plans topic has been read to its end once: before that, "no plan" means "not known yet". */
@@ -85,6 +97,8 @@ public final class PlanCache {
     private final Map<String, Entry> entries = new HashMap<>();
     private final Map<String, PlanLedger> ledgers = new HashMap<>();
     private final Map<String, byte[]> deferred = new LinkedHashMap<>();
+    /** Per group, the process ids of its newest verified plan's target (kept after a withdrawal of that plan). */
+    private final Map<String, List<String>> lastTargets = new HashMap<>();
     private final AtomicLong verified = new AtomicLong();
     private final AtomicLong rejected = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
@@ -119,6 +133,9 @@ public final class PlanCache {
         PlanLedger after = before.offer(value, verifier, nowMs);
         if (after.verified() != before.verified()) {
             verified.incrementAndGet();
+            if (after.verified().outcome() == Verdict.Outcome.PLAN) {
+                lastTargets.put(groupId, List.copyOf(after.verified().plan().target().keySet()));
+            }
             ledgers.put(groupId, after);
             entries.put(groupId, entryOf(after));
             deferred.remove(groupId);
@@ -145,7 +162,7 @@ public final class PlanCache {
         Plan plan = v.outcome() == Verdict.Outcome.PLAN ? v.plan() : null;
         String why = ledger.rejection() != null ? ledger.rejection().fallbackReason()
                 : plan == null ? v.fallbackReason() : null;
-        return new Entry(ledger.groupId(), plan, ledger.highestSequence(), why);
+        return new Entry(ledger.groupId(), plan, ledger.highestSequence(), why, ledger);
     }
 
     /** Verify again the records that were dated in the future (writer thread only). */
@@ -165,16 +182,22 @@ public final class PlanCache {
             return;
         }
         Map<String, List<String>> byProcess = new HashMap<>();
+        Map<String, List<String>> withdrawnByProcess = new HashMap<>();
         for (Entry e : entries.values()) {
-            if (e.plan() == null) {
-                continue;
-            }
-            for (String pid : e.plan().target().keySet()) {
-                byProcess.computeIfAbsent(pid, k -> new ArrayList<>(1)).add(e.groupId());
+            if (e.plan() != null) {
+                for (String pid : e.plan().target().keySet()) {
+                    byProcess.computeIfAbsent(pid, k -> new ArrayList<>(1)).add(e.groupId());
+                }
+            } else {
+                for (String pid : lastTargets.getOrDefault(e.groupId(), List.of())) {
+                    withdrawnByProcess.computeIfAbsent(pid, k -> new ArrayList<>(1)).add(e.groupId());
+                }
             }
         }
         byProcess.replaceAll((pid, groups) -> List.copyOf(groups));
-        snapshot = new Snapshot(Map.copyOf(entries), Map.copyOf(byProcess), loaded, loaded ? null : readError);
+        withdrawnByProcess.replaceAll((pid, groups) -> List.copyOf(groups));
+        snapshot = new Snapshot(Map.copyOf(entries), Map.copyOf(byProcess), Map.copyOf(withdrawnByProcess), loaded,
+                loaded ? null : readError);
         changed = false;
     }
 

@@ -6,6 +6,7 @@ import io.rebalanceplanner.core.Honor;
 import io.rebalanceplanner.core.LagIndex;
 import io.rebalanceplanner.core.LiveAssignment;
 import io.rebalanceplanner.core.Plan;
+import io.rebalanceplanner.core.PlanLedger;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
@@ -156,15 +157,23 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
         if (!match.found()) {
             return Decided.fallback(match.groupId(), match.code(), match.detail(), null);
         }
-        Plan plan = match.entry().plan();
-        if (now > plan.validUntil()) {
-            return Decided.fallback(match.groupId(), "expired", "plan " + plan.planId() + " expired at "
-                    + plan.validUntil() + " (now " + now + ")", rejected);
+        // The classic plugin's rule (PlanLedger.choice): the verified plan while valid, whatever the refused newest
+        // record was; else none, reporting the refused record first (what the operators last published), then why
+        // the verified record is not usable (expired, withdrawn).
+        PlanLedger.Choice choice = match.entry().ledger().choice(now);
+        if (choice.plan() == null) {
+            return Decided.fallback(match.groupId(), choice.reasonCode(), detailOf(choice.reason(),
+                    choice.reasonCode()), rejected);
         }
+        Plan plan = choice.plan();
         FitCheck.Unfit unfit = FitCheck.unfitReason(plan.target(), view.group, plan.configs());
         if (unfit != null) {
-            return Decided.fallback(match.groupId(), unfit.code(), "plan " + plan.planId() + ": " + unfit.detail(),
-                    rejected);
+            // A kept plan that does not fit: the refused newest record is the news, as for the plugin.
+            return choice.reason() != null
+                    ? Decided.fallback(match.groupId(), choice.reasonCode(), detailOf(choice.reason(),
+                            choice.reasonCode()), rejected)
+                    : Decided.fallback(match.groupId(), unfit.code(), "plan " + plan.planId() + ": " + unfit.detail(),
+                            rejected);
         }
         LagIndex lags = new LagIndex(view.processIds, view.lags, view.noStateLags,
                 plan.configs().acceptableRecoveryLag());
@@ -178,6 +187,12 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
         }
         return new Decided(assignment, match.groupId(), plan.planId(), null, null, honored.followupRebalance(),
                 warmups, rejected);
+    }
+
+    /** The detail of a {@code "<code>: <detail>"} reason. */
+    private static String detailOf(String reason, String code) {
+        String prefix = code + ": ";
+        return reason != null && reason.startsWith(prefix) ? reason.substring(prefix.length()) : reason;
     }
 
     private PlanCache.Snapshot snapshot(BrokerAssignorSettings s) {

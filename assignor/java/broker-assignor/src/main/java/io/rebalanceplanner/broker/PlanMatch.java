@@ -13,7 +13,9 @@ import java.util.TreeSet;
  * the application's config), its value is the group id; members that disagree make the match ambiguous. Otherwise
  * the group is the one whose plan's target names any of the members' process ids (Kafka Streams process ids are
  * random UUIDs kept in the state directory, so two groups share one only by mistake); two such plans are ambiguous.
- * A group matched this way is then checked in full by the fit check (every member known to the target, ...).
+ * A group matched this way is then checked in full by the fit check (every member known to the target, ...). A group
+ * whose plan was withdrawn stays matched by the process ids of that plan while no live plan names the members, so
+ * that what its ledger says (withdrawn, or a replay refused after it) is reported rather than "no plan".
  *
  * @param groupId the matched group, or null
  * @param code null when a plan was found; otherwise {@code no_plan} or {@code ambiguous_plan}
@@ -30,12 +32,16 @@ record PlanMatch(String groupId, PlanCache.Entry entry, String code, String deta
             if (entry == null) {
                 return new PlanMatch(groupId, null, "no_plan", "no verified plan for group " + groupId);
             }
-            return entry.plan() == null ? new PlanMatch(groupId, entry, "withdrawn", "the plan of group " + groupId
-                    + " was withdrawn") : new PlanMatch(groupId, entry, null, null);
+            return new PlanMatch(groupId, entry, null, null); // the ledger's choice says withdrawn, expired, ...
         }
         Set<String> groups = new TreeSet<>(CodePoints.ORDER);
         for (String pid : view.processIds) {
             groups.addAll(plans.groupsOf(pid));
+        }
+        if (groups.isEmpty()) {
+            for (String pid : view.processIds) {
+                groups.addAll(plans.withdrawnGroupsOf(pid));
+            }
         }
         if (groups.isEmpty()) {
             return new PlanMatch(null, null, "no_plan", "no verified plan names any of the "

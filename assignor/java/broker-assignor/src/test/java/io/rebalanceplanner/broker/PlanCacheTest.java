@@ -107,6 +107,7 @@ class PlanCacheTest {
         PlanCache.Entry e = cache.snapshot().entry("g");
         assertNull(e.plan());
         assertEquals(List.of(), cache.snapshot().groupsOf("p1"));
+        assertEquals(List.of("g"), cache.snapshot().withdrawnGroupsOf("p1"), "still matched, to report the replay");
     }
 
     @Test

@@ -180,6 +180,92 @@ class PlanFollowingTaskAssignorTest {
         assertEquals(1, assignor.metrics().fallbacks("expired"));
     }
 
+    /** The scale-out plan's record with one signed field changed: its signature no longer verifies. */
+    private byte[] tampered(long sequence) {
+        String record = new String(signer.plan("g", "plan-forged", sequence, sequence + HOUR,
+                Signer.configs(100, 2, 0), Map.of("p1", Map.of("active", List.of("0_0", "0_1", "0_2", "0_3"))),
+                List.of()), StandardCharsets.UTF_8);
+        return record.replace("\"approved_by\":\"alice\"", "\"approved_by\":\"mallory\"")
+                .getBytes(StandardCharsets.UTF_8);
+    }
+
+    private void offer(byte[] record, long at) {
+        cache.offer("g".getBytes(StandardCharsets.UTF_8), record, at);
+        cache.publish(true, null);
+    }
+
+    @Test
+    void tamperedNewestRecordLeavesTheVerifiedPlanHonoredAndIsReported() {
+        scaleOutPlan(2);
+        offer(tampered(NOW + 10), NOW + 10);
+        Map<String, Map<String, Set<String>>> got = run(scaleOutGroup().build(), fourStateful);
+        assertEquals(Set.of("0_2", "0_3"), got.get("p2").get("standby"), "the verified plan's first step");
+        Decision d = decisions.poll();
+        assertEquals("plan-g", d.planId());
+        assertTrue(d.rejectedRecord().startsWith("bad_signature: "), d.rejectedRecord());
+    }
+
+    @Test
+    void keptPlanThatNoLongerFitsReportsTheRefusedNewestRecordAsThePluginDoes() {
+        scaleOutPlan(2);
+        offer(tampered(NOW + 10), NOW + 10);
+        Specs specs = scaleOutGroup();
+        specs.member("m9", "p9");
+        GroupSpecImpl spec = specs.build();
+        assertEquals(new StickyTaskAssignor().assign(spec, fourStateful), assignor.assign(spec, fourStateful));
+        Decision d = decisions.poll();
+        assertEquals("bad_signature", d.reasonCode(), d.fallbackReason());
+        assertEquals("g", d.groupId());
+    }
+
+    @Test
+    void expiredPlanWithARefusedNewerRecordReportsTheRefusedRecord() {
+        scaleOutPlan(2);
+        offer(tampered(NOW + 10), NOW + 10);
+        clock.set(NOW + HOUR + 1);
+        GroupSpecImpl spec = scaleOutGroup().build();
+        assertEquals(new StickyTaskAssignor().assign(spec, fourStateful), assignor.assign(spec, fourStateful));
+        assertEquals("bad_signature", decisions.poll().reasonCode());
+    }
+
+    @Test
+    void withdrawnPlanStaysMatchedByItsProcessIdsAndSaysWithdrawn() {
+        scaleOutPlan(2);
+        offer(signer.withdrawal("g", "plan-g", NOW + 10), NOW + 10);
+        GroupSpecImpl spec = scaleOutGroup().build();
+        assertEquals(new StickyTaskAssignor().assign(spec, fourStateful), assignor.assign(spec, fourStateful));
+        Decision d = decisions.poll();
+        assertEquals("withdrawn", d.reasonCode());
+        assertEquals("g", d.groupId());
+    }
+
+    @Test
+    void replayAfterAWithdrawalFallsBackAsReplayed() {
+        scaleOutPlan(2);
+        byte[] honored = signer.plan("g", "plan-g", NOW, NOW + HOUR, Signer.configs(100, 2, 0),
+                Map.of("p1", Map.of("active", List.of("0_0", "0_1")), "p2", Map.of("active", List.of("0_2", "0_3"))),
+                List.of("0_2", "0_3"));
+        offer(signer.withdrawal("g", "plan-g", NOW + 10), NOW + 10);
+        offer(honored, NOW + 20); // the same signed record again: below the withdrawal's sequence
+        GroupSpecImpl spec = scaleOutGroup().build();
+        assertEquals(new StickyTaskAssignor().assign(spec, fourStateful), assignor.assign(spec, fourStateful));
+        Decision d = decisions.poll();
+        assertEquals("replayed", d.reasonCode(), d.fallbackReason());
+        assertEquals("g", d.groupId());
+        assertEquals(1, assignor.metrics().fallbacks("replayed"));
+    }
+
+    @Test
+    void livePlanOfAnotherGroupWinsOverAWithdrawnOneNamingTheSameProcess() {
+        scaleOutPlan(2);
+        offer(signer.withdrawal("g", "plan-g", NOW + 10), NOW + 10);
+        publish("h", Map.of("p1", Map.of("active", List.of("0_0", "0_1")),
+                "p2", Map.of("active", List.of("0_2", "0_3"))), 2, 0, List.of("0_2", "0_3"));
+        assignor.assign(scaleOutGroup().build(), fourStateful);
+        Decision d = decisions.poll();
+        assertEquals("plan-h", d.planId());
+    }
+
     @Test
     void planThatDoesNotKnowAMemberFallsBackToSticky() {
         scaleOutPlan(2);

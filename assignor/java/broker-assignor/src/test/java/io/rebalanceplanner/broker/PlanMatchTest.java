@@ -85,7 +85,7 @@ class PlanMatchTest {
     }
 
     @Test
-    void taggedGroupWhosePlanWasWithdrawnSaysSo() throws UnfitGroupException {
+    void groupWhosePlanWasWithdrawnStaysMatchedForItsLedgerToSaySo() throws UnfitGroupException {
         PlanCache cache = new PlanCache(new PlanVerifier(signer.verifyKeys(), 60_000), 100);
         byte[] key = "g".getBytes(StandardCharsets.UTF_8);
         cache.offer(key, signer.plan("g", "plan-g", NOW, NOW + 3_600_000, Signer.configs(100, 2, 0),
@@ -95,12 +95,15 @@ class PlanMatchTest {
         Specs specs = new Specs();
         specs.member("m1", "p1").tag(TAG, "g");
         PlanMatch tagged = PlanMatch.find(cache.snapshot(), view(specs));
-        assertEquals("withdrawn", tagged.code());
-        assertEquals("the plan of group g was withdrawn", tagged.detail());
+        assertTrue(tagged.found());
+        assertEquals("withdrawn", tagged.entry().ledger().choice(NOW + 2).reasonCode());
         Specs untagged = new Specs();
         untagged.member("m1", "p1");
-        assertEquals("no_plan", PlanMatch.find(cache.snapshot(), view(untagged)).code(),
-                "a withdrawn plan names no process any more");
+        PlanMatch byProcess = PlanMatch.find(cache.snapshot(), view(untagged));
+        assertEquals("g", byProcess.groupId(), "matched by the withdrawn plan's process ids: a replay says replayed");
+        Specs stranger = new Specs();
+        stranger.member("m2", "p2");
+        assertEquals("no_plan", PlanMatch.find(cache.snapshot(), view(stranger)).code());
     }
 
     @Test
