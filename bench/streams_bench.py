@@ -41,7 +41,7 @@ from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_gr
 from assignor.protocol.plan_keys import PlanSigner
 from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import read_latest_by_key
-from assignor.runtime.topics import ensure_topics
+from jobs.kafka_topics import ensure_topics
 from jobs.lakehouse.engine import spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.live.streams import group_decision

@@ -27,8 +27,8 @@ from kafka.errors import ClusterAuthorizationFailedError, SecurityDisabledError
 from kafka.errors import KafkaError as PyKafkaError
 
 from assignor.runtime.kafka_io import kafka_python_security
-from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.kafka_acls import Principals, acl_bindings, apply_acls
+from jobs.kafka_topics import TopicSpec, ensure_topics
 
 # A report or plan is at most 1 MiB (the contract's bound); the batch around it adds a key, headers and ~100
 # bytes of framing, and Kafka's own default (1 MiB + 12) would refuse the largest. 2 MiB leaves room for both.
@@ -68,7 +68,7 @@ def product_topics(
     reports_topic: str, plans_topic: str, partitions: int = 1, replication_factor: int = -1
 ) -> list[TopicSpec]:
     """The reports and plans topics as the product needs them: compacted (latest record per key), records up to
-    1 MiB, segments that roll hourly so compaction keeps up (``assignor.runtime.topics``)."""
+    1 MiB, segments that roll hourly so compaction keeps up (``jobs.kafka_topics``)."""
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     return [
         TopicSpec(name, partitions, compacted=True, replication_factor=replication_factor, config=config)

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 
 from assignor import AssignmentConfigs
 from assignor.protocol.reported_settings import ReportedSettings
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.local.synthetic import SyntheticGroup, synthetic_group
 
 SCALE = 1_000  # synthetic changelogs hold ~200k records per partition; the demo writes 1/1000 of that

@@ -18,7 +18,7 @@ from types import TracebackType
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.local.jvm import DEFAULT_JVM_DIR, classpath_dir, private_tmpdir
 from jobs.local.server_process import ServerProcess
 from jobs.processes import free_port

@@ -23,7 +23,7 @@ from assignor.runtime.events import read_events
 from assignor.runtime.group_assignor import Subtopology, Topology
 from assignor.runtime.instance import EVENTS_FILE
 from assignor.runtime.state_dir import StateDirectory
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.processes import spawn
 from jobs.provisioning import product_topics
 

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import Withdrawal
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.pipeline import approval_files
 from jobs.pipeline.approval_record import ApprovalRecord

@@ -11,7 +11,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.streams_assignor import ASSIGNOR_NAME, broker_assignor
 from jobs.polling import wait_until

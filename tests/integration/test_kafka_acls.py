@@ -12,9 +12,9 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from assignor.runtime.topics import TopicError, TopicSpec, ensure_topics
 from jobs.cli.main import main
 from jobs.kafka_acls import Principals, acl_bindings, apply_acls
+from jobs.kafka_topics import TopicError, TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.extract import run_extract

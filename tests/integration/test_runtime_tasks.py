@@ -18,7 +18,7 @@ from assignor.runtime.processors import ChangelogWrite, InputRecord, StoreReader
 from assignor.runtime.protocol import AssignmentInfo
 from assignor.runtime.state_dir import StateDirectory
 from assignor.runtime.tasks import TaskManager
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.local.broker import EmbeddedBroker
 from jobs.polling import wait_until
 

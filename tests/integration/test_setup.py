@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType  # type: ignore[attr-defined]
 
-from assignor.runtime.topics import TopicSpec, ensure_topics
 from jobs.cli.main import main
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.local.broker import EmbeddedBroker
 from jobs.provisioning import MAX_MESSAGE_BYTES
 

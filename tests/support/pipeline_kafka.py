@@ -10,7 +10,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from assignor.runtime.reports import REPORT_SCHEMA_VERSION
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 
 
 def create_topics(bootstrap: str, partitions: Mapping[str, int], compacted: Sequence[str] = ()) -> None:

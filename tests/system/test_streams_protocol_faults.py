@@ -20,8 +20,8 @@ from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from assignor.runtime.kafka_io import read_latest_by_key
-from assignor.runtime.topics import TopicSpec, ensure_topics
 from assignor.task import TaskId
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.live.read import read_streams_status
 from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_jar
 from jobs.local.direct_plan import publish_record

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from assignor.runtime.kafka_io import read_latest_by_key
-from assignor.runtime.topics import TopicSpec, ensure_topics
+from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_jar
 from jobs.local.streams_fleet import (

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from assignor.protocol.state_report import StateReport
-from assignor.runtime.topics import TopicSpec
 from jobs.cli.operations import setting_rows
+from jobs.kafka_topics import TopicSpec
 from jobs.live.groups import describe_reports
 from jobs.live.status import PublishedPlan, duration, group_statuses, step_of
 from jobs.provisioning import MAX_MESSAGE_BYTES, config_drift, product_topics
