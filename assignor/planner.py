@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from assignor.assignment import ClientAssignment, GroupAssignment
-from assignor.catch_up import catch_up_fully
+from assignor.catch_up import roles_after
 from assignor.configs import AssignmentConfigs
 from assignor.cost import PlanCost
 from assignor.end_state import active_costs, plan_target, previous_owners, targets_within_moves, without_clients
@@ -214,8 +214,9 @@ def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozen
 
 
 class _Step(NamedTuple):
-    """One step of a schedule, the state and lags it was computed from, and the target owners it left waiting
-    for warmup budget."""
+    """One step of a schedule, the roles and lags it was computed from, and the target owners it left waiting
+    for warmup budget. ``state`` holds the roles only (roles_after): its offset sums are the group's, ``lags``
+    are the step's."""
 
     assignment: GroupAssignment
     state: GroupState
@@ -238,7 +239,7 @@ def _walk(
             return
         if count > limit:  # pragma: no cover - every step warms up or completes at least one move
             raise RuntimeError(f"schedule did not reach the target within {limit} steps")
-        state = catch_up_fully(state, step)
+        state = roles_after(state, step)  # the lags are derived on the next line, so only the roles are needed
         state_lags = state_lags.after_catch_up(step, state.stateful_tasks)
 
 
