@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -246,3 +247,22 @@ class LagIndex:
     def most_caught_up(self, task: TaskId, candidates: Sequence[str]) -> str | None:
         """The candidate with the best rank on the task (ties by process id), or None."""
         return min(candidates, key=lambda p: (self.rank(p, task), p), default=None)
+
+
+def restore_lower_bound(group: GroupState, lags: LagIndex, standbys: int) -> int:
+    """Offsets any assignment of the group with ``standbys`` standbys per stateful task must restore, balanced or
+    not: for each task, what its 1 + standbys least-owing clients owe (restore_owed, the plans' own measure).
+
+    Balance is left out, so the bound is reached only where every task's cheapest clients have room for it."""
+    clients = len(lags.process_ids)
+    copies = 1 + min(clients - 1, standbys)
+    acceptable = lags.acceptable_recovery_lag
+    total = 0
+    for task in group.stateful_tasks:
+        end = lags.ends.get(task, 0)
+        reported = lags.reported.get(task, {})
+        owed = [restore_owed(lag, end, acceptable) for lag in reported.values()]
+        # Every client that did not report owes the same: the whole changelog (nothing, within the acceptable lag).
+        owed.extend([restore_owed(end, end, acceptable)] * min(copies, clients - len(reported)))
+        total += sum(heapq.nsmallest(copies, owed))
+    return total

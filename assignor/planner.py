@@ -18,7 +18,7 @@ from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import Honoring, move_order
 from assignor.invariants import balance_violations, validity_violations
-from assignor.lags import LagIndex
+from assignor.lags import LagIndex, restore_lower_bound
 from assignor.state import GroupState
 from assignor.target import EXACT_MODEL_MAX_TASKS, ActiveCosts
 from assignor.task import TaskId
@@ -29,7 +29,8 @@ class GroupPlan:
     """A balanced target, the steps that reach it safely, what it costs, and the load skew it leaves.
 
     ``restore_rate`` is the rate (offsets/second/instance) ``cost.estimated_seconds`` was estimated at; skew after
-    is over the processes that stay (all but the ``drained_processes``)."""
+    is over the processes that stay (all but the ``drained_processes``); ``cost.restore_offsets`` is never below
+    ``restore_lower_bound``."""
 
     target: GroupAssignment
     steps: Sequence[GroupAssignment]
@@ -39,6 +40,7 @@ class GroupPlan:
     restore_rate: float
     drained_processes: int = 0
     move_order: Sequence[TaskId] = ()
+    restore_lower_bound: int = 0  # offsets any assignment with the group's standbys must restore (lags.py)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -280,4 +282,5 @@ def _schedule(
         restore_rate=restore_rate,
         drained_processes=len(draining),
         move_order=order,
+        restore_lower_bound=restore_lower_bound(group, lags, configs.num_standby_replicas),
     )

@@ -57,6 +57,7 @@ class Outcome:
     planner: dict[str, int]
     lower_bound: int
     seconds: float
+    restore_lower_bound: int = 0  # GroupPlan.restore_lower_bound: what any assignment must restore
 
 
 def _tasks(rng: random.Random, subs: int, per_sub: tuple[int, int]) -> list[TaskId]:
@@ -201,7 +202,9 @@ def measure(family: str, seed: int) -> Outcome:
         for cost in (baseline_cost(group, configs, name),)
     }
     planner = {m: int(getattr(plan.cost, m)) for m in METRICS}
-    return Outcome(family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds)
+    return Outcome(
+        family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds, plan.restore_lower_bound
+    )
 
 
 def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -213,6 +216,12 @@ def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
             row[f"{side}_{m}_worst"] = max(values)
     row["lower_bound_median"] = statistics.median(o.lower_bound for o in outcomes)
     row["at_lower_bound"] = sum(1 for o in outcomes if o.planner["moves"] == o.lower_bound)
+    # Plan restore over its lower bound, over the groups that must restore something.
+    ratios = [o.planner["restore_offsets"] / o.restore_lower_bound for o in outcomes if o.restore_lower_bound]
+    row["restore_vs_bound_median"] = round(statistics.median(ratios), 3) if ratios else None
+    row["restore_vs_bound_worst"] = round(max(ratios), 3) if ratios else None
+    row["restore_within_1_2_of_bound"] = sum(1 for r in ratios if r <= 1.2)
+    row["restore_bound_groups"] = len(ratios)
     row["never_worse"] = sum(1 for o in outcomes if all(o.planner[m] <= o.baseline[m] for m in METRICS))
     row["plan_seconds_median"] = round(statistics.median(o.seconds for o in outcomes), 4)
     row["plan_seconds_max"] = round(max(o.seconds for o in outcomes), 4)
@@ -428,6 +437,7 @@ def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
         "load_avg_15m": round(load[2], 2),
         "cpus": os.cpu_count(),
         **{m: int(getattr(plan.cost, m)) for m in METRICS},
+        "restore_lower_bound": plan.restore_lower_bound,
     }
 
 
@@ -448,6 +458,7 @@ def speed_table(rows: list[dict[str, Any]]) -> Table:
         "moves",
         "warmups",
         "rounds",
+        "restore / LB",
     )
     for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right")
@@ -465,6 +476,7 @@ def speed_table(rows: list[dict[str, Any]]) -> Table:
             str(r["moves"]),
             str(r["warmups"]),
             str(r["rounds"]),
+            f"{r['restore_offsets'] / r['restore_lower_bound']:.2f}" if r["restore_lower_bound"] else "-",
         )
     return table
 
@@ -522,6 +534,7 @@ def main() -> None:
         "warmups b/p",
         "rounds b/p",
         "restore b/p (median)",
+        "restore p/LB med/worst (<=1.2)",
         "never worse",
         "broker-side m/w/r/restore",
         "plan s med/max",
@@ -543,6 +556,8 @@ def main() -> None:
             pair("warmups"),
             pair("rounds"),
             f"{float(r['baseline_restore_offsets_median']):,.0f}/{float(r['planner_restore_offsets_median']):,.0f}",
+            f"{r['restore_vs_bound_median']}/{r['restore_vs_bound_worst']} "
+            f"({r['restore_within_1_2_of_bound']}/{r['restore_bound_groups']})",
             f"{r['never_worse']}/{r['groups']}",
             "/".join(f"{float(r[f'broker_{m}_median']):,.0f}" for m in METRICS),
             f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",
