@@ -276,5 +276,5 @@ class _Route:
             restore_rate=restore_rate,
             drained_processes=len(draining),
             move_order=self.order,
-            restore_lower_bound=restore_lower_bound(group, lags, configs.num_standby_replicas),
+            restore_lower_bound=restore_lower_bound(group, lags, configs.num_standby_replicas, balanced=not draining),
         )
