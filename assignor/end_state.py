@@ -74,10 +74,14 @@ def _with_standbys(
     """The end state with these actives and the standbys that restore least beside them."""
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
     held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
-    candidates = [_new_standbys(group, configs, costs, owners, replicas)]
     exact = solve_standby_target(costs, owners, replicas, held_before)
     if exact is not None:
-        candidates.append(exact)
+        candidates = [_new_standbys(group, configs, costs, owners, replicas), exact]
+    else:  # too large for the exact model: two refined greedy placements, the better one wins
+        candidates = [
+            _new_standbys(group, configs, costs, owners, replicas, refine=True, keep_only_cheapest=keep_cheapest)
+            for keep_cheapest in (False, True)
+        ]
     scores = [_standby_score(c, owners, group, costs, configs) for c in candidates]
     standbys = candidates[scores.index(min(scores))]
     kept = _previous_standbys(group, owners, replicas)
@@ -99,9 +103,20 @@ def _with_standbys(
 
 
 def _new_standbys(
-    group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int
+    group: GroupState,
+    configs: AssignmentConfigs,
+    costs: ActiveCosts,
+    owners: Mapping[TaskId, str],
+    replicas: int,
+    *,
+    refine: bool = False,
+    keep_only_cheapest: bool = False,
 ) -> dict[str, frozenset[TaskId]]:
-    """Standbys on the next-most-caught-up clients, spread over tags, balanced with the stateful actives."""
+    """Standbys on the next-most-caught-up clients, spread over tags, balanced with the stateful actives.
+
+    For groups too large for the exact model: with ``refine`` lagging standbys then trade places towards clients
+    with more of their state (_swap_towards_caught_up); with ``keep_only_cheapest`` an old copy is kept only where
+    it is among its task's cheapest places."""
     placement = Placement(group)
     for task, pid in sorted(owners.items()):
         if task in group.stateful_tasks:
@@ -118,10 +133,58 @@ def _new_standbys(
             keep.setdefault(task, []).append(client.process_id)
     for task, pids in keep.items():
         restore = {p: costs.restore(task, p) for p in pids}
+        if keep_only_cheapest:
+            # Kept ahead of a caught-up client, a lagging old copy makes the schedule hand its slot over later (K1)
+            # at the cost of a warmup round: keep it only while it is among the task's cheapest standby places.
+            cheapest = _cheapest_standby_restore(costs, task, owners[task], replicas, len(group.clients))
+            pids[:] = [p for p in pids if restore[p] <= cheapest]
         pids.sort(key=lambda p: (restore[p], p))
     stateful = sorted(group.stateful_tasks)
     place_standbys(placement, stateful, replicas, configs.rack_aware_assignment_tags, preference, keep)
+    if refine and not configs.rack_aware_assignment_tags:
+        _swap_towards_caught_up(placement, costs)
     return {pid: frozenset(tasks) for pid, tasks in placement.standby.items()}
+
+
+def _swap_towards_caught_up(placement: Placement, costs: ActiveCosts) -> None:
+    """A standby that must restore trades places with a standby of a client that has more of its task's state and
+    does not hold it, where the pair restores less: loads stay as they are (balance kept).
+
+    Greedy placement then balancing can leave a lagging copy while a caught-up client of its task holds other
+    standbys; each such copy also costs the schedule a warmup round later (K1 hands its slot over).
+    """
+    for pid in placement.process_ids:
+        for task in sorted(placement.standby[pid]):
+            here = costs.restore(task, pid)
+            if here == 0:
+                continue
+            _, reported = costs.restore_prices(task)
+            better = sorted((price, other) for other, price in reported.items() if price < here)
+            for price, other in better:
+                if placement.holds(other, task):
+                    continue
+                gain, back = here - price, None
+                for candidate in sorted(placement.standby[other]):
+                    if placement.holds(pid, candidate):
+                        continue
+                    change = costs.restore(candidate, pid) - costs.restore(candidate, other)
+                    if change < gain and (back is None or change < back[0]):
+                        back = (change, candidate)
+                if back is not None:
+                    placement.standby[pid].discard(task)
+                    placement.standby[other].discard(back[1])
+                    placement.standby[other].add(task)
+                    placement.standby[pid].add(back[1])
+                    break
+
+
+def _cheapest_standby_restore(costs: ActiveCosts, task: TaskId, owner: str, replicas: int, clients: int) -> int:
+    """The restore of the ``replicas``-th cheapest client for a standby of ``task`` (any client but its owner)."""
+    default, reported = costs.restore_prices(task)
+    prices = sorted(price for pid, price in reported.items() if pid != owner)
+    unreported = clients - 1 - len(prices)  # the other clients have no state: the whole changelog
+    prices = sorted(prices + [default] * min(unreported, replicas))
+    return prices[min(replicas, len(prices)) - 1] if prices else default
 
 
 def _previous_standbys(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -246,3 +247,34 @@ class LagIndex:
     def most_caught_up(self, task: TaskId, candidates: Sequence[str]) -> str | None:
         """The candidate with the best rank on the task (ties by process id), or None."""
         return min(candidates, key=lambda p: (self.rank(p, task), p), default=None)
+
+
+def restore_lower_bound(group: GroupState, lags: LagIndex, standbys: int, *, balanced: bool = True) -> int:
+    """Offsets any balanced assignment of the group with ``standbys`` standbys per stateful task must restore, in
+    restore_owed's measure (the plans' own).
+
+    Each task's 1 + standbys copies owe at least what its least-owing clients owe. Balance adds to that: a client
+    that reported no state must still hold its share of the stateful replicas (B1: within one per unit of
+    capacity of every other client), and each replica there owes the whole changelog instead of the cheapest
+    copy it displaces; the cheapest such share is added (one client's: shares may overlap in tasks). Only for
+    clients of equal capacity (where that share is always feasible), and not with ``balanced`` False (a drain)."""
+    clients = len(lags.process_ids)
+    copies = 1 + min(clients - 1, standbys)
+    acceptable = lags.acceptable_recovery_lag
+    total = 0
+    extra: list[int] = []  # per task: what putting a copy on a client without state adds to its cheapest copies
+    for task in group.stateful_tasks:
+        end = lags.ends.get(task, 0)
+        reported = lags.reported.get(task, {})
+        empty = restore_owed(end, end, acceptable)  # what a client without state owes: the whole changelog
+        owed = [restore_owed(lag, end, acceptable) for lag in reported.values()]
+        owed.extend([empty] * min(copies, clients - len(reported)))
+        cheapest = heapq.nsmallest(copies, owed)
+        total += sum(cheapest)
+        extra.append(empty - cheapest[-1] if cheapest else 0)
+    silent = [c for c in group.clients if not c.task_offset_sums.keys() & group.stateful_tasks]
+    if balanced and silent and extra and len({c.capacity for c in group.clients}) == 1:
+        # B1 with equal capacities c: a client holds at least (the most any client holds) - c stateful replicas.
+        share = max(0, -(-len(group.stateful_tasks) * copies // clients) - group.clients[0].capacity)
+        total += sum(heapq.nsmallest(min(share, len(extra)), extra))
+    return total

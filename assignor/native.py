@@ -1,9 +1,10 @@
 """The planner core's mypyc build: loaded only when it was compiled from the very sources beside it.
 
-``make core`` (``jobs/local/compile_core.py``) compiles COMPILED_MODULES in place and records DIGEST_FILE. A
-compiled module shadows its ``.py`` file, so an edited source would silently keep running the old build; the
-package's import checks the record first and, when the sources differ, loads every core module from its source.
-This is the package's only file access: its own sources, read once at import.
+``make core`` (``jobs/local/compile_core.py``) compiles COMPILED_MODULES in place and records, per source, its
+SHA-256 (DIGEST_FILE) and its size and modification time (STAT_FILE). A compiled module shadows its ``.py`` file,
+so an edited source would silently keep running the old build; the package's import compares the sources' file
+status with the record (no file is read) and only where one differs hashes the sources: a source touched but
+unchanged keeps the build, an edited one loads every core module from its source, with a warning.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from types import ModuleType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DIGEST_FILE = "compiled.sha256"
+STAT_FILE = "compiled.stat"
 # The algorithm modules. Records that validate outside input (state, configs, task, assignment) stay interpreted:
 # their checks name the bad field, where compiled classes would raise a bare TypeError first; compiling them
 # gains nothing measurable (plan_group's CPU time is the same within 3 %).
@@ -49,6 +51,23 @@ def source_digests(package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
 def digest_record(digests: dict[str, str]) -> str:
     """The record's text: one ``<sha256>  <file>`` line per module, so ``sha256sum -c`` can check it too."""
     return "".join(f"{digest}  {name}\n" for name, digest in sorted(digests.items()))
+
+
+def source_stats(package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
+    """Size and modification time (ns) of each compiled module's source, by file name: a stat each, no read."""
+    found = {}
+    for name in COMPILED_MODULES:
+        status = (package_dir / f"{name}.py").stat()
+        found[f"{name}.py"] = f"{status.st_size}:{status.st_mtime_ns}"
+    return found
+
+
+def _recorded_stats(package_dir: Path) -> dict[str, str]:
+    try:
+        lines = (package_dir / STAT_FILE).read_text().splitlines()
+    except OSError:
+        return {}
+    return {name: status for status, _, name in (line.partition("  ") for line in lines)}
 
 
 def _recorded(package_dir: Path) -> dict[str, str]:
@@ -87,6 +106,8 @@ def select_build(package: str = "assignor", package_dir: Path = PACKAGE_DIR) -> 
     """
     if not compiled_extensions(package_dir):
         return CoreBuild.PURE
+    if _recorded_stats(package_dir) == source_stats(package_dir):
+        return CoreBuild.COMPILED  # every source as it was built: nothing to hash
     recorded, current = _recorded(package_dir), source_digests(package_dir)
     if recorded == current:
         return CoreBuild.COMPILED

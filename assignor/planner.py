@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from assignor.assignment import ClientAssignment, GroupAssignment
-from assignor.catch_up import catch_up_fully
+from assignor.catch_up import roles_after
 from assignor.configs import AssignmentConfigs
 from assignor.cost import PlanCost
 from assignor.end_state import active_costs, plan_target, previous_owners, targets_within_moves, without_clients
@@ -18,7 +18,7 @@ from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import Honoring, move_order
 from assignor.invariants import balance_violations, validity_violations
-from assignor.lags import LagIndex
+from assignor.lags import LagIndex, restore_lower_bound
 from assignor.state import GroupState
 from assignor.target import EXACT_MODEL_MAX_TASKS, ActiveCosts
 from assignor.task import TaskId
@@ -29,7 +29,8 @@ class GroupPlan:
     """A balanced target, the steps that reach it safely, what it costs, and the load skew it leaves.
 
     ``restore_rate`` is the rate (offsets/second/instance) ``cost.estimated_seconds`` was estimated at; skew after
-    is over the processes that stay (all but the ``drained_processes``)."""
+    is over the processes that stay (all but the ``drained_processes``); ``cost.restore_offsets`` is never below
+    ``restore_lower_bound``."""
 
     target: GroupAssignment
     steps: Sequence[GroupAssignment]
@@ -39,6 +40,7 @@ class GroupPlan:
     restore_rate: float
     drained_processes: int = 0
     move_order: Sequence[TaskId] = ()
+    restore_lower_bound: int = 0  # offsets any assignment with the group's standbys must restore (lags.py)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -95,33 +97,22 @@ def plan_group(
         raise ValueError(f"restore_rate must be > 0 offsets/second/instance, got {restore_rate}")
     lags = LagIndex.of(group, configs)
     if draining:
-        target = drain_target(group, configs, frozenset(draining))
-        order = move_order(target, group, configs, lags)
-        walk = _walk(target, group, configs, lags, order)
+        route = _Route.to(drain_target(group, configs, frozenset(draining)), group, configs, lags)
         # KIP-441 cannot drain (it balances over every live member), so there is no baseline to compare with.
-        return _schedule(target, group, configs, restore_rate, lags, order, walk, draining=frozenset(draining))
+        return route.plan(restore_rate, draining=frozenset(draining))
     costs = active_costs(group, lags)
-    target = plan_target(group, configs, lags, costs)
-    order = move_order(target, group, configs, lags)
-    plan = _schedule(target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order))
+    plan = _Route.to(plan_target(group, configs, lags, costs), group, configs, lags).plan(restore_rate)
     if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
         baseline = _baseline_target(group, configs)
         if baseline is not None and baseline != plan.target:
-            kip441 = _BaselineWalk(baseline, group, configs, lags)
+            kip441 = _BaselineWalk(_Route.to(baseline, group, configs, lags))
             if kip441.beaten_by(plan):
                 return plan
-            return _within_moves(group, configs, restore_rate, lags, costs, kip441) or kip441.plan(restore_rate)
+            return _within_moves(restore_rate, costs, kip441) or kip441.plan(restore_rate)
     return plan
 
 
-def _within_moves(
-    group: GroupState,
-    configs: AssignmentConfigs,
-    restore_rate: float,
-    lags: LagIndex,
-    costs: ActiveCosts,
-    kip441: _BaselineWalk,
-) -> GroupPlan | None:
+def _within_moves(restore_rate: float, costs: ActiveCosts, kip441: _BaselineWalk) -> GroupPlan | None:
     """The least-restore plan never worse than following KIP-441's end state in any metric, among targets that
     move no more than that end state does, if one is found; else None.
 
@@ -130,15 +121,13 @@ def _within_moves(
     within the end state's move count (targets_within_moves) are scheduled in turn, and the first that is never
     worse in moves, warmups, rounds and restore is kept.
     """
+    group, configs, lags = kip441.route.group, kip441.route.configs, kip441.route.lags
     for target in targets_within_moves(group, configs, lags, kip441.moves, costs):
-        if target == kip441.target or validity_violations(target, group, configs):
+        if target == kip441.route.target or validity_violations(target, group, configs):
             continue
         if balance_violations(target, group, replicas=False):
             continue
-        order = move_order(target, group, configs, lags)
-        candidate = _schedule(
-            target, group, configs, restore_rate, lags, order, _walk(target, group, configs, lags, order)
-        )
+        candidate = _Route.to(target, group, configs, lags).plan(restore_rate)
         if kip441.beaten_by(candidate):
             return candidate
     return None
@@ -153,11 +142,10 @@ class _BaselineWalk:
     rest need not be scheduled. At the last step the bounds are the schedule's exact metrics.
     """
 
-    def __init__(self, target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex):
-        self.target, self.group, self.configs, self.lags = target, group, configs, lags
-        self.restore, self.moves = _cost(target, group, lags)
-        self.order = move_order(target, group, configs, lags)
-        self._walk = _walk(target, group, configs, lags, self.order)
+    def __init__(self, route: _Route):
+        self.route = route
+        self.restore, self.moves = _cost(route.target, route.group, route.lags)
+        self._walk = route.walk()
         self.walked: list[_Step] = []
         self._bounds: list[tuple[int, int]] = []  # (warmups, rounds) lower bounds after each walked step
 
@@ -170,7 +158,7 @@ class _BaselineWalk:
             warmups += sum(len(ca.warmup) for ca in step.assignment.clients.values())
             rounds = len(self.walked) + (1 if step.assignment.probing_rebalance_needed else 0)
             if step.waiting:
-                rounds = len(self.walked) + math.ceil(step.waiting / self.configs.max_warmup_replicas) + 1
+                rounds = len(self.walked) + math.ceil(step.waiting / self.route.configs.max_warmup_replicas) + 1
             self._bounds.append((warmups + step.waiting, rounds))
             yield self._bounds[-1]
 
@@ -186,7 +174,7 @@ class _BaselineWalk:
         """The whole schedule to KIP-441's end state, as a plan."""
         for _ in self._steps():
             pass
-        return _schedule(self.target, self.group, self.configs, restore_rate, self.lags, self.order, self.walked)
+        return self.route.plan(restore_rate, self.walked)
 
 
 def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozenset[str]) -> GroupAssignment:
@@ -214,8 +202,9 @@ def drain_target(group: GroupState, configs: AssignmentConfigs, draining: frozen
 
 
 class _Step(NamedTuple):
-    """One step of a schedule, the state and lags it was computed from, and the target owners it left waiting
-    for warmup budget."""
+    """One step of a schedule, the roles and lags it was computed from, and the target owners it left waiting
+    for warmup budget. ``state`` holds the roles only (roles_after): its offset sums are the group's, ``lags``
+    are the step's."""
 
     assignment: GroupAssignment
     state: GroupState
@@ -223,60 +212,69 @@ class _Step(NamedTuple):
     waiting: int
 
 
-def _walk(
-    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, order: Sequence[TaskId]
-) -> Iterator[_Step]:
-    """The safe steps from the live assignment to ``target``, each with the state it was computed from (lazily)."""
-    copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
-    limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
-    state, state_lags = group, lags
-    honoring = Honoring(target, group, order)
-    for count in itertools.count(1):
-        step, waiting = honoring.step(state, configs, state_lags)
-        yield _Step(step, state, state_lags, waiting)
-        if not step.probing_rebalance_needed:
-            return
-        if count > limit:  # pragma: no cover - every step warms up or completes at least one move
-            raise RuntimeError(f"schedule did not reach the target within {limit} steps")
-        state = catch_up_fully(state, step)
-        state_lags = state_lags.after_catch_up(step, state.stateful_tasks)
+@dataclass(frozen=True)
+class _Route:
+    """What every step towards one target reads: the target, the group with its settings and lags, and the order
+    its owners warm up in (move_order). One per target a plan considers."""
 
+    target: GroupAssignment
+    group: GroupState
+    configs: AssignmentConfigs
+    lags: LagIndex  # the group's
+    order: Sequence[TaskId]
 
-def _schedule(
-    target: GroupAssignment,
-    group: GroupState,
-    configs: AssignmentConfigs,
-    restore_rate: float,
-    lags: LagIndex,
-    order: Sequence[TaskId],
-    walk: Iterable[_Step],
-    *,
-    draining: frozenset[str] = frozenset(),
-) -> GroupPlan:
-    """The plan following ``walk`` to ``target`` in ``order``, and its cost (``lags``: the group's); skew after is
-    over the processes that stay."""
-    walked = list(walk)
-    steps = [step.assignment for step in walked]
-    states = [(step.state, step.lags) for step in walked]
-    capacity = {c.process_id: c.capacity for c in group.clients}
-    staying = {pid: cap for pid, cap in capacity.items() if pid not in draining}
-    before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
-    after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
-    restore, moves = _cost(target, group, lags)
-    cost = PlanCost(
-        moves=moves,
-        warmups=sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
-        rounds=len(steps),
-        restore_offsets=restore,
-        estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
-    )
-    return GroupPlan(
-        target=target,
-        steps=steps,
-        cost=cost,
-        max_load_skew_before=_skew(before_loads, capacity),
-        max_load_skew_after=_skew(after_loads, staying),
-        restore_rate=restore_rate,
-        drained_processes=len(draining),
-        move_order=order,
-    )
+    @classmethod
+    def to(cls, target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex) -> _Route:
+        """The route to ``target``, its owners warming up cheapest restore first."""
+        return cls(target, group, configs, lags, move_order(target, group, configs, lags))
+
+    def walk(self) -> Iterator[_Step]:
+        """The safe steps from the live assignment to the target, each with the roles and lags it was computed
+        from (lazily)."""
+        group, configs = self.group, self.configs
+        copies = 1 + min(len(group.clients) - 1, configs.num_standby_replicas)
+        limit = math.ceil(len(group.stateful_tasks) * copies / configs.max_warmup_replicas) + 3
+        state, state_lags = group, self.lags
+        honoring = Honoring(self.target, group, self.order)
+        for count in itertools.count(1):
+            step, waiting = honoring.step(state, configs, state_lags)
+            yield _Step(step, state, state_lags, waiting)
+            if not step.probing_rebalance_needed:
+                return
+            if count > limit:  # pragma: no cover - every step warms up or completes at least one move
+                raise RuntimeError(f"schedule did not reach the target within {limit} steps")
+            state = roles_after(state, step)  # the lags are derived on the next line, so only the roles are needed
+            state_lags = state_lags.after_catch_up(step, state.stateful_tasks)
+
+    def plan(
+        self, restore_rate: float, walked: Iterable[_Step] | None = None, *, draining: frozenset[str] = frozenset()
+    ) -> GroupPlan:
+        """The plan following ``walked`` (by default the whole walk()) to the target, and its cost; skew after is
+        over the processes that stay."""
+        target, group, configs, lags = self.target, self.group, self.configs, self.lags
+        done = list(self.walk() if walked is None else walked)
+        steps = [step.assignment for step in done]
+        states = [(step.state, step.lags) for step in done]
+        capacity = {c.process_id: c.capacity for c in group.clients}
+        staying = {pid: cap for pid, cap in capacity.items() if pid not in draining}
+        before_loads = {c.process_id: len(c.previous_active & group.all_tasks) for c in group.clients}
+        after_loads = {pid: len(ca.active) for pid, ca in target.clients.items()}
+        restore, moves = _cost(target, group, lags)
+        cost = PlanCost(
+            moves=moves,
+            warmups=sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
+            rounds=len(steps),
+            restore_offsets=restore,
+            estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
+        )
+        return GroupPlan(
+            target=target,
+            steps=steps,
+            cost=cost,
+            max_load_skew_before=_skew(before_loads, capacity),
+            max_load_skew_after=_skew(after_loads, staying),
+            restore_rate=restore_rate,
+            drained_processes=len(draining),
+            move_order=self.order,
+            restore_lower_bound=restore_lower_bound(group, lags, configs.num_standby_replicas, balanced=not draining),
+        )

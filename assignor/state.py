@@ -121,17 +121,19 @@ def evolved_client(
     client: ClientState,
     previous_active: frozenset[TaskId],
     previous_standby: frozenset[TaskId],
-    task_offset_sums: dict[TaskId, int],
+    task_offset_sums: Mapping[TaskId, int],
 ) -> ClientState:
     """``client`` at a later rebalance (it keeps ``task_offset_sums``) without __post_init__'s checks: only for
-    values that hold by construction (sums at or above -3, tasks of the group), as catch_up_fully derives them."""
+    values that hold by construction (sums at or above -3, tasks of the group), as catch_up_fully derives them.
+    A read-only mapping already (the client's own sums) is shared, not copied."""
     evolved = object.__new__(ClientState)
     set_ = object.__setattr__
     set_(evolved, "process_id", client.process_id)
     set_(evolved, "capacity", client.capacity)
     set_(evolved, "previous_active", previous_active)
     set_(evolved, "previous_standby", previous_standby)
-    set_(evolved, "task_offset_sums", MappingProxyType(task_offset_sums))
+    shared = isinstance(task_offset_sums, MappingProxyType)
+    set_(evolved, "task_offset_sums", task_offset_sums if shared else MappingProxyType(task_offset_sums))
     set_(evolved, "client_tags", client.client_tags)
     return evolved
 

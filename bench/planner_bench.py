@@ -33,6 +33,7 @@ from assignor import (
     ClientState,
     GroupState,
     TaskId,
+    assign_high_availability,
     plan_group,
 )
 from assignor.baselines import baseline_cost
@@ -56,6 +57,7 @@ class Outcome:
     planner: dict[str, int]
     lower_bound: int
     seconds: float
+    restore_lower_bound: int = 0  # GroupPlan.restore_lower_bound: what any assignment must restore
 
 
 def _tasks(rng: random.Random, subs: int, per_sub: tuple[int, int]) -> list[TaskId]:
@@ -200,7 +202,9 @@ def measure(family: str, seed: int) -> Outcome:
         for cost in (baseline_cost(group, configs, name),)
     }
     planner = {m: int(getattr(plan.cost, m)) for m in METRICS}
-    return Outcome(family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds)
+    return Outcome(
+        family, seed, costs["baseline"], costs["broker"], planner, lower_bound(group), seconds, plan.restore_lower_bound
+    )
 
 
 def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -212,6 +216,12 @@ def _summary(outcomes: list[Outcome]) -> dict[str, Any]:
             row[f"{side}_{m}_worst"] = max(values)
     row["lower_bound_median"] = statistics.median(o.lower_bound for o in outcomes)
     row["at_lower_bound"] = sum(1 for o in outcomes if o.planner["moves"] == o.lower_bound)
+    # Plan restore over its lower bound, over the groups that must restore something.
+    ratios = [o.planner["restore_offsets"] / o.restore_lower_bound for o in outcomes if o.restore_lower_bound]
+    row["restore_vs_bound_median"] = round(statistics.median(ratios), 3) if ratios else None
+    row["restore_vs_bound_worst"] = round(max(ratios), 3) if ratios else None
+    row["restore_within_1_2_of_bound"] = sum(1 for r in ratios if r <= 1.2)
+    row["restore_bound_groups"] = len(ratios)
     row["never_worse"] = sum(1 for o in outcomes if all(o.planner[m] <= o.baseline[m] for m in METRICS))
     row["plan_seconds_median"] = round(statistics.median(o.seconds for o in outcomes), 4)
     row["plan_seconds_max"] = round(max(o.seconds for o in outcomes), 4)
@@ -303,6 +313,7 @@ class SpeedCase:
     subtopologies: int
     runs: int
     lagging: bool = False  # one instance restarted with lagging state instead of one new instance
+    partial: bool = False  # long-lived: mixed changelog sizes, partial state spread widely (partial_state_group)
 
 
 SPEED_CASES = (
@@ -310,7 +321,41 @@ SPEED_CASES = (
     SpeedCase("64 tasks x 6 clients, 1 standby, one lagging", 64, 6, 2, 51, lagging=True),
     SpeedCase("1k tasks x 100 clients, 1 standby, one new", 1_000, 100, 10, 7),
     SpeedCase("10k tasks x 1k clients, 1 standby, one new", 10_000, 1_000, 10, 3),
+    SpeedCase("1k x 100, partial state, mixed changelogs, one new", 1_000, 100, 10, 7, partial=True),
+    SpeedCase("10k x 1k, partial state, mixed changelogs, one new", 10_000, 1_000, 10, 3, partial=True),
 )
+PARTIAL_SHARE = 0.1  # of the instances that do not own a task, the share holding partial state for it
+
+
+def partial_state_group(
+    tasks: int, clients: int, subtopologies: int, seed: int = 7
+) -> tuple[GroupState, AssignmentConfigs]:
+    """A long-lived group that has just gained one instance: changelogs from tens of thousands to millions of
+    records (log-uniform), standbys a little behind (some beyond the acceptable recovery lag), and for every task
+    about one instance in ten (PARTIAL_SHARE) of those not holding it with partial state from an earlier
+    assignment, anywhere from empty to nearly caught up."""
+    rng = random.Random(seed)
+    per_sub = tasks // subtopologies
+    task_ids = [TaskId(s, p) for s in range(subtopologies) for p in range(per_sub)]
+    ends = {t: int(10 ** rng.uniform(4.3, 6.5)) for t in task_ids}  # 20k to ~3.2M records
+    old = [f"instance-{i:04d}" for i in range(clients - 1)]
+    active: dict[str, set[TaskId]] = {p: set() for p in old}
+    standby: dict[str, set[TaskId]] = {p: set() for p in old}
+    sums: dict[str, dict[TaskId, int]] = {p: {} for p in old}
+    extra = max(1, round(PARTIAL_SHARE * (len(old) - 2)))
+    for i, task in enumerate(task_ids):
+        owner, copy = old[i % len(old)], old[(i + 1) % len(old)]
+        active[owner].add(task)
+        standby[copy].add(task)
+        sums[owner][task] = LATEST_OFFSET
+        sums[copy][task] = max(0, ends[task] - rng.randint(0, 40_000))  # a little behind, some beyond 10,000
+        others = [p for p in old if p not in (owner, copy)]
+        for pid in rng.sample(others, min(extra, len(others))):
+            sums[pid][task] = rng.randint(0, ends[task])
+    group_clients = [ClientState(p, 1, frozenset(active[p]), frozenset(standby[p]), sums[p]) for p in old]
+    group_clients.append(ClientState("instance-new"))
+    group = GroupState(group_clients, frozenset(task_ids), frozenset(), ends)
+    return group, AssignmentConfigs(num_standby_replicas=1)
 
 
 def _one_lagging(group: GroupState, rng: random.Random) -> GroupState:
@@ -336,7 +381,10 @@ def _one_lagging(group: GroupState, rng: random.Random) -> GroupState:
 
 
 def speed_group(case: SpeedCase) -> tuple[GroupState, AssignmentConfigs]:
-    """A running group with one new instance, or (``lagging``) with one restarted instance that lags."""
+    """A running group with one new instance, or (``lagging``) with one restarted instance that lags, or
+    (``partial``) partial_state_group's long-lived group."""
+    if case.partial:
+        return partial_state_group(case.tasks, case.clients, case.subtopologies)
     shape = Case(case.name, case.tasks, case.clients + (1 if case.lagging else 0), 1, case.subtopologies)
     group, configs = build(shape)
     if case.lagging:
@@ -347,20 +395,26 @@ def speed_group(case: SpeedCase) -> tuple[GroupState, AssignmentConfigs]:
 
 def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
     """Median wall time of plan_group over ``case.runs`` runs (after one warm-up run), with the load average and
-    the CPU time (less skewed by other work on the machine). With ``freeze``, the heap is gc.freeze()d after the
-    warm-up, as the pipeline's plan workers do (jobs.pipeline.plan.start_worker)."""
+    the CPU time (less skewed by other work on the machine), and of one KIP-441 assignment
+    (assign_high_availability) on the same group, timed alternately in the same loop so both see the same load.
+    With ``freeze``, the heap is gc.freeze()d after the warm-up, as the pipeline's plan workers do
+    (jobs.pipeline.plan.start_worker)."""
     group, configs = speed_group(case)
     plan = plan_group(group, configs)
+    assign_high_availability(group, configs)
     if freeze:
         gc.collect()
         gc.freeze()
-    times, cpu = [], []
+    times, cpu, kip441 = [], [], []
     try:
         for _ in range(case.runs):
             start, start_cpu = time.perf_counter(), time.process_time()
             plan_group(group, configs)
             times.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
+            start = time.perf_counter()
+            assign_high_availability(group, configs)
+            kip441.append(time.perf_counter() - start)
     finally:
         gc.unfreeze()
     load = os.getloadavg()
@@ -374,6 +428,8 @@ def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
         "min_s": round(min(times), 5),
         "max_s": round(max(times), 5),
         "cpu_median_s": round(statistics.median(cpu), 5),
+        "kip441_median_s": round(statistics.median(kip441), 5),
+        "vs_kip441": round(statistics.median(times) / statistics.median(kip441), 2),
         "gc_frozen": freeze,
         "core": CORE_BUILD.value,  # make core's mypyc build, or the sources
         "load_avg_1m": round(load[0], 2),
@@ -381,6 +437,7 @@ def measure_speed(case: SpeedCase, freeze: bool = True) -> dict[str, Any]:
         "load_avg_15m": round(load[2], 2),
         "cpus": os.cpu_count(),
         **{m: int(getattr(plan.cost, m)) for m in METRICS},
+        "restore_lower_bound": plan.restore_lower_bound,
     }
 
 
@@ -395,10 +452,13 @@ def speed_table(rows: list[dict[str, Any]]) -> Table:
         "min ms",
         "max ms",
         "cpu ms",
+        "KIP-441 ms",
+        "x KIP-441",
         "load 1/5/15 min",
         "moves",
         "warmups",
         "rounds",
+        "restore / LB",
     )
     for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right")
@@ -410,17 +470,21 @@ def speed_table(rows: list[dict[str, Any]]) -> Table:
             f"{r['min_s'] * 1000:.1f}",
             f"{r['max_s'] * 1000:.1f}",
             f"{r['cpu_median_s'] * 1000:.1f}",
+            f"{r['kip441_median_s'] * 1000:.1f}",
+            f"{r['vs_kip441']:.1f}",
             f"{r['load_avg_1m']}/{r['load_avg_5m']}/{r['load_avg_15m']} ({r['cpus']} cpus)",
             str(r["moves"]),
             str(r["warmups"]),
             str(r["rounds"]),
+            f"{r['restore_offsets'] / r['restore_lower_bound']:.2f}" if r["restore_lower_bound"] else "-",
         )
     return table
 
 
-def run_speed(console: Console, sizes: int, freeze: bool = True) -> list[dict[str, Any]]:
+def run_speed(console: Console, sizes: int, freeze: bool = True, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     rows = []
-    for case in SPEED_CASES[:sizes]:
+    cases = [c for c in SPEED_CASES if any(word in c.name for word in only)] if only else SPEED_CASES[:sizes]
+    for case in cases:
         console.print(f"timing plan_group: {case.name} ({case.runs} runs)")
         row = measure_speed(case, freeze)
         rows.append(row)
@@ -437,13 +501,16 @@ def main() -> None:
         "--sizes", type=int, default=len(SPEED_CASES), help="time the first N speed cases (the last is 10k x 1k)"
     )
     parser.add_argument(
+        "--case", action="append", default=[], help="time only the speed cases whose name contains this (repeatable)"
+    )
+    parser.add_argument(
         "--no-gc-freeze", action="store_true", help="time without gc.freeze() (the plan workers freeze their heap)"
     )
     args = parser.parse_args()
     console = Console(stderr=True)
     if args.speed:
         Console(width=170).print(
-            speed_table(run_speed(console, args.sizes, not args.no_gc_freeze))
+            speed_table(run_speed(console, args.sizes, not args.no_gc_freeze, tuple(args.case)))
         )  # no wrapping when stdout is a file
         return
     rows = []
@@ -467,6 +534,7 @@ def main() -> None:
         "warmups b/p",
         "rounds b/p",
         "restore b/p (median)",
+        "restore p/LB med/worst (<=1.2)",
         "never worse",
         "broker-side m/w/r/restore",
         "plan s med/max",
@@ -488,6 +556,8 @@ def main() -> None:
             pair("warmups"),
             pair("rounds"),
             f"{float(r['baseline_restore_offsets_median']):,.0f}/{float(r['planner_restore_offsets_median']):,.0f}",
+            f"{r['restore_vs_bound_median']}/{r['restore_vs_bound_worst']} "
+            f"({r['restore_within_1_2_of_bound']}/{r['restore_bound_groups']})",
             f"{r['never_worse']}/{r['groups']}",
             "/".join(f"{float(r[f'broker_{m}_median']):,.0f}" for m in METRICS),
             f"{r['plan_seconds_median']}/{r['plan_seconds_max']}",

@@ -17,7 +17,15 @@ from pathlib import Path
 from mypyc.build import mypycify
 from setuptools import setup
 
-from assignor.native import COMPILED_MODULES, DIGEST_FILE, compiled_extensions, digest_record, source_digests
+from assignor.native import (
+    COMPILED_MODULES,
+    DIGEST_FILE,
+    STAT_FILE,
+    compiled_extensions,
+    digest_record,
+    source_digests,
+    source_stats,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # mypyc puts the modules' shared code in one extension named after the group: assignor/core__mypyc, inside the
@@ -31,7 +39,7 @@ def built_files(root: Path) -> list[Path]:
     package = root / "assignor"
     found = compiled_extensions(package)
     found += [p for p in package.iterdir() if p.name.startswith("core__mypyc.") and p.name.endswith(suffixes)]
-    return found + [p for p in (package / DIGEST_FILE,) if p.exists()]
+    return found + [p for p in (package / DIGEST_FILE, package / STAT_FILE) if p.exists()]
 
 
 def clean(root: Path) -> None:
@@ -43,7 +51,7 @@ def clean(root: Path) -> None:
 def build(root: Path) -> None:
     """Compile COMPILED_MODULES under ``root`` in place and write the record last, so a failed build loads nothing."""
     clean(root)
-    digests = source_digests(root / "assignor")
+    stats, digests = source_stats(root / "assignor"), source_digests(root / "assignor")
     with (
         tempfile.TemporaryDirectory(prefix="rbp-mypyc-") as scratch,
         contextlib.chdir(root),
@@ -58,10 +66,11 @@ def build(root: Path) -> None:
             ext_modules=modules,
             script_args=["--quiet", "build_ext", "--inplace", "--build-temp", scratch, "--build-lib", scratch],
         )
-    if source_digests(root / "assignor") != digests:
+    if source_digests(root / "assignor") != digests or source_stats(root / "assignor") != stats:
         clean(root)
         raise SystemExit("compile_core: sources changed while compiling; run it again")
     (root / "assignor" / DIGEST_FILE).write_text(digest_record(digests))
+    (root / "assignor" / STAT_FILE).write_text(digest_record(stats))  # the same line format: <status>  <file>
 
 
 def main() -> None:

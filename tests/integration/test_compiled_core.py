@@ -22,7 +22,7 @@ def _copy_sources(root: Path) -> Path:
     shutil.copytree(
         ROOT / "assignor",
         root / "assignor",
-        ignore=shutil.ignore_patterns("*.so", "compiled.sha256", "__pycache__", "java"),
+        ignore=shutil.ignore_patterns("*.so", "compiled.sha256", "compiled.stat", "__pycache__", "java"),
     )
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
     return root

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from assignor import native
-from assignor.native import COMPILED_MODULES, DIGEST_FILE, CoreBuild, digest_record, select_build, source_digests
+from assignor.native import (
+    COMPILED_MODULES,
+    DIGEST_FILE,
+    STAT_FILE,
+    CoreBuild,
+    digest_record,
+    select_build,
+    source_digests,
+    source_stats,
+)
 
 PACKAGE = Path(native.__file__).parent
 
@@ -60,6 +69,37 @@ def test_a_build_whose_record_differs_falls_back_to_the_sources(package: Path, r
         assert _select(package) is CoreBuild.STALE
     if record == "edited":
         assert "older than standby.py" in str(warned[0].message)
+
+
+def _record_build(folder: Path) -> None:
+    """What make core leaves: an extension and both records of the sources it was built from."""
+    _fake_extension(folder, "flow")
+    (folder / DIGEST_FILE).write_text(digest_record(source_digests(folder)))
+    (folder / STAT_FILE).write_text(digest_record(source_stats(folder)))
+
+
+def test_sources_as_built_load_the_build_without_being_read(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _record_build(package)
+
+    def no_hashing(package_dir: Path) -> dict[str, str]:
+        raise AssertionError("import hashed the sources although their status matched the build's record")
+
+    monkeypatch.setattr(native, "source_digests", no_hashing)
+    assert _select(package) is CoreBuild.COMPILED
+
+
+def test_a_source_touched_but_unchanged_keeps_the_build(package: Path) -> None:
+    _record_build(package)
+    (package / "standby.py").write_bytes((package / "standby.py").read_bytes())  # a new modification time
+    assert _select(package) is CoreBuild.COMPILED
+
+
+def test_a_source_edited_after_the_build_is_never_run_compiled(package: Path) -> None:
+    _record_build(package)
+    with (package / "honor.py").open("a") as source:
+        source.write("\n# edited\n")
+    with pytest.warns(RuntimeWarning, match="older than honor.py"):
+        assert _select(package) is CoreBuild.STALE
 
 
 def test_the_record_is_sha256sum_output(package: Path) -> None:

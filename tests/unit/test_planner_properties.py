@@ -110,3 +110,23 @@ def test_without_a_restore_rate_the_estimate_uses_the_default_and_says_so() -> N
     unset, given_rate = plan_group(group, AssignmentConfigs()), plan_group(group, AssignmentConfigs(), restore_rate=1e9)
     assert unset.restore_rate == DEFAULT_RESTORE_RATE and given_rate.restore_rate == 1e9
     assert unset.cost.estimated_seconds >= given_rate.cost.estimated_seconds
+
+
+@given(cases(max_clients=12, max_tasks=120))
+def test_no_plan_restores_less_than_the_restore_lower_bound(case: Case) -> None:
+    plan = plan_group(case.group, case.configs)
+    assert 0 <= plan.restore_lower_bound <= plan.cost.restore_offsets
+
+
+def test_the_restore_lower_bound_is_what_each_tasks_cheapest_clients_owe() -> None:
+    task = TaskId(0, 0)
+    # a runs the task (owes nothing), b is 30,000 behind, c 500,000, d has no state (the whole 1,000,000)
+    clients = [
+        ClientState("a", previous_active=frozenset({task}), task_offset_sums={task: -2}),
+        ClientState("b", task_offset_sums={task: 970_000}),
+        ClientState("c", task_offset_sums={task: 500_000}),
+        ClientState("d"),
+    ]
+    group = GroupState(clients, frozenset({task}), frozenset(), {task: 1_000_000})
+    bounds = [plan_group(group, AssignmentConfigs(num_standby_replicas=n)).restore_lower_bound for n in (0, 1, 2, 3)]
+    assert bounds == [0, 30_000, 530_000, 1_530_000]
