@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 
 from jobs.local.airflow import LocalAirflow
 from jobs.local.broker import EmbeddedBroker
-from jobs.orchestration.hitl import APPROVE_ALL, TIMEOUT_USER
+from jobs.orchestration.decision import APPROVE_ALL, TIMEOUT_USER
 from tests.support.airflow_harness import DAG_ID, plan_rows, published_plans, rbp_env, seed_groups, snapshot_of
 from tests.support.kafka_isolation import isolated
 

@@ -16,7 +16,7 @@ import pytest
 from jobs.cli.main import _build_parser
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration import tasks
-from jobs.orchestration.hitl import APPROVE_ALL
+from jobs.orchestration.decision import APPROVE_ALL
 from jobs.pipeline import registry
 from jobs.pipeline.stage import StageResult
 from jobs.settings import Settings
