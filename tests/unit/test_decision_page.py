@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from assignor.cost import PlanCost
 from jobs.orchestration.decision import APPROVE_SELECTED, DecisionError, check_selection, decision
 from jobs.report.decide_page import fleet_risk, render_decision_page
-from jobs.report.model import Assignor, Assumptions, GroupRisk
+from jobs.report.model import Assignor, Assumptions, GroupRisk, GroupRow
 from jobs.report.triage import Kind, Risk, triage
 from tests.support.report_views import HOSTILE, report, row
 
 ASSUMED = Assumptions(10_000, 2, 1, 600_000, 5_000.0, "measured")
 
 
-def risky(i: int, group: str, **figures: object) -> object:
+def risky(i: int, group: str, **figures: Any) -> GroupRow:
     base = GroupRisk(3, 3, 0, (), 0, 1_000, ASSUMED)
-    return replace(row(i, group=group), risk=replace(base, **figures))  # type: ignore[arg-type]
+    return replace(row(i, group=group), risk=replace(base, **figures))
 
 
 def test_groups_are_sorted_into_change_keep_and_nothing_with_scoped_totals() -> None:
