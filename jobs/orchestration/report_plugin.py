@@ -77,7 +77,9 @@ class AirflowCalls:
 
     def __init__(self, request: Request) -> None:
         auth = request.headers.get("authorization", "")
-        token = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get("_token", "")
+        from airflow.api_fastapi.auth.managers.base_auth_manager import COOKIE_NAME_JWT_TOKEN  # noqa: PLC0415
+
+        token = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get(COOKIE_NAME_JWT_TOKEN, "")
         if not token:
             raise HTTPException(status_code=401, detail="not logged in")
         from airflow.configuration import conf  # noqa: PLC0415 (only inside the api-server)

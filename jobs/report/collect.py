@@ -114,7 +114,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
-        "draining", "source_age_ms", "missing_offset_sums", *changes,
+        "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, PlanCost]] = {}
@@ -152,6 +152,8 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             missing_offset_sums=int(r["missing_offset_sums"] or 0),
             settings_changes=r["settings_changes"] if changes else None,
             risk=risks.get(r["plan_id"]),
+            published_at=_int(r["published_at"]),
+            realized_at=_int(r["realized_at"]),
         )
         for r in chosen
     ]
@@ -164,7 +166,12 @@ def group_details(lake: Lake, snapshot_id: str, rows: Sequence[GroupRow]) -> lis
     ids, groups = [r.plan_id for r in rows], [r.group_id for r in rows]
     reports = _in(lake.read("member_reports", snapshot_id), "group_id", groups).where(~sf.col("stale"))
     before: dict[str, dict[str, Held]] = {}
-    for r in reports.select("group_id", "process_id", "active_tasks", "standby_tasks", "warmup_tasks").collect():
+    names: dict[str, dict[str, str]] = {}
+    columns = ("group_id", "process_id", "active_tasks", "standby_tasks", "warmup_tasks", "client_id", "host")
+    for r in reports.select(*columns).collect():
+        name = r["client_id"] or r["host"]
+        if name:  # people know their instances by client id or host; the process id shows on hover
+            names.setdefault(r["group_id"], {})[r["process_id"]] = str(name)
         before.setdefault(r["group_id"], {})[r["process_id"]] = Held(
             frozenset(r["active_tasks"] or ()), frozenset(r["standby_tasks"] or ()), frozenset(r["warmup_tasks"] or ())
         )
@@ -222,7 +229,7 @@ def group_details(lake: Lake, snapshot_id: str, rows: Sequence[GroupRow]) -> lis
         details.append(
             GroupDetail(
                 row=row,
-                instances=placements(before.get(row.group_id, {}), target),
+                instances=placements(before.get(row.group_id, {}), target, names.get(row.group_id)),
                 steps=schedule(steps, lags.get(row.group_id), interval_s),
                 failed=tuple(failed.get(row.plan_id, ())),
                 history=tuple(history.get(row.group_id, ())),

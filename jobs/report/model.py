@@ -91,6 +91,15 @@ class GroupRow:
     settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
     steered_streams: bool = False  # a streams-protocol group the brokers' assignor honors plans for
     risk: GroupRisk | None = None  # what could go wrong and what the estimate assumes (None: not read)
+    published_at: int | None = None  # epoch ms
+    realized_at: int | None = None  # epoch ms: when observe first saw the group run the target (an upper bound)
+
+    @property
+    def took_at_most_s(self) -> float | None:
+        """Publish to the observe run that saw the target: the change took at most this long (None: not realized)."""
+        if self.realized_at is None or self.published_at is None or self.realized_at < self.published_at:
+            return None
+        return (self.realized_at - self.published_at) / 1000
 
     def figure(self, metric: str) -> int | float | None:
         """One PlanCost field of the plan (``metric``: its name); None for a plan without a cost."""
@@ -171,6 +180,11 @@ class InstancePlacement:
     process_id: str
     before: Held
     after: Held
+    name: str | None = None  # host or client id from its report; the process id is shown on hover
+
+    @property
+    def label(self) -> str:
+        return self.name or self.process_id
 
     @property
     def gains(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import pandas as pd
 from jobs.orchestration.tasks import approval_body
 from jobs.report import numbers
 from jobs.report.bench_page import Figures, render_bench_page
-from jobs.report.charts import Chart, grouped_bars
+from jobs.report.charts import Chart, binned, grouped_bars
 from jobs.report.detail import schedule
 from jobs.report.fleet import summarize
 from jobs.report.model import (
@@ -72,7 +72,8 @@ def test_report_page_is_self_contained_escaped_and_accessible() -> None:
     assert page.count("<svg") >= 3  # the charts, rendered when the report was written
     assert page.count("<caption>") >= 5 and 'scope="col"' in page and 'scope="row"' in page
     assert 'aria-sort="descending"' in page  # the table's initial order is announced
-    assert f'title="{LONG_PID}">3f2a9c4e…c1b7a6e91<' in page  # a long process id is cut, in full on hover
+    assert f'title="process {LONG_PID}">3f2a9c4e-7b1d…0-5d2c1b7a6e91<' in page  # cut, in full on hover
+    assert 'title="process b">host-b:8080<' in page  # an instance by its host or client id, the process on hover
     assert "3 moves · 3 warmups · 4 rebalances · 3,000 offsets to restore · 3 min" in page
     single = render_report(report([row(1)]))
     assert "1 move · 1 warmup · 2 rebalances · 1,000 offsets to restore · 1 min" in single
@@ -140,3 +141,23 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
     assert (
         gone.drain_note == "drains left-p2: the drain was not realized, so not known to be safe to stop; plan it again"
     )
+
+
+def test_histogram_bins_start_at_round_steps_and_never_overlap() -> None:
+    assert binned(pd.Series([0, 1, 2, 3, 30]))[1][:2] == ["0-4", "5-9"]
+    assert binned(pd.Series([0.5, 2.7, 3.1, 9.9, 12.5]))[1][:2] == ["0 to <2", "2 to <4"]
+    fractions = binned(pd.Series([0.0, 0.1, 0.33]))
+    assert fractions[1][0] == "0.00 to <0.05" and list(fractions[0]) == [
+        "0.00 to <0.05",
+        "0.10 to <0.15",
+        "0.30 to <0.35",
+    ]
+
+
+def test_a_realized_plan_shows_its_estimate_beside_what_it_took_in_the_past_tense() -> None:
+    done = replace(row(2, "REALIZED", group="orders"), published_at=1_795_000_000_000, realized_at=1_795_000_036_000)
+    page = render_report(report([done]))
+    assert "Estimated 2 min; it took at most 36 s: published 2026-11-18 11:06 UTC" in page
+    assert "together made" in page and "would together make" not in page
+    waiting = render_report(report([row(1)]))
+    assert "would together make" in waiting and "it took at most" not in waiting
