@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from jobs.report import numbers
 from jobs.report.fleet import headline_value
 from jobs.report.model import Assignor, Fleet, GroupRow
-from jobs.report.triage import Choice, Triage, triage
+from jobs.report.triage import Choice, Triage, triage, versus
 
 TOP_ROWS = 15
 
@@ -148,6 +148,9 @@ def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS
         "rejected included; a baseline's figures on the groups it was computed for):",
         "",
         *comparison_table(fleet),
+        "",
+        "**Why not Kafka's own assignors** (offered plans): "
+        + " ".join(md(v.sentence()) for v in versus(rows) if v.computed),
     ]
     lines += settings_changes_markdown(rows)
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from pathlib import Path
 from jobs.report.model import Report
 from jobs.report.numbers import count, duration
 from jobs.report.render import page
-from jobs.report.triage import Choice, Kind, Triage, triage
+from jobs.report.triage import Choice, Kind, Triage, triage, versus
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ def render_decision_page(report: Report, valid_until: int, timeout: str, links: 
         t=t,
         offered=offered,
         fleet_risk=fleet_risk(t),
+        versus=versus(report.rows),
         groups=report.fleet.groups,
         by_status=report.fleet.by_status,
         timeout=timeout,

@@ -240,3 +240,61 @@ def triage(rows: Sequence[GroupRow]) -> Triage:
         offered=_scope(offered),
         changing=_scope(change),
     )
+
+
+@dataclass(frozen=True)
+class Versus:
+    """The offered plans against one of Kafka's own assignors, on the groups it was computed for."""
+
+    assignor: Assignor
+    computed: int  # offered groups with this baseline
+    fewer_moves: int  # groups where the plan moves fewer tasks
+    as_good: tuple[str, ...]  # groups where the baseline moves and restores no more than the plan, in no more time
+    faster: int  # groups where the baseline would finish sooner
+
+    def sentence(self) -> str:
+        """Why the plan, and where the baseline would be as good, in one or two sentences."""
+        if not self.computed:
+            return f"{self.assignor.label}: not computed."
+        text = (
+            f"{self.assignor.label}, on {plural(self.computed, 'group')}: the plan moves fewer tasks in "
+            f"{count(self.fewer_moves)}"
+        )
+        if self.faster:
+            text += (
+                f"; it would finish sooner in {count(self.faster)}, by moving actives before a caught-up copy exists "
+                "(fewer warmups, but each such task is unavailable while it restores), where the plan warms up first "
+                "(availability)"
+            )
+        if self.as_good:
+            names = ", ".join(self.as_good[:5]) + ("…" if len(self.as_good) > 5 else "")
+            text += f". It would do as well in {count(len(self.as_good))} ({names}): leaving them to it is as good"
+        return text + "."
+
+
+def versus(rows: Sequence[GroupRow]) -> tuple[Versus, ...]:
+    """Why not Kafka's own assignors: per baseline, where the offered plans beat it and where it would be as good."""
+    offered = [r for r in rows if r.status == PlanStatus.VALIDATED and r.plan is not None]
+    out = []
+    for a in (Assignor.KIP441, Assignor.STREAMS_BROKER):
+        pairs = [(r, r.baselines[a]) for r in offered if a in r.baselines]
+        out.append(
+            Versus(
+                a,
+                len(pairs),
+                sum(1 for r, b in pairs if r.plan is not None and r.plan.moves < b.moves),
+                tuple(
+                    sorted(
+                        r.group_id
+                        for r, b in pairs
+                        if r.plan is not None
+                        and (r.plan.moves or r.plan.warmups)
+                        and b.moves <= r.plan.moves
+                        and b.restore_offsets <= r.plan.restore_offsets
+                        and b.estimated_seconds <= r.plan.estimated_seconds
+                    )
+                ),
+                sum(1 for r, b in pairs if r.plan is not None and b.estimated_seconds < r.plan.estimated_seconds),
+            )
+        )
+    return tuple(out)

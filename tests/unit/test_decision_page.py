@@ -13,7 +13,7 @@ from assignor.cost import PlanCost
 from jobs.orchestration.decision import APPROVE_SELECTED, DecisionError, check_selection, decision
 from jobs.report.decide_page import fleet_risk, render_decision_page
 from jobs.report.model import Assignor, Assumptions, GroupRisk, GroupRow
-from jobs.report.triage import Kind, Risk, triage
+from jobs.report.triage import Kind, Risk, triage, versus
 from tests.support.report_views import HOSTILE, report, row
 
 ASSUMED = Assumptions(10_000, 2, 1, 600_000, 5_000.0, "measured")
@@ -87,3 +87,14 @@ def test_the_decision_page_offers_the_changing_groups_with_checkboxes_and_fetche
     assert 'data-kind="change"' in html and 'data-kind="keep"' in html
     assert "2 groups change (3 moves, 3 warmups); 1 plan keeps the current assignment" in html
     assert "plans expire" in html and "2026-11-18" in html
+
+
+def test_why_not_kafkas_assignors_names_where_the_plan_wins_and_where_a_baseline_is_as_good() -> None:
+    broker = PlanCost(moves=1, warmups=0, rounds=1, restore_offsets=1_000, estimated_seconds=10.0)
+    quick = replace(row(1, group="quick"), baselines={Assignor.STREAMS_BROKER: broker})
+    costly = replace(row(3, group="costly"), baselines={Assignor.STREAMS_BROKER: replace(broker, moves=9)})
+    kip, streams = versus([quick, costly, row(2, group="plain")])
+    assert (kip.computed, kip.fewer_moves, kip.as_good) == (1, 1, ())
+    assert (streams.computed, streams.fewer_moves, streams.as_good, streams.faster) == (2, 1, ("quick",), 2)
+    assert "it would finish sooner in 2, by moving actives before a caught-up copy exists" in streams.sentence()
+    assert "It would do as well in 1 (quick)" in streams.sentence()
