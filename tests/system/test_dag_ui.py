@@ -140,7 +140,8 @@ def test_a_person_decides_on_the_decision_page_and_an_unknown_group_is_refused_b
             page.get_by_role("button", name="clear selection").click()
 
             # A pasted group without a validated plan: refused by the plugin, Airflow's one answer is not spent.
-            page.get_by_label("or paste group ids").fill("orders\nnope")
+            page.get_by_text("paste group ids, add a note").click()
+            page.get_by_label("group ids to approve").fill("orders\nnope")
             page.get_by_role("button", name="Approve selected…").click()
             page.get_by_role("button", name="Confirm").click()
             expect(page.get_by_test_id("state")).to_contain_text(
