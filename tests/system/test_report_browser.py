@@ -98,6 +98,8 @@ def test_first_screen_summary_equals_the_lake(lake_report: Lakeside, page: tuple
     # Readable at laptop width: the page itself never scrolls sideways (wide tables scroll in their own box).
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     assert fetched == []  # every asset is inlined: nothing fetched at view time
+    browser.set_viewport_size(SCREEN)
+    browser.screenshot(path=str(ARTIFACTS / "report-first-screen-1600.png"))
 
 
 def test_groups_table_sorts_and_filters(lake_report: Lakeside, page: tuple[Page, list[str]]) -> None:
