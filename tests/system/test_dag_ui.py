@@ -36,7 +36,8 @@ def standalone(
     lake = home / "lake"
     with isolated(kafka) as broker:
         seed_groups(broker.bootstrap, REPORTS)
-        with LocalAirflow(home, extra_env=rbp_env(broker.bootstrap, lake)).start("standalone") as airflow:
+        # A shared machine under load starts the four Airflow processes slowly: a generous deadline, polled.
+        with LocalAirflow(home, extra_env=rbp_env(broker.bootstrap, lake)).start("standalone", 600) as airflow:
             airflow.wait_for_dag(DAG_ID)
             yield airflow, broker, lake
 
