@@ -92,7 +92,8 @@
         ? `${plural(s.decided.approved, "plan")} approved, ${plural(s.decided.rejected, "plan")} rejected`
         : "being recorded";
       const published = s.published === null || s.published === undefined ? "not yet published" : `${plural(s.published, "plan")} published`;
-      show("decided", `<p><strong>Decided by ${esc(s.by)}</strong> at ${esc(s.at)}: ${esc(s.chosen)}`
+      const at = s.at ? new Date(s.at).toISOString().slice(0, 16).replace("T", " ") + " UTC" : "an unknown time";
+      show("decided", `<p><strong>Decided by ${esc(s.by)}</strong> at ${esc(at)}: ${esc(s.chosen)}`
         + `${s.selected ? ` (${plural(s.selected, "group")} selected)` : ""}; ${esc(outcome)}; ${esc(published)}.</p>`
         + (s.reason ? `<p>Note: ${esc(s.reason)}</p>` : ""));
       form.querySelectorAll("button, input, textarea").forEach((e) => { e.disabled = true; });
