@@ -49,7 +49,13 @@ def comparison_table(fleet: Fleet) -> list[str]:
 
 
 def _names(choices: Sequence[Choice], top: int, extra: Callable[[Choice], str] | None = None) -> str:
-    shown = [md(c.group_id) + (f" ({extra(c)})" if extra else "") for c in choices[:top]]
+    """The first ``top`` group ids, each with ``extra`` and its notes (drain, report-only) in brackets."""
+
+    def name(c: Choice) -> str:
+        inside = "; ".join(x for x in ((extra(c) if extra else ""), _notes(c.row)) if x)
+        return md(c.group_id) + (f" ({md(inside)})" if inside else "")
+
+    shown = [name(c) for c in choices[:top]]
     more = f", … and {numbers.count(len(choices) - top)} more" if len(choices) > top else ""
     return ", ".join(shown) + more
 
