@@ -74,7 +74,7 @@ def approve(airflow: LocalAirflow, run: PlanningRun, args: argparse.Namespace, c
         console.print(f"Waiting for your decision in the UI: [bold]{approval_url}[/bold]")
     else:
         # Imported here: Airflow takes seconds to import and every other CLI command would pay for it.
-        from jobs.orchestration.hitl import APPROVE_ALL  # noqa: PLC0415
+        from jobs.orchestration.decision import APPROVE_ALL  # noqa: PLC0415
 
         airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {"selected_groups": None, "reason": "demo"})
         say(f"approved through the REST API as admin ({APPROVE_ALL}); the page was {approval_url}")

@@ -125,8 +125,13 @@ class LocalAirflow:
         return self
 
     def start(self, what: str = "standalone", timeout_s: float = 180) -> LocalAirflow:
-        """Launch, then wait until it answers."""
-        return self.launch(what).wait_ready(timeout_s)
+        """Launch, then wait until it answers; stopped again when it does not (a caller's ``with`` never began)."""
+        self.launch(what)
+        try:
+            return self.wait_ready(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         """Stop the whole process group (the parent alone would leave scheduler and workers running)."""

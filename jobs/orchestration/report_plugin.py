@@ -1,14 +1,29 @@
-"""An Airflow plugin that serves the HTML reports and the Data Docs to the people logged into Airflow, and puts a
-"Rebalance reports" link in its navigation: the approval page links to the report it summarises."""
+"""An Airflow plugin that serves the HTML reports, the Data Docs and each run's decision page to the people logged
+into Airflow: a "Rebalance reports" link in its navigation and a "Decide" tab on the planning runs. The decision page
+answers the approval through Airflow's own REST API with the person's own token, after refusing a selection that
+names a group without a validated plan."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
+import httpx
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import Depends, FastAPI, HTTPException
+from fastapi import Body, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from jobs.orchestration.decision import (
+    APPROVAL_TASK,
+    APPROVE_SELECTED,
+    PUBLISH_TASK,
+    REJECT_ALL,
+    REVIEW_TASK,
+    DecisionError,
+    check_selection,
+)
+from jobs.report.decide_page import decision_path
 from jobs.report.links import URL_PREFIX
 from jobs.report.render import page
 from jobs.settings import Settings
@@ -52,7 +67,124 @@ def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | Non
             raise HTTPException(status_code=404, detail=f"no {path!r} in the Data Docs")
         return FileResponse(target)
 
+    decide_routes(app, reports)
     return app
+
+
+class AirflowCalls:
+    """Airflow's REST API called as the person on the page (their own token): Airflow checks what they may read and
+    whether they may answer, and records them as the one who answered."""
+
+    def __init__(self, request: Request) -> None:
+        auth = request.headers.get("authorization", "")
+        from airflow.api_fastapi.auth.managers.base_auth_manager import COOKIE_NAME_JWT_TOKEN  # noqa: PLC0415
+
+        token = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get(COOKIE_NAME_JWT_TOKEN, "")
+        if not token:
+            raise HTTPException(status_code=401, detail="not logged in")
+        from airflow.configuration import conf  # noqa: PLC0415 (only inside the api-server)
+
+        base = conf.get("api", "base_url", fallback="") or f"{request.url.scheme}://{request.url.netloc}"
+        self.client = httpx.Client(base_url=base.rstrip("/") + "/api/v2", timeout=30,
+                                   headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+
+    def _checked(self, response: httpx.Response) -> Any | None:
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            raise HTTPException(status_code=response.status_code, detail=f"Airflow answered: {detail}")
+        return response.json()
+
+    def run_path(self, dag_id: str, run_id: str) -> str:
+        return f"/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any | None:
+        """The task's return value, or None when it has none (yet)."""
+        path = f"{self.run_path(dag_id, run_id)}/taskInstances/{task_id}/xcomEntries/return_value"
+        entry = self._checked(self.client.get(path, params={"deserialize": "true"}))
+        return None if entry is None else entry.get("value")
+
+    def hitl(self, dag_id: str, run_id: str) -> Any | None:
+        return self._checked(
+            self.client.get(f"{self.run_path(dag_id, run_id)}/taskInstances/{APPROVAL_TASK}/-1/hitlDetails")
+        )
+
+    def answer(self, dag_id: str, run_id: str, chosen: list[str], params: dict[str, Any]) -> Any | None:
+        body = {"chosen_options": chosen, "params_input": params}
+        path = f"{self.run_path(dag_id, run_id)}/taskInstances/{APPROVAL_TASK}/-1/hitlDetails"
+        return self._checked(self.client.patch(path, json=body))
+
+
+def decision_state(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any]:
+    """Where the run's decision stands: awaiting, or decided (by whom, when, what was recorded and published)."""
+    hitl = api.hitl(dag_id, run_id)
+    if hitl is None:
+        return {"state": "not asked", "message": "the approval step has not asked yet (the review is still running)"}
+    if not hitl.get("response_received"):
+        users = ", ".join(u.get("name") or u.get("id") for u in hitl.get("assigned_users") or [])
+        return {"state": "awaiting", "approvers": users}
+    user = hitl.get("responded_by_user") or {}
+    params = hitl.get("params_input") or {}
+    chosen = ", ".join(hitl.get("chosen_options") or [])
+    decided = api.xcom(dag_id, run_id, APPROVAL_TASK)
+    published = api.xcom(dag_id, run_id, PUBLISH_TASK)
+    return {
+        "state": "decided",
+        "by": user.get("name") or user.get("id") or "the timeout",
+        "at": hitl.get("responded_at"),
+        "chosen": chosen,
+        "selected": len(params.get("selected_groups") or []),
+        "reason": params.get("reason"),
+        "decided": {"approved": decided.get("approved"), "rejected": decided.get("rejected")}
+        if isinstance(decided, dict)
+        else None,
+        "published": published if isinstance(published, int) else None,
+    }
+
+
+def decide_routes(app: FastAPI, reports: Path) -> None:
+    """The decision page of a planning run, its state, and the answer it relays."""
+
+    def reviewed(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any]:
+        value = api.xcom(dag_id, run_id, REVIEW_TASK)
+        if not isinstance(value, dict) or "snapshot_id" not in value:
+            raise HTTPException(status_code=404, detail=f"run {run_id!r} of {dag_id!r} has no review yet")
+        return value
+
+    @app.get("/decide/{dag_id}/{run_id}")
+    def decide_page(dag_id: str, run_id: str, request: Request) -> FileResponse:
+        snapshot_id = str(reviewed(AirflowCalls(request), dag_id, run_id)["snapshot_id"])
+        path = decision_path(reports, snapshot_id)
+        if "/" in snapshot_id or not path.is_file():
+            raise HTTPException(status_code=404, detail=f"no decision page for snapshot {snapshot_id!r}")
+        return FileResponse(path, media_type="text/html")
+
+    @app.get("/decide/{dag_id}/{run_id}/state")
+    def decide_state(dag_id: str, run_id: str, request: Request) -> dict[str, Any]:
+        return decision_state(AirflowCalls(request), dag_id, run_id)
+
+    @app.post("/decide/{dag_id}/{run_id}")
+    def decide(dag_id: str, run_id: str, request: Request, answer: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+        api = AirflowCalls(request)
+        candidates = dict(reviewed(api, dag_id, run_id).get("candidates") or {})
+        reason = str(answer.get("reason") or "").strip() or None
+        if answer.get("option") == "approve":
+            try:
+                picked = check_selection(answer.get("groups"), candidates)
+            except DecisionError as err:  # refused here: Airflow's one-time answer is not spent on a typo
+                raise HTTPException(status_code=400, detail=str(err)) from err
+            if not picked:
+                raise HTTPException(status_code=400, detail="no group selected: select plans, or reject all")
+            api.answer(dag_id, run_id, [APPROVE_SELECTED], {"selected_groups": picked, "reason": reason})
+        elif answer.get("option") == "reject":
+            api.answer(dag_id, run_id, [REJECT_ALL], {"selected_groups": None, "reason": reason})
+        else:
+            raise HTTPException(status_code=400, detail="option must be 'approve' or 'reject'")
+        return decision_state(api, dag_id, run_id)
 
 
 def _app() -> FastAPI:
@@ -73,5 +205,11 @@ class RebalanceReportsPlugin(AirflowPlugin):
             "href": f"{URL_PREFIX}/reports/",
             "destination": "nav",
             "url_route": "rebalance-reports",
-        }
+        },
+        {  # a tab on each planning run: the decision page of that run
+            "name": "Decide",
+            "href": f"{URL_PREFIX}/decide/{{DAG_ID}}/{{RUN_ID}}",
+            "destination": "dag_run",
+            "url_route": "rebalance-decide",
+        },
     ]

@@ -25,7 +25,7 @@ from pyspark.sql import functions as sf
 from assignor.runtime.kafka_io import TopicReadError
 from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
-from jobs.orchestration.hitl import DecisionError, decision, duration, in_filter
+from jobs.orchestration.decision import DecisionError, decision, duration, in_filter
 from jobs.pipeline import registry
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest, fingerprint, short
 from jobs.pipeline.plan_bodies import plan_bodies
@@ -34,9 +34,11 @@ from jobs.pipeline.status import PlanStatus
 from jobs.processes import main_script_hidden
 from jobs.report import Report, build_report, report_path, run_report, write_report
 from jobs.report.approval import md, summary_markdown
+from jobs.report.decide_page import write_decision_page
 from jobs.report.gaps import gaps_markdown
-from jobs.report.links import data_docs_url, report_url
+from jobs.report.links import data_docs_url, decide_url, report_url
 from jobs.report.numbers import plural
+from jobs.report.triage import triage
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -182,17 +184,27 @@ def validate(rt: Runtime, snapshot_id: str) -> str:
     return snapshot_id
 
 
-def _links(rt: Runtime, snapshot_id: str, report: Path) -> tuple[str, str]:
-    """(report, Data Docs) as Markdown links: served by the rebalance_reports plugin under Airflow's base URL,
-    with the file paths for a reader outside Airflow."""
+def _links(rt: Runtime, snapshot_id: str, report: Path, run: tuple[str, str] | None) -> tuple[str, str, str]:
+    """(decision page, report, Data Docs) as Markdown links: served by the rebalance_reports plugin under Airflow's
+    base URL, with the file paths for a reader outside Airflow."""
     docs = rt.settings.data_docs / "index.html"
     base = conf.get("api", "base_url", fallback="") or ""
     if not base:
-        return f"`{report}`", f"`{docs}`"
+        return "", f"`{report}`", f"`{docs}`"
+    decide = f"[**Decide on the decision page**]({decide_url(base, *run)})" if run else ""
     return (
+        decide,
         f"[open the report]({report_url(base, snapshot_id)}) (file: `{report}`)",
         f"[open the Data Docs]({data_docs_url(base)}) (file: `{docs}`)",
     )
+
+
+def subject_title(snapshot_id: str) -> str:
+    """``Rebalance 2026-11-26 14:22``: the snapshot's time (its id starts with it), else the id."""
+    try:
+        return "Rebalance " + datetime.strptime(snapshot_id[:15], "%Y%m%dT%H%M%S").strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return f"Rebalance {snapshot_id}"
 
 
 def digests_markdown(offered: Mapping[str, ApprovedDigest]) -> list[str]:
@@ -222,12 +234,14 @@ def approval_body(
     filtered_out: int,
     timeout_s: float,
     offered: Mapping[str, ApprovedDigest] | None = None,
+    decide_link: str = "",
 ) -> str:
-    """The approval page (Markdown): the fleet beside KIP-441, the groups with most to restore, what an approval
-    binds, the links."""
+    """The approval page (Markdown): the decision (what changes, what is kept, what needs nothing), the changing
+    groups ranked with their why and risk, the fleet beside Kafka's assignors, what an approval binds, the links."""
     lines = [
-        f"### Tonight's plans, snapshot `{report.snapshot_id}`",
+        f"### Decide: snapshot `{report.snapshot_id}`",
         "",
+        *([decide_link + ": filter, tick the plans, confirm with the counts.", ""] if decide_link else []),
         summary_markdown(report.fleet, report.rows, BODY_ROWS),
         *gaps_markdown(report.reporting_gaps, md),
         *digests_markdown(offered or {}),
@@ -242,8 +256,9 @@ def approval_body(
         f"**HTML report** (every group, sortable, with each group's steps): {report_link}  ",
         f"**Great Expectations Data Docs**: {data_docs_link}",
         "",
-        "*Approve all validated* approves every VALIDATED plan above; *Approve selected groups* approves the groups "
-        "listed in the form (the others are rejected); *Reject all* publishes nothing. "
+        "*Approve all validated* approves every VALIDATED plan above (keep and no-change plans included); *Approve "
+        "selected groups* approves the groups listed in the form (the others are rejected); *Reject all* publishes "
+        "nothing. "
         f"Without an answer within {duration(timeout_s)} every plan is rejected.",
     ]
     return "\n".join(lines)
@@ -259,8 +274,15 @@ def _refresh_report(lake: Lake, snapshot_id: str) -> None:
         log.exception("report %s not refreshed", snapshot_id)
 
 
-def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: float | None) -> dict[str, Any]:
-    """Write the HTML report and build the approval page; the candidates are the VALIDATED plans in the filter."""
+def review(
+    rt: Runtime,
+    snapshot_id: str,
+    groups: Sequence[str],
+    timeout_s: float | None,
+    run: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """Write the HTML report and the decision page and build the approval page; the candidates are the VALIDATED
+    plans in the filter; ``run``: (dag_id, run_id), for the decision page's link."""
     timeout = float(timeout_s) if timeout_s else rt.settings.approval_timeout_s
     try:
         rt.settings.required_approvers()
@@ -284,9 +306,13 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
         log.info(
             "review %s: %d plan(s), %d awaiting approval, report %s", snapshot_id, len(rows), len(candidates), path
         )
-        report_link, docs_link = _links(rt, snapshot_id, path)
+        decide_link, report_link, docs_link = _links(rt, snapshot_id, path, run)
         # Each plan's digest as shown now, valid RBP_PLAN_VALID_MS from now: what an approval of this page binds.
         valid_until = int(time.time() * 1000) + rt.settings.plan_valid_ms
+        try:
+            write_decision_page(report, report_path(lake, snapshot_id).parent, valid_until, duration(timeout))
+        except Exception:  # the Required Actions page still carries the decision: a person can still decide
+            log.exception("review %s: the decision page could not be written", snapshot_id)
         bodies = plan_bodies(lake, sorted(candidates.values()), valid_until)
         offered = {plan_id: ApprovedDigest.of(plan) for plan_id, plan in bodies.items()}
         return {
@@ -298,7 +324,8 @@ def review(rt: Runtime, snapshot_id: str, groups: Sequence[str], timeout_s: floa
             "data_docs": str(rt.settings.data_docs / "index.html"),
             "approval_timeout_s": timeout,
             "approvers": list(rt.settings.approvers),
-            "body": approval_body(report, report_link, docs_link, len(outside), timeout, offered),
+            "subject": triage(report.rows).subject(subject_title(snapshot_id)),
+            "body": approval_body(report, report_link, docs_link, len(outside), timeout, offered, decide_link),
         }
 
     return run_stage("review", rt, body)

@@ -1,14 +1,15 @@
-"""The approval page's summary in Markdown (Airflow renders the HITL body as Markdown): the fleet beside KIP-441
-and the groups with the most to restore."""
+"""The approval page's summary in Markdown (Airflow renders the HITL body as Markdown): the decision first (what
+changes, what is kept, what needs nothing), the changing groups ranked with their why and risk, then the fleet beside
+Kafka's own assignors."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from jobs.pipeline.status import PlanStatus
 from jobs.report import numbers
 from jobs.report.fleet import headline_value
 from jobs.report.model import Assignor, Fleet, GroupRow
+from jobs.report.triage import Choice, Triage, triage, versus
 
 TOP_ROWS = 15
 
@@ -47,53 +48,116 @@ def comparison_table(fleet: Fleet) -> list[str]:
     return lines
 
 
-def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS) -> str:
-    """Statuses, tonight's totals, the comparison and the groups awaiting a decision with the most to restore."""
+def _names(choices: Sequence[Choice], top: int, extra: Callable[[Choice], str] | None = None) -> str:
+    """The first ``top`` group ids, each with ``extra`` and its notes (drain, report-only) in brackets."""
+
+    def name(c: Choice) -> str:
+        inside = "; ".join(x for x in ((extra(c) if extra else ""), _notes(c.row)) if x)
+        return md(c.group_id) + (f" ({md(inside)})" if inside else "")
+
+    shown = [name(c) for c in choices[:top]]
+    more = f", … and {numbers.count(len(choices) - top)} more" if len(choices) > top else ""
+    return ", ".join(shown) + more
+
+
+def _notes(r: GroupRow) -> str:
+    """What the row's status adds: drains, report-only, settings (the why column says the rest)."""
+    notes = [r.drain_note, r.source_note]
+    if r.report_only and r.report_only not in r.source_note:
+        notes.append(r.report_only)
+    return "; ".join(n for n in notes if n)
+
+
+def scope_table(t: Triage, fleet: Fleet) -> list[str]:
+    """What approving each scope does, every figure labelled with the groups it counts."""
     statuses = ", ".join(f"{numbers.count(n)} {s}" for s, n in fleet.by_status) or "none"
-    awaiting = [r for r in rows if r.status == PlanStatus.VALIDATED]
-    lines = [f"**{numbers.plural(fleet.groups, 'group')}** planned: {statuses}."]
-    if awaiting:
-        mine = [r.plan for r in awaiting if r.plan is not None]
-        longest = max((p.estimated_seconds for p in mine), default=None)
-        lines.append(
-            f"Approving every validated plan ({numbers.plural(len(awaiting), 'group')}) makes "
-            f"{numbers.plural(sum(p.moves for p in mine), 'move')}, "
-            f"{numbers.plural(sum(p.warmups for p in mine), 'warmup')} and restores "
-            f"{numbers.plural(sum(p.restore_offsets for p in mine), 'offset')}; the longest group takes "
-            f"{numbers.duration(longest)}."
-        )
-    else:
-        lines.append("No plan awaits a decision.")
-    lines += ["", *comparison_table(fleet), ""]
-    ranked = sorted(rows, key=lambda r: (r.status != PlanStatus.VALIDATED, -(r.plan.restore_offsets if r.plan else 0),
-                                         -(r.plan.moves if r.plan else 0), r.group_id))  # fmt: skip
-    lines += [
-        f"**The groups with the most to restore** (awaiting a decision first; {min(top, len(ranked))} of "
-        f"{numbers.count(len(ranked))}):",
-        "",
-        "| group | status | moves | warmups | rebalances | offsets to restore | KIP-441 would restore "
-        "| estimated time |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+    header = [
+        "| approving | plans | moves | warmups | offsets to restore | longest group |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for r in ranked[:top]:
-        kip = r.baselines.get(Assignor.KIP441)
-        status = r.status + (f": {r.reason}" if r.reason else "") + (f"; {r.drain_note}" if r.drain_note else "")
-        if r.report_only and r.report_only not in (r.reason or ""):  # holding the plan copies it into the reason
-            status += f"; {r.report_only}"
-        status += f"; {r.source_note}" if r.source_note else ""
-        cells = [
-            r.group_id,
-            status,
-            numbers.count(r.plan.moves if r.plan else None),
-            numbers.count(r.plan.warmups if r.plan else None),
-            numbers.count(r.plan.rounds if r.plan else None),
-            r.restore_figure,
-            numbers.count(kip.restore_offsets) if kip else numbers.NOT_COMPUTED,
-            numbers.duration(r.plan.estimated_seconds if r.plan else None),
+    rows = [
+        ("only the changing groups", t.changing),
+        ("every validated plan (changing, keep and no-change plans)", t.offered),
+    ]
+    lines = [
+        *header,
+        *(
+            f"| {label} | {numbers.count(sc.groups)} | {numbers.count(sc.moves)} | {numbers.count(sc.warmups)} "
+            f"| {numbers.count(sc.restore_offsets)} | {numbers.duration(sc.longest_s)} |"
+            for label, sc in rows
+        ),
+        "",
+        f"Of {numbers.plural(fleet.groups, 'group')} planned ({statuses}), only VALIDATED plans await a decision; "
+        "NOOP groups are balanced already and are not offered.",
+    ]
+    return lines
+
+
+def summary_markdown(fleet: Fleet, rows: Sequence[GroupRow], top: int = TOP_ROWS) -> str:
+    """The decision first (what changes, what is only kept, what needs nothing), the scoped totals, the changing
+    groups ranked by risk and by difference from KIP-441 with their why, then the rest and the fleet comparison."""
+    t = triage(rows)
+    lines = [f"**{md(t.headline())}.**", "", *scope_table(t, fleet), ""]
+    if t.change:
+        lines += [
+            f"**Changing groups**, highest risk first, then the most different from KIP-441 "
+            f"({min(top, len(t.change))} of {numbers.count(len(t.change))}):",
+            "",
+            "| risk | group | why | moves | KIP-441 would move | warmups | offsets to restore | estimated time "
+            "| risk figures and notes |",
+            "|---|---|---|---:|---|---:|---:|---:|---|",
         ]
-        lines.append("| " + " | ".join(md(c) for c in cells) + " |")
-    if len(ranked) > top:
-        lines.append(f"\n… and {numbers.plural(len(ranked) - top, 'more group')} in the HTML report.")
+        for c in t.change[:top]:
+            r = c.row
+            cells = [
+                c.risk.value,
+                r.group_id,
+                c.why,
+                numbers.count(c.moves),
+                c.versus_kip441,
+                numbers.count(c.warmups),
+                r.restore_figure,
+                numbers.duration(r.plan.estimated_seconds if r.plan else None),
+                "; ".join(x for x in (*c.risks, _notes(r)) if x) or "-",
+            ]
+            lines.append("| " + " | ".join(md(x) for x in cells) + " |")
+        if len(t.change) > top:
+            lines.append(f"\n… and {numbers.plural(len(t.change) - top, 'more changing group')} on the decision page.")
+    else:
+        lines.append("No group changes.")
+    if t.keep:
+        lines += [
+            "",
+            f"**{numbers.plural(len(t.keep), 'plan')} {'keeps' if len(t.keep) == 1 else 'keep'} the current "
+            "assignment** (no move; without them KIP-441 "
+            f"would move {numbers.plural(t.prevented, 'task')}): "
+            + _names(t.keep, top, lambda c: f"KIP-441 would move {numbers.count(c.kip441_moves)}"),
+        ]
+    if t.nothing:
+        lines += [
+            "",
+            f"**{numbers.plural(len(t.nothing), 'group')} {'needs' if len(t.nothing) == 1 else 'need'} nothing**: "
+            + _names(t.nothing, top),
+        ]
+    if t.decided:
+        lines += ["", f"**Not awaiting a decision** ({numbers.plural(len(t.decided), 'plan')}):", "",
+                  "| group | status |", "|---|---|"]  # fmt: skip
+        for c in t.decided[:top]:
+            r = c.row
+            status = r.status + (f": {r.reason}" if r.reason else "") + (f"; {_notes(r)}" if _notes(r) else "")
+            lines.append(f"| {md(r.group_id)} | {md(status)} |")
+        if len(t.decided) > top:
+            lines.append(f"\n… and {numbers.plural(len(t.decided) - top, 'more')} in the HTML report.")
+    lines += [
+        "",
+        f"**Beside Kafka's own assignors**, over all {numbers.plural(fleet.groups, 'group')} planned (NOOP and "
+        "rejected included; a baseline's figures on the groups it was computed for):",
+        "",
+        *comparison_table(fleet),
+        "",
+        "**Why not Kafka's own assignors** (offered plans): "
+        + " ".join(md(v.sentence()) for v in versus(rows) if v.computed),
+    ]
     lines += settings_changes_markdown(rows)
     return "\n".join(lines)
 

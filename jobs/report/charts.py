@@ -3,6 +3,7 @@ carries Vega and Vega-Lite), so a page needs no script and nothing fetched to sh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -80,17 +81,33 @@ def _long(rows: Sequence[GroupRow], metric: str) -> tuple[pd.DataFrame, list[Ass
     return pd.DataFrame.from_records(records, columns=["group", "assignor", "value"]), present
 
 
+def nice_step(span: float, bins: int) -> float:
+    """The smallest 1, 2 or 5 x 10^k step that covers ``span`` in at most ``bins`` bins."""
+    raw = max(span, 1e-9) / bins
+    power = 10 ** math.floor(math.log10(raw))
+    return float(next(m * power for m in (1, 2, 5, 10) if raw <= m * power * (1 + 1e-9)))
+
+
 def binned(values: pd.Series, bins: int = 10) -> tuple[pd.Series, list[str]]:
-    """Each value's bin label (``0-2``; one value per bin when they are few integers) and the labels in order."""
+    """Each value's bin label and the labels in order. Bins start at multiples of a round step and never overlap:
+    integers read ``0-1``, ``2-3`` (both ends included); fractions ``0.5 to <1.0`` (the upper end excluded)."""
     low, high = float(values.min()), float(values.max())
     whole = bool((values % 1 == 0).all())
     if whole and high - low < bins:
         labels = [f"{v:,.0f}" for v in range(int(low), int(high) + 1)]
         return values.map("{:,.0f}".format), labels
-    edges = np.histogram_bin_edges(values, bins=bins, range=(low, high if high > low else low + 1))
-    digits = 0 if whole or high - low >= bins else 1
-    labels = [f"{a:,.{digits}f}-{b:,.{digits}f}" for a, b in pairwise(edges)]
-    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(labels) - 1)
+    step = nice_step(high - low, bins)
+    if whole:
+        step = max(1.0, float(round(step)))
+    start = math.floor(low / step) * step
+    count = math.floor((high - start) / step) + 1
+    edges = [start + i * step for i in range(count + 1)]
+    digits = 0 if step >= 1 else -math.floor(math.log10(step))
+    if whole:
+        labels = [f"{a:,.0f}" if step == 1 else f"{a:,.0f}-{b - 1:,.0f}" for a, b in pairwise(edges)]
+    else:
+        labels = [f"{a:,.{digits}f} to <{b:,.{digits}f}" for a, b in pairwise(edges)]
+    index = np.clip(((values - start) // step).astype(int), 0, len(labels) - 1)
     return pd.Series([labels[i] for i in index], index=values.index), labels
 
 
@@ -151,6 +168,14 @@ def report_charts(rows: Sequence[GroupRow]) -> tuple[Chart, ...]:
     charts = (
         largest(rows, "restore_offsets", "Offsets to restore: the largest groups", "offsets"),
         distribution(rows, "moves", "Moves per group", "moves"),
-        distribution(rows, "estimated_seconds", "Estimated time per group", "minutes", scale=60.0),
+        _time_distribution(rows),
     )
     return tuple(c for c in charts if c is not None)
+
+
+def _time_distribution(rows: Sequence[GroupRow]) -> Chart | None:
+    """Estimated time per group, in seconds when every group takes under two minutes, else in minutes."""
+    longest = max((r.figure("estimated_seconds") or 0 for r in rows), default=0)
+    if longest < 120:
+        return distribution(rows, "estimated_seconds", "Estimated time per group", "seconds")
+    return distribution(rows, "estimated_seconds", "Estimated time per group", "minutes", scale=60.0)

@@ -17,8 +17,10 @@ from jobs.report.fleet import importance, summarize
 from jobs.report.gaps import reporting_gaps
 from jobs.report.model import (
     Assignor,
+    Assumptions,
     FailedExpectation,
     GroupDetail,
+    GroupRisk,
     GroupRow,
     Held,
     PlanVersion,
@@ -26,6 +28,75 @@ from jobs.report.model import (
 )
 
 HISTORY = 30  # plans shown in a group's history, newest first
+ASSUMED = (
+    "acceptable_recovery_lag", "max_warmup_replicas", "num_standby_replicas", "probing_rebalance_interval_ms",
+    "restore_rate", "restore_rate_source",
+)  # fmt: skip
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def group_risks(lake: Lake, snapshot_id: str, plans: DataFrame) -> dict[str, GroupRisk]:
+    """Per plan id: report completeness (fresh reports vs the broker's members), idle instances, actives placed on an
+    instance not caught up at the first rebalance, the largest single restore, and the assumptions used."""
+    groups = plans.select("group_id").distinct()
+    reporting: dict[str, list[tuple[str, bool, bool]]] = {}
+    reports = lake.read("member_reports", snapshot_id).join(groups, "group_id", "left_semi")
+    for r in reports.select("group_id", "process_id", "stale", "active_tasks", "standby_tasks").collect():
+        holds = bool(r["active_tasks"]) or bool(r["standby_tasks"])
+        reporting.setdefault(r["group_id"], []).append((r["process_id"], bool(r["stale"]), holds))
+    members = {
+        r["group_id"]: int(r["n"])
+        for r in lake.read("group_members", snapshot_id)
+        .join(groups, "group_id", "left_semi")
+        .groupBy("group_id")
+        .agg(sf.countDistinct(sf.coalesce("process_id", "member_id")).alias("n"))
+        .collect()
+    }
+    lags = lake.read("task_lags", snapshot_id).select("group_id", "process_id", "task_id", "lag", "caught_up")
+    placed = lake.read("plan_assignments").join(plans.select("plan_id"), "plan_id", "left_semi")
+    first = placed.groupBy("plan_id").agg(sf.min("step").alias("first_step"))
+    joined = placed.join(lags, ["group_id", "process_id", "task_id"], "left").join(first, "plan_id")
+    figures = {
+        r["plan_id"]: (r["unsafe"], r["largest"])
+        for r in joined.groupBy("plan_id")
+        .agg(
+            sf.countDistinct(
+                sf.when(
+                    (sf.col("step") == sf.col("first_step")) & (sf.col("role") == "ACTIVE") & ~sf.col("caught_up"),
+                    sf.col("task_id"),
+                )
+            ).alias("unsafe"),
+            sf.max(sf.when(~sf.col("caught_up"), sf.col("lag"))).alias("largest"),
+        )
+        .collect()
+    }
+    columns = [c for c in ASSUMED if c in plans.columns]
+    out = {}
+    for r in plans.select("plan_id", "group_id", *columns).collect():
+        seen = reporting.get(r["group_id"], [])
+        fresh = [(p, holds) for p, stale, holds in seen if not stale]
+        unsafe, largest = figures.get(r["plan_id"], (None, None))
+        assumed = {c: r[c] if c in columns else None for c in ASSUMED}
+        out[r["plan_id"]] = GroupRisk(
+            members_reporting=len(fresh),
+            members_in_group=members.get(r["group_id"]),
+            stale_reports=sum(1 for _, stale, _ in seen if stale),
+            idle_instances=tuple(sorted(p for p, holds in fresh if not holds)),
+            unsafe_moves=_int(unsafe),
+            largest_restore=_int(largest),
+            assumptions=Assumptions(
+                _int(assumed["acceptable_recovery_lag"]),
+                _int(assumed["max_warmup_replicas"]),
+                _int(assumed["num_standby_replicas"]),
+                _int(assumed["probing_rebalance_interval_ms"]),
+                None if assumed["restore_rate"] is None else float(assumed["restore_rate"]),
+                assumed["restore_rate_source"],
+            ),
+        )
+    return out
 
 
 def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
@@ -43,7 +114,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
-        "draining", "source_age_ms", "missing_offset_sums", *changes,
+        "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, PlanCost]] = {}
@@ -54,6 +125,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         if r["assignor"] in known and cost is not None:
             baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = cost
     reach = plan_reach(lake, snapshot_id)
+    risks = group_risks(lake, snapshot_id, plans)
     checks = {
         r["plan_id"]: (int(r["passed"]), int(r["total"]))
         for r in _in(lake.read("validation_results"), "plan_id", ids)
@@ -79,6 +151,9 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             source_age_ms=r["source_age_ms"],
             missing_offset_sums=int(r["missing_offset_sums"] or 0),
             settings_changes=r["settings_changes"] if changes else None,
+            risk=risks.get(r["plan_id"]),
+            published_at=_int(r["published_at"]),
+            realized_at=_int(r["realized_at"]),
         )
         for r in chosen
     ]
@@ -91,7 +166,12 @@ def group_details(lake: Lake, snapshot_id: str, rows: Sequence[GroupRow]) -> lis
     ids, groups = [r.plan_id for r in rows], [r.group_id for r in rows]
     reports = _in(lake.read("member_reports", snapshot_id), "group_id", groups).where(~sf.col("stale"))
     before: dict[str, dict[str, Held]] = {}
-    for r in reports.select("group_id", "process_id", "active_tasks", "standby_tasks", "warmup_tasks").collect():
+    names: dict[str, dict[str, str]] = {}
+    columns = ("group_id", "process_id", "active_tasks", "standby_tasks", "warmup_tasks", "client_id", "host")
+    for r in reports.select(*columns).collect():
+        name = r["client_id"] or r["host"]
+        if name:  # people know their instances by client id or host; the process id shows on hover
+            names.setdefault(r["group_id"], {})[r["process_id"]] = str(name)
         before.setdefault(r["group_id"], {})[r["process_id"]] = Held(
             frozenset(r["active_tasks"] or ()), frozenset(r["standby_tasks"] or ()), frozenset(r["warmup_tasks"] or ())
         )
@@ -149,7 +229,7 @@ def group_details(lake: Lake, snapshot_id: str, rows: Sequence[GroupRow]) -> lis
         details.append(
             GroupDetail(
                 row=row,
-                instances=placements(before.get(row.group_id, {}), target),
+                instances=placements(before.get(row.group_id, {}), target, names.get(row.group_id)),
                 steps=schedule(steps, lags.get(row.group_id), interval_s),
                 failed=tuple(failed.get(row.plan_id, ())),
                 history=tuple(history.get(row.group_id, ())),

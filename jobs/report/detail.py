@@ -19,11 +19,14 @@ def held_by_process(rows: Iterable[tuple[str, str, str]]) -> dict[str, Held]:
     }
 
 
-def placements(before: Assignment, target: Assignment) -> tuple[InstancePlacement, ...]:
-    """Every instance present now or at the target, by process id."""
+def placements(
+    before: Assignment, target: Assignment, names: Mapping[str, str] | None = None
+) -> tuple[InstancePlacement, ...]:
+    """Every instance present now or at the target, by process id; ``names``: process id -> host or client id."""
+    names = names or {}
     return tuple(
-        InstancePlacement(pid, before.get(pid, Held()), target.get(pid, Held()))
-        for pid in sorted(set(before) | set(target))
+        InstancePlacement(pid, before.get(pid, Held()), target.get(pid, Held()), names.get(pid))
+        for pid in sorted(set(before) | set(target), key=lambda p: (names.get(p) or p, p))
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 URL_PREFIX = "/rebalance"
 
 
@@ -13,3 +15,8 @@ def report_url(base_url: str, snapshot_id: str) -> str:
 def data_docs_url(base_url: str) -> str:
     """The Data Docs' index as the plugin serves it."""
     return f"{base_url.rstrip('/')}{URL_PREFIX}/data-docs/index.html"
+
+
+def decide_url(base_url: str, dag_id: str, run_id: str) -> str:
+    """A run's decision page as the plugin serves it."""
+    return f"{base_url.rstrip('/')}{URL_PREFIX}/decide/{quote(dag_id, safe='')}/{quote(run_id, safe='')}"

@@ -39,6 +39,38 @@ BASELINES = (Assignor.KIP441, Assignor.STREAMS_BROKER)
 
 
 @dataclass(frozen=True)
+class Assumptions:
+    """The KIP-441 settings and the restore rate the plan and its estimate were computed with."""
+
+    acceptable_recovery_lag: int | None
+    max_warmup_replicas: int | None
+    num_standby_replicas: int | None
+    probing_rebalance_interval_ms: int | None
+    restore_rate: float | None  # offsets per second per restoring replica
+    restore_rate_source: str | None  # measured, configured or default
+
+
+@dataclass(frozen=True)
+class GroupRisk:
+    """One group's risk figures: how complete its reports are and what the plan asks of it beyond moves."""
+
+    members_reporting: int  # instances whose fresh report the plan was made from
+    members_in_group: int | None  # instances the broker lists in the group (None: not described)
+    stale_reports: int  # instances whose last report was too old to plan from
+    idle_instances: tuple[str, ...]  # reporting instances that hold no task (joined, or just restarted)
+    unsafe_moves: int | None  # actives placed at the first rebalance on an instance not caught up on them
+    largest_restore: int | None  # the most offsets one placed replica must restore (the longest single catch-up)
+    assumptions: Assumptions | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every instance the broker lists reported fresh (unknown membership counts as complete)."""
+        return not self.stale_reports and (
+            self.members_in_group is None or self.members_reporting >= self.members_in_group
+        )
+
+
+@dataclass(frozen=True)
 class GroupRow:
     """One group's plan in the snapshot, as the table of groups shows it."""
 
@@ -58,6 +90,16 @@ class GroupRow:
     missing_offset_sums: int = 0  # held replicas without offset sums: restore_offsets is a lower bound
     settings_changes: str | None = None  # what the plan's KIP-441 settings change versus the group's own
     steered_streams: bool = False  # a streams-protocol group the brokers' assignor honors plans for
+    risk: GroupRisk | None = None  # what could go wrong and what the estimate assumes (None: not read)
+    published_at: int | None = None  # epoch ms
+    realized_at: int | None = None  # epoch ms: when observe first saw the group run the target (an upper bound)
+
+    @property
+    def took_at_most_s(self) -> float | None:
+        """Publish to the observe run that saw the target: the change took at most this long (None: not realized)."""
+        if self.realized_at is None or self.published_at is None or self.realized_at < self.published_at:
+            return None
+        return (self.realized_at - self.published_at) / 1000
 
     def figure(self, metric: str) -> int | float | None:
         """One PlanCost field of the plan (``metric``: its name); None for a plan without a cost."""
@@ -138,6 +180,11 @@ class InstancePlacement:
     process_id: str
     before: Held
     after: Held
+    name: str | None = None  # host or client id from its report; the process id is shown on hover
+
+    @property
+    def label(self) -> str:
+        return self.name or self.process_id
 
     @property
     def gains(self) -> tuple[str, ...]:

@@ -67,11 +67,13 @@ def short_id(value: str, keep: int = 18) -> str:
 
 
 def change(plan: float | None, baseline: float | None) -> str:
-    """How the plan compares with a baseline: ``-53%``, ``same``, ``+4``; ``-`` when either is missing."""
+    """The plan against a baseline with the direction in words (a bare ``-76%`` beside the baseline's figure reads
+    as the baseline being lower): ``plan 53% less``, ``plan 4 more``, ``same``; ``-`` when either is missing."""
     if plan is None or baseline is None:
         return "-"
     if plan == baseline:
         return "same"
+    word = "less" if plan < baseline else "more"
     if baseline == 0:
-        return f"+{count(plan - baseline)}"
-    return f"{(plan - baseline) / baseline:+.0%}"
+        return f"plan {count(abs(plan - baseline))} {word}"
+    return f"plan {abs(plan - baseline) / baseline:.0%} {word}"

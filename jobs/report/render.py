@@ -14,6 +14,7 @@ from jobs.report import numbers
 from jobs.report.charts import report_charts
 from jobs.report.fleet import headline_value
 from jobs.report.model import Assignor, Report
+from jobs.report.triage import triage
 
 
 def asset(name: str) -> Markup:
@@ -66,4 +67,5 @@ def render_report(report: Report, links: dict[str, str] | None = None) -> str:
         charts=report_charts(report.rows),
         links=links or {},
         statuses=[s for s, _ in report.fleet.by_status],
+        decision=triage(report.rows),
     )

@@ -24,7 +24,7 @@ def report(rows: list[GroupRow]) -> Report:
     detail = GroupDetail(
         first,
         placements({LONG_PID: Held(frozenset({"0_0", "0_1"}))},
-                   {LONG_PID: Held(frozenset({"0_0"})), "b": Held(frozenset({"0_1"}))}),
+                   {LONG_PID: Held(frozenset({"0_0"})), "b": Held(frozenset({"0_1"}))}, {"b": "host-b:8080"}),
         schedule({1: {"b": Held(warmup=frozenset({"0_1"}))}, 2: {"b": Held(frozenset({"0_1"}))}},
                  {("b", "0_1"): 4_321}, 600),
         (FailedExpectation("plan_assignments", "warmups_within_budget", 1),),

@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from assignor.protocol.plans import ApprovedPlan, read_record
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
-from jobs.orchestration.hitl import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
+from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, REJECT_ALL
 from jobs.orchestration.tasks import KAFKA_CONN_ID
 from tests.support.airflow_harness import (
     DAG_ID,

@@ -1,24 +1,31 @@
 """The planning DAG under `airflow standalone` (scheduler, dag-processor, api-server): an unanswered approval times
-out and rejects every plan; a person approves in the Airflow UI with headless Chromium and the plans are published."""
+out and rejects every plan; a person approves in the Airflow UI with headless Chromium and the plans are published;
+a person decides on the decision page (filter, tick, confirm), an unknown group is refused before Airflow is answered.
+
+Screenshots at 1,600 x 1,000 go to var/test-artifacts/ (decide-*.png, airflow-*.png)."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, expect, sync_playwright
 
 from jobs.local.airflow import LocalAirflow
 from jobs.local.broker import EmbeddedBroker
-from jobs.orchestration.hitl import APPROVE_ALL, TIMEOUT_USER
+from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, TIMEOUT_USER
+from jobs.report.links import decide_url
 from tests.support.airflow_harness import DAG_ID, plan_rows, published_plans, rbp_env, seed_groups, snapshot_of
 from tests.support.kafka_isolation import isolated
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+SCREEN = {"width": 1600, "height": 1000}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +36,8 @@ def standalone(
     lake = home / "lake"
     with isolated(kafka) as broker:
         seed_groups(broker.bootstrap, REPORTS)
-        with LocalAirflow(home, extra_env=rbp_env(broker.bootstrap, lake)).start("standalone") as airflow:
+        # A shared machine under load starts the four Airflow processes slowly: a generous deadline, polled.
+        with LocalAirflow(home, extra_env=rbp_env(broker.bootstrap, lake)).start("standalone", 600) as airflow:
             airflow.wait_for_dag(DAG_ID)
             yield airflow, broker, lake
 
@@ -86,4 +94,87 @@ def test_a_person_approves_the_plans_in_the_airflow_ui(standalone: tuple[LocalAi
     assert plans["orders"]["status"] == "PUBLISHED"
     assert plans["orders"]["approved_by"] == "admin"  # the user logged into the UI
     assert plans["payments"]["status"] == "REJECTED"  # outside the run's group filter
+    assert published_plans(broker.bootstrap, PLANS)["orders"]["plan_id"] == plans["orders"]["plan_id"]
+
+
+def _login(page: Page, airflow: LocalAirflow) -> None:
+    page.goto(f"{airflow.url}/")
+    page.get_by_label("Username").fill("admin")
+    page.get_by_label("Password").fill(airflow.password())
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda url: "/auth/login" not in url)
+
+
+def test_a_person_decides_on_the_decision_page_and_an_unknown_group_is_refused_before_the_answer(
+    standalone: tuple[LocalAirflow, EmbeddedBroker, Path],
+) -> None:
+    airflow, broker, lake = standalone
+    run_id = airflow.trigger(DAG_ID, {})
+    airflow.wait_for_approval(DAG_ID, run_id, "approval", timeout_s=600)
+    hitl = f"/dags/{DAG_ID}/dagRuns/{quote(run_id)}/taskInstances/approval/-1/hitlDetails"
+    subject = airflow.api("GET", hitl)["subject"]
+    assert subject.startswith("Rebalance ") and ": 2 plans, 2 change, " in subject and ", longest " in subject
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport=SCREEN)  # type: ignore[arg-type]
+            _login(page, airflow)
+            page.goto(decide_url(airflow.url, DAG_ID, run_id))
+            expect(page.get_by_test_id("headline")).to_contain_text("2 groups change", timeout=30_000)
+            expect(page.get_by_test_id("state")).to_contain_text("Awaiting a decision", timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "decide-first-screen.png"))
+            rows = page.locator("#choices tbody tr:not([hidden])")
+            assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.group)")) == ["orders", "payments"]
+
+            # A filter narrows what "select all shown" ticks; the confirmation carries the counts.
+            page.get_by_role("searchbox", name="group").fill("ord*")
+            assert rows.evaluate_all("rs => rs.map(r => r.dataset.group)") == ["orders"]
+            page.get_by_role("button", name="select all shown").click()
+            expect(page.get_by_test_id("selection")).to_contain_text("1 plan selected")
+            page.get_by_role("button", name="Approve selected…").click()
+            confirm = page.locator("#confirm-text")
+            expect(confirm).to_contain_text("Approve 1 plan, ")
+            expect(confirm).to_contain_text("reject the other 1 plan")
+            page.screenshot(path=str(ARTIFACTS / "decide-confirm.png"))
+            page.get_by_role("button", name="Cancel").click()
+            page.get_by_role("button", name="clear selection").click()
+
+            # A pasted group without a validated plan: refused by the plugin, Airflow's one answer is not spent.
+            page.get_by_text("paste group ids, add a note").click()
+            page.get_by_label("group ids to approve").fill("orders\nnope")
+            page.get_by_role("button", name="Approve selected…").click()
+            page.get_by_role("button", name="Confirm").click()
+            expect(page.get_by_test_id("state")).to_contain_text(
+                "Not sent: groups without a validated plan in this run: nope", timeout=30_000
+            )
+            page.screenshot(path=str(ARTIFACTS / "decide-refused.png"))
+            assert airflow.api("GET", hitl)["response_received"] is False
+
+            # Approve only the changing groups, timed from opening the page: "changes only" is on when it opens.
+            started = time.monotonic()
+            page.goto(decide_url(airflow.url, DAG_ID, run_id))
+            clicks = ("select all shown", "Approve selected…", "Confirm")
+            for name in clicks:
+                page.get_by_role("button", name=name).click()
+            expect(page.get_by_test_id("state")).to_contain_text("Decided by admin", timeout=60_000)
+            decided_s = time.monotonic() - started
+            (ARTIFACTS / "decide-measure.json").write_text(
+                json.dumps({"clicks_to_approve_the_changing_groups": len(clicks), "seconds_open_to_decided": decided_s})
+            )
+
+            assert airflow.wait_for_run(DAG_ID, run_id, timeout_s=600) == "success"
+            page.reload()
+            state = page.get_by_test_id("state")
+            expect(state).to_contain_text("2 plans approved, 0 plans rejected", timeout=30_000)
+            expect(state).to_contain_text("2 plans published")
+            page.screenshot(path=str(ARTIFACTS / "decide-after.png"))
+        finally:
+            browser.close()
+    answer = airflow.api("GET", hitl)
+    assert answer["chosen_options"] == [APPROVE_SELECTED]
+    assert answer["params_input"]["selected_groups"] == ["orders", "payments"]
+    plans = plan_rows(lake, snapshot_of(airflow, run_id))
+    assert plans["orders"]["status"] == "PUBLISHED" and plans["orders"]["approved_by"] == "admin"
+    assert plans["payments"]["status"] == "PUBLISHED"
     assert published_plans(broker.bootstrap, PLANS)["orders"]["plan_id"] == plans["orders"]["plan_id"]

@@ -1,5 +1,7 @@
-"""The HTML report in headless Chromium, opened from a file as an operator would: the first screen's numbers are
-the lake's, the table sorts and filters, a group's detail opens, nothing is fetched; screenshots are kept."""
+"""The HTML report and the decision page in headless Chromium, opened from files as an operator would: the first
+screen's numbers are the lake's, the table sorts and filters, a group's detail opens, nothing is fetched; the decision
+page filters, ticks and confirms with the counts; a realized plan shows its estimate beside what it took.
+Screenshots go to var/test-artifacts/ (the decision and estimate-vs-actual ones at 1,600 x 1,000)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, Request, ViewportSize, expect, sync_playwright
 from pyspark.sql import Row, SparkSession
+from pyspark.sql.functions import lit
 
-from jobs.report import run_report
+from jobs.report import build_report, run_report
+from jobs.report.decide_page import write_decision_page
 from tests.support.report_lake import SNAPSHOT, planned_lake, seed_baselines
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
 LAPTOP = ViewportSize(width=1366, height=768)
+SCREEN = ViewportSize(width=1600, height=1000)
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class Lakeside:
     path: Path
     plans: list[Row]
     kip441_moves: int
+    decide: Path
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +41,9 @@ def lake_report(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     """A planned lake of 8 groups with KIP-441 baselines, its report file and its plans as the lake has them."""
     lake = planned_lake(spark, tmp_path_factory.mktemp("report") / "lake", groups=8)
     kip441_moves = sum(int(str(b[4])) for b in seed_baselines(lake, "kip441"))
-    return Lakeside(run_report(lake, SNAPSHOT, None), lake.read("plans", SNAPSHOT).collect(), kip441_moves)
+    path = run_report(lake, SNAPSHOT, None)
+    decide = write_decision_page(build_report(lake, SNAPSHOT), path.parent, 1_795_000_000_000, "12 h")
+    return Lakeside(path, lake.read("plans", SNAPSHOT).collect(), kip441_moves, decide)
 
 
 @pytest.fixture
@@ -90,6 +98,8 @@ def test_first_screen_summary_equals_the_lake(lake_report: Lakeside, page: tuple
     # Readable at laptop width: the page itself never scrolls sideways (wide tables scroll in their own box).
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     assert fetched == []  # every asset is inlined: nothing fetched at view time
+    browser.set_viewport_size(SCREEN)
+    browser.screenshot(path=str(ARTIFACTS / "report-first-screen-1600.png"))
 
 
 def test_groups_table_sorts_and_filters(lake_report: Lakeside, page: tuple[Page, list[str]]) -> None:
@@ -137,3 +147,52 @@ def test_a_groups_detail_opens_from_the_table(lake_report: Lakeside, page: tuple
     assert detail.get_by_role("table", name="This plan beside Kafka's own assignors").is_visible()
     detail.scroll_into_view_if_needed()
     browser.screenshot(path=str(ARTIFACTS / "report-group-detail.png"))
+
+
+def test_the_decision_page_filters_ticks_and_confirms_with_the_counts(
+    lake_report: Lakeside, page: tuple[Page, list[str]]
+) -> None:
+    browser, fetched = page
+    browser.set_viewport_size(SCREEN)
+    browser.goto(lake_report.decide.as_uri())
+    changing = [p for p in lake_report.plans if p["status"] == "VALIDATED" and (p["moves"] or p["warmups"])]
+    expect(browser.get_by_test_id("headline")).to_contain_text(f"{len(changing)} groups change")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(path=str(ARTIFACTS / "decide-file-first-screen.png"))
+    rows = browser.locator("#choices tbody tr:not([hidden])")
+    assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.group)")) == sorted(p["group_id"] for p in changing)
+    target = sorted(changing, key=lambda p: str(p["group_id"]))[0]
+    browser.get_by_role("searchbox", name="group").fill(str(target["group_id"]))
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.group)") == [target["group_id"]]
+    browser.get_by_role("button", name="select all shown").click()
+    browser.get_by_role("button", name="Approve selected…").click()
+    moves = int(target["moves"] or 0)
+    expect(browser.locator("#confirm-text")).to_contain_text(f"Approve 1 plan, {moves} move{'s' if moves != 1 else ''}")
+    browser.get_by_role("button", name="Confirm").click()  # a file cannot answer: it says so
+    expect(browser.get_by_test_id("state")).to_contain_text("open the page from Airflow")
+    assert fetched == []
+
+
+def test_a_realized_plan_shows_its_estimate_beside_what_it_took(
+    spark: SparkSession, tmp_path: Path, page: tuple[Page, list[str]]
+) -> None:
+    lake = planned_lake(spark, tmp_path / "lake", groups=2)
+    plan = sorted(lake.read("plans", SNAPSHOT).collect(), key=lambda p: -int(p["restore_offsets"] or 0))[0]
+    published, realized = 1_795_000_000_000, 1_795_000_036_000
+    done = (
+        lake.read("plans", SNAPSHOT)
+        .where(f"plan_id = '{plan['plan_id']}'")
+        .withColumn("status", lit("REALIZED"))
+        .withColumn("published_at", lit(published).cast("bigint"))
+        .withColumn("realized_at", lit(realized).cast("bigint"))
+    )
+    lake.merge("plans", done, update=["status", "published_at", "realized_at"])
+    path = run_report(lake, SNAPSHOT, None)
+    browser, _ = page
+    browser.set_viewport_size(SCREEN)
+    browser.goto(f"{path.as_uri()}#group-{plan['group_id']}")
+    outcome = browser.locator(f"details.group[data-group='{plan['group_id']}'] [data-testid=outcome]")
+    expect(outcome).to_contain_text("it took at most 36 s: published 2026-11-18 11:06 UTC")
+    expect(outcome).to_contain_text("Estimated ")
+    outcome.scroll_into_view_if_needed()
+    browser.screenshot(path=str(ARTIFACTS / "report-estimate-vs-actual.png"))

@@ -11,7 +11,7 @@ import pytest
 
 from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan
-from jobs.orchestration.hitl import APPROVE_ALL, decision
+from jobs.orchestration.decision import APPROVE_ALL, decision
 from jobs.orchestration.tasks import digests_markdown
 from jobs.pipeline import approval_files
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest, short

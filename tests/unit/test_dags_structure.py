@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from airflow.dag_processing.dagbag import DagBag
 
-from jobs.orchestration.hitl import (
+from jobs.orchestration.decision import (
     APPROVE_ALL,
     APPROVE_SELECTED,
     OPTIONS,
@@ -20,10 +20,10 @@ from jobs.orchestration.hitl import (
     TIMEOUT_USER,
     Approver,
     DecisionError,
-    PlanApprovalOperator,
     approver,
     decision,
 )
+from jobs.orchestration.hitl import PlanApprovalOperator
 from jobs.orchestration.tasks import kafka_from_connection, snapshot_id_for, spark_url
 from jobs.settings import Settings
 

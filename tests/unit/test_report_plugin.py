@@ -36,8 +36,12 @@ def test_every_route_refuses_an_unauthenticated_request(folders: tuple[Path, Pat
         "/data-docs/",
         "/data-docs/index.html",
         "/data-docs/validations/run.html",
+        "/decide/rebalance_planning/r1",
+        "/decide/rebalance_planning/r1/state",
     ):
         assert client.get(url).status_code == 401, url
+    answer = {"option": "approve", "groups": ["orders"]}
+    assert client.post("/decide/rebalance_planning/r1", json=answer).status_code == 401
 
 
 def test_files_are_served_from_their_folders_only(folders: tuple[Path, Path]) -> None:

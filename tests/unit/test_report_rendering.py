@@ -11,7 +11,7 @@ import pandas as pd
 from jobs.orchestration.tasks import approval_body
 from jobs.report import numbers
 from jobs.report.bench_page import Figures, render_bench_page
-from jobs.report.charts import Chart, grouped_bars
+from jobs.report.charts import Chart, binned, grouped_bars
 from jobs.report.detail import schedule
 from jobs.report.fleet import summarize
 from jobs.report.model import (
@@ -29,7 +29,12 @@ def test_numbers_have_separators_plural_forms_and_humane_durations() -> None:
     assert numbers.duration(45) == "45 s" and numbers.duration(200) == "3 min 20 s"
     assert numbers.duration(3_900) == "1 h 5 min" and numbers.duration(None) == "not estimated"
     assert numbers.short_id(LONG_PID) == "3f2a9c4e…c1b7a6e91" and numbers.short_id("a") == "a"
-    assert numbers.change(21, 105) == "-80%" and numbers.change(3, 3) == "same" and numbers.change(1, None) == "-"
+    assert (
+        numbers.change(21, 105) == "plan 80% less"
+        and numbers.change(5, 0) == "plan 5 more"
+        and numbers.change(3, 3) == "same"
+        and numbers.change(1, None) == "-"
+    )
 
 
 def test_schedule_counts_new_warmups_and_their_restore_per_step() -> None:
@@ -67,7 +72,8 @@ def test_report_page_is_self_contained_escaped_and_accessible() -> None:
     assert page.count("<svg") >= 3  # the charts, rendered when the report was written
     assert page.count("<caption>") >= 5 and 'scope="col"' in page and 'scope="row"' in page
     assert 'aria-sort="descending"' in page  # the table's initial order is announced
-    assert f'title="{LONG_PID}">3f2a9c4e…c1b7a6e91<' in page  # a long process id is cut, in full on hover
+    assert f'title="process {LONG_PID}">3f2a9c4e-7b1d…0-5d2c1b7a6e91<' in page  # cut, in full on hover
+    assert 'title="process b">host-b:8080<' in page  # an instance by its host or client id, the process on hover
     assert "3 moves · 3 warmups · 4 rebalances · 3,000 offsets to restore · 3 min" in page
     single = render_report(report([row(1)]))
     assert "1 move · 1 warmup · 2 rebalances · 1,000 offsets to restore · 1 min" in single
@@ -75,15 +81,28 @@ def test_report_page_is_self_contained_escaped_and_accessible() -> None:
     assert "broker-side" in page and "not computed" in page
 
 
-def test_approval_body_carries_the_summary_the_top_groups_by_restore_and_the_links() -> None:
-    rows = [row(1), row(5, "REJECTED"), row(2, group="a|b"), row(0, "NOOP", kip=False)]
-    body = approval_body(report(rows), "[open the report](http://x/r.html)", "`/docs/index.html`", 1, 60)
-    assert "**4 groups** planned: " in body and "2 VALIDATED" in body
-    assert "Approving every validated plan (2 groups) makes 3 moves, 3 warmups and restores 3,000 offsets" in body
-    assert re.search(r"\| moves, total \| 8 \| 14 \(-43%\), on 3 groups where this plan: 8 \| not computed \|", body)
-    table = [line for line in body.splitlines() if re.match(r"\| \S+ \| (VALIDATED|REJECTED|NOOP)", line)]
-    assert [line.split(" | ")[0] for line in table[:3]] == ["| a\\|b", "| g1", "| g5"]  # awaiting first, by restore
-    assert "| g1 | VALIDATED | 1 | 1 | 2 | 1,000 | 3,500 | 1 min |" in body
+def test_approval_body_leads_with_the_decision_and_ranks_the_changing_groups() -> None:
+    kept = replace(row(0, group="kept"), skew_before=0.0)  # moves nothing where KIP-441 would move 2
+    rows = [row(1), row(5, "REJECTED"), row(2, group="a|b"), row(0, "NOOP", kip=False), kept]
+    links = ("[open the report](http://x/r.html)", "`/docs/index.html`")
+    body = approval_body(report(rows), *links, 1, 60, None, "[D](u)")
+    assert body.index("[D](u)") < body.index("2 groups change")  # the decision page, first
+    assert (
+        "**2 groups change (3 moves, 3 warmups); 1 plan keeps the current assignment and prevents 2 KIP-441 "
+        "moves; 1 group needs nothing.**" in body
+    )
+    # Every total names its scope: the changing groups, every validated plan, the whole fleet (NOOP included).
+    assert "| only the changing groups | 2 | 3 | 3 | 3,000 | 2 min |" in body
+    assert "| every validated plan (changing, keep and no-change plans) | 3 | 3 | 3 | 3,000 | 2 min |" in body
+    assert "over all 5 groups planned (NOOP and rejected included" in body
+    # The direction against a baseline is spelt out, never a bare "-43%" beside the baseline's figure.
+    assert re.search(r"\| moves, total \| 8 \| 16 \(plan 50% less\), on 4 groups where this plan: 8 \|", body)
+    table = [line for line in body.splitlines() if re.match(r"\| (high|medium|low) \|", line)]
+    assert [line.split(" | ")[1] for line in table] == ["a\\|b", "g1"]  # changing only, most unlike KIP-441 first
+    assert "| low | g1 | imbalance: skew 0.50 → 0.00 active tasks per thread (most − least loaded); 1 task" in body
+    assert "| 1 | KIP-441: 3 (plan 2 fewer) | 1 | 1,000 | 1 min |" in body
+    assert "kept (KIP-441 would move 2)" in body and "**1 group needs nothing**: g0" in body
+    assert "| g5 | REJECTED |" in body  # not awaiting a decision, listed apart
     assert "1 plan outside this run's group filter is not offered" in body
     assert "[open the report](http://x/r.html)" in body and "/docs/index.html" in body
 
@@ -112,7 +131,8 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
     # The group's detail says it too (the report details the group that matters most, here the only one).
     assert render_report(report([done])).count("payments-p3 is safe to stop") == 2
     body = approval_body(report([waiting, done]), "r", "d", 0, 60)
-    assert "| orders | VALIDATED; drains orders-p1: stop it once the plan is REALIZED |" in body
+    line = next(x for x in body.splitlines() if "| orders |" in x)
+    assert "drains orders-p1" in line and "drains orders-p1: stop it once the plan is REALIZED" in line
     assert "payments-p3 is safe to stop" in body
     already = replace(row(0, "NOOP", group="idle"), draining=("idle-p0",))
     assert already.drain_note == "drains idle-p0: idle-p0 is safe to stop"  # it holds nothing already
@@ -121,3 +141,23 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
     assert (
         gone.drain_note == "drains left-p2: the drain was not realized, so not known to be safe to stop; plan it again"
     )
+
+
+def test_histogram_bins_start_at_round_steps_and_never_overlap() -> None:
+    assert binned(pd.Series([0, 1, 2, 3, 30]))[1][:2] == ["0-4", "5-9"]
+    assert binned(pd.Series([0.5, 2.7, 3.1, 9.9, 12.5]))[1][:2] == ["0 to <2", "2 to <4"]
+    fractions = binned(pd.Series([0.0, 0.1, 0.33]))
+    assert fractions[1][0] == "0.00 to <0.05" and list(fractions[0]) == [
+        "0.00 to <0.05",
+        "0.10 to <0.15",
+        "0.30 to <0.35",
+    ]
+
+
+def test_a_realized_plan_shows_its_estimate_beside_what_it_took_in_the_past_tense() -> None:
+    done = replace(row(2, "REALIZED", group="orders"), published_at=1_795_000_000_000, realized_at=1_795_000_036_000)
+    page = render_report(report([done]))
+    assert "Estimated 2 min; it took at most 36 s: published 2026-11-18 11:06 UTC" in page
+    assert "together made" in page and "would together make" not in page
+    waiting = render_report(report([row(1)]))
+    assert "would together make" in waiting and "it took at most" not in waiting

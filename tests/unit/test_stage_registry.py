@@ -17,7 +17,7 @@ from jobs.cli.main import _build_parser
 from jobs.lakehouse.lake import Lake
 from jobs.live import read as live_read
 from jobs.orchestration import tasks
-from jobs.orchestration.hitl import APPROVE_ALL
+from jobs.orchestration.decision import APPROVE_ALL
 from jobs.pipeline import registry
 from jobs.pipeline.stage import StageResult
 from jobs.settings import Settings

@@ -28,22 +28,30 @@
     rows.forEach(function (row) { body.appendChild(row); });
   }
 
+  // Rows drawn at a time: a report of 10,000 groups lays out 200 rows until "show more" is chosen.
+  var PAGE = 200;
+
   function applyFilters(table, form) {
     var text = (form.querySelector("[data-filter=text]") || {}).value || "";
     var status = (form.querySelector("[data-filter=status]") || {}).value || "";
     var changing = form.querySelector("[data-filter=changing]");
     var needle = text.trim().toLowerCase();
-    var shown = 0, rows = table.tBodies[0].rows;
+    var limit = Number(table.getAttribute("data-limit") || PAGE);
+    var matching = 0, shown = 0, rows = table.tBodies[0].rows;
     for (var i = 0; i < rows.length; i++) {
       var r = rows[i];
       var ok = (!needle || r.getAttribute("data-group").toLowerCase().indexOf(needle) >= 0) &&
         (!status || r.getAttribute("data-status") === status) &&
         (!changing || !changing.checked || r.getAttribute("data-changes") === "true");
-      r.hidden = !ok;
-      if (ok) shown++;
+      if (ok) matching++;
+      r.hidden = !ok || matching > limit;
+      if (!r.hidden) shown++;
     }
+    var more = document.querySelector("[data-more-for='" + table.id + "']");
+    if (more) more.hidden = matching <= limit;
     var out = form.querySelector("[data-filter-count]");
-    if (out) out.textContent = "showing " + shown.toLocaleString("en-US") + " of " + rows.length.toLocaleString("en-US");
+    if (out) out.textContent = "showing " + shown.toLocaleString("en-US") + " of " +
+      (matching > shown ? matching.toLocaleString("en-US") + " matching, " : "") + rows.length.toLocaleString("en-US");
   }
 
   function openFromHash() {
@@ -59,10 +67,18 @@
     Array.prototype.forEach.call(document.querySelectorAll("table[data-sortable]"), function (table) {
       Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
         var button = th.querySelector("button");
-        if (button) button.addEventListener("click", function () { sortBy(table, th); });
+        if (button) button.addEventListener("click", function () {
+          sortBy(table, th);
+          if (form) applyFilters(table, form);  // the first page of the new order
+        });
       });
       var form = document.querySelector("form[data-filters-for='" + table.id + "']");
       if (!form) return;
+      var more = document.querySelector("[data-more-for='" + table.id + "']");
+      if (more) more.addEventListener("click", function () {
+        table.setAttribute("data-limit", String(Number(table.getAttribute("data-limit") || PAGE) + PAGE));
+        applyFilters(table, form);
+      });
       form.addEventListener("input", function () { applyFilters(table, form); });
       form.addEventListener("submit", function (e) { e.preventDefault(); });
       Array.prototype.forEach.call(document.querySelectorAll("[data-set-status]"), function (chip) {

@@ -1,0 +1,100 @@
+"""The decision a person makes: groups sorted into change / keep / nothing with a why and a risk, totals that name
+their scope, a selection refused when it names a group without a validated plan, and the page that shows it all."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from assignor.cost import PlanCost
+from jobs.orchestration.decision import APPROVE_SELECTED, DecisionError, check_selection, decision
+from jobs.report.decide_page import fleet_risk, render_decision_page
+from jobs.report.model import Assignor, Assumptions, GroupRisk, GroupRow
+from jobs.report.triage import Kind, Risk, triage, versus
+from tests.support.report_views import HOSTILE, report, row
+
+ASSUMED = Assumptions(10_000, 2, 1, 600_000, 5_000.0, "measured")
+
+
+def risky(i: int, group: str, **figures: Any) -> GroupRow:
+    base = GroupRisk(3, 3, 0, (), 0, 1_000, ASSUMED)
+    return replace(row(i, group=group), risk=replace(base, **figures))
+
+
+def test_groups_are_sorted_into_change_keep_and_nothing_with_scoped_totals() -> None:
+    keep = replace(row(0, group="keep"), skew_before=0.0)
+    idle = replace(row(0, group="idle", kip=False), skew_before=0.0)
+    t = triage([row(2, group="a"), row(1, group="b"), keep, idle, row(0, "NOOP", group="noop"), row(3, "REJECTED")])
+    assert [c.group_id for c in t.change] == ["a", "b"] and {c.kind for c in t.change} == {Kind.CHANGE}
+    assert [c.group_id for c in t.keep] == ["keep"] and t.prevented == 2
+    assert [c.group_id for c in t.nothing] == ["idle", "noop"]
+    assert [c.group_id for c in t.decided] == ["g3"]
+    assert (t.changing.groups, t.changing.moves, t.changing.warmups) == (2, 3, 3)
+    assert t.offered.groups == 4 and t.offered.moves == 3  # keep and no-change plans move nothing
+    assert t.headline() == (
+        "2 groups change (3 moves, 3 warmups); 1 plan keeps the current assignment and prevents 2 KIP-441 moves; "
+        "2 groups need nothing"
+    )
+    assert (
+        t.subject("Rebalance 2026-11-26 02:00")
+        == "Rebalance 2026-11-26 02:00: 4 plans, 2 change, 3 moves, longest 2 min"
+    )
+    assert t.keep[0].why == "stops KIP-441 moving 2 tasks"
+
+
+def test_changing_groups_rank_by_risk_then_by_difference_from_kip441_and_say_why() -> None:
+    calm = risky(1, "calm")
+    far = replace(risky(1, "far"), baselines={Assignor.KIP441: PlanCost(9, 0, 1, 0, 0.0)})
+    unsafe = risky(1, "unsafe", unsafe_moves=2)
+    partial = risky(1, "partial", members_reporting=2, stale_reports=1, idle_instances=("p-new",))
+    slow = risky(1, "slow", largest_restore=5_000_000)  # 1,000 s at 5,000 offsets/s
+    t = triage([calm, far, unsafe, partial, slow])
+    assert [c.group_id for c in t.change] == ["partial", "unsafe", "slow", "far", "calm"]
+    by = {c.group_id: c for c in t.change}
+    assert by["unsafe"].risk is Risk.HIGH and "2 tasks moved without a caught-up copy" in by["unsafe"].risks
+    assert by["partial"].risk is Risk.HIGH and "2 of 3 instances reported" in by["partial"].risks
+    assert "1 instance holding nothing (p-new): joined or restarted" in by["partial"].why
+    assert "1 instance stopped reporting (left?)" in by["partial"].why
+    assert by["slow"].risk is Risk.MEDIUM and "largest restore 5,000,000 offsets (~16 min 40 s)" in by["slow"].risks
+    assert by["calm"].risk is Risk.LOW and by["far"].versus_kip441 == "KIP-441: 9 (plan 8 fewer)"
+    fr = fleet_risk(t)
+    assert (fr.unsafe_moves, fr.unsafe_groups, fr.largest_restore, fr.largest_group) == (2, 1, 5_000_000, "slow")
+    assert fr.rates == (("5,000 offsets/s (measured)", 5),) and fr.incomplete == 1
+
+
+def test_a_selection_naming_a_group_without_a_validated_plan_is_refused_naming_it() -> None:
+    candidates = {"orders": "s/orders", "payments": "s/payments"}
+    assert check_selection([" orders", "orders", ""], candidates) == ["orders"]
+    with pytest.raises(DecisionError, match="groups without a validated plan in this run: nope, zz"):
+        check_selection(["orders", "zz", "nope"], candidates)
+    with pytest.raises(DecisionError, match="must be a list of group ids, not str"):
+        check_selection("orders", candidates)
+    answer = {"responded_by_user": {"id": "2", "name": "alice"}, "chosen_options": [APPROVE_SELECTED],
+              "params_input": {"selected_groups": ["payments"]}}  # fmt: skip
+    d = decision(answer, candidates, 60)
+    assert d.approve == ("s/payments",) and d.reject == ("s/orders",)
+
+
+def test_the_decision_page_offers_the_changing_groups_with_checkboxes_and_fetches_nothing() -> None:
+    rows = [row(1), row(2, group=HOSTILE), replace(row(0, group="keep"), skew_before=0.0), row(0, "NOOP")]
+    html = render_decision_page(report(rows), 1_795_000_000_000, "12 h")
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert not re.search(r"""<(script|img|iframe)[^>]*\ssrc=|<link[^>]*stylesheet|@import|url\(\s*['"]?https?:""", html)
+    assert html.count('class="pick"') == 3  # every VALIDATED plan can be ticked; the NOOP group cannot
+    assert 'data-kind="change"' in html and 'data-kind="keep"' in html
+    assert "2 groups change (3 moves, 3 warmups); 1 plan keeps the current assignment" in html
+    assert "plans expire" in html and "2026-11-18" in html
+
+
+def test_why_not_kafkas_assignors_names_where_the_plan_wins_and_where_a_baseline_is_as_good() -> None:
+    broker = PlanCost(moves=1, warmups=0, rounds=1, restore_offsets=1_000, estimated_seconds=10.0)
+    quick = replace(row(1, group="quick"), baselines={Assignor.STREAMS_BROKER: broker})
+    costly = replace(row(3, group="costly"), baselines={Assignor.STREAMS_BROKER: replace(broker, moves=9)})
+    kip, streams = versus([quick, costly, row(2, group="plain")])
+    assert (kip.computed, kip.fewer_moves, kip.as_good) == (1, 1, ())
+    assert (streams.computed, streams.fewer_moves, streams.as_good, streams.faster) == (2, 1, ("quick",), 2)
+    assert "it would finish sooner in 2, by moving actives before a caught-up copy exists" in streams.sentence()
+    assert "It would do as well in 1 (quick)" in streams.sentence()
