@@ -12,6 +12,7 @@ from kafka import KafkaAdminClient
 
 from assignor.runtime.kafka_io import kafka_python_security
 from jobs.pipeline.broker_streams import BROKER_STREAMS, parse_reader_output
+from jobs.pipeline.group_metadata import with_retries
 from jobs.pipeline.intake import Intake, Quarantined, Report, parse_report
 from jobs.pipeline.streams_reader import StreamsGroupsUnreadable, read_streams_groups_lines
 from jobs.settings import Settings
@@ -29,7 +30,9 @@ def listed_streams_groups(bootstrap: str, properties: Mapping[str, str], timeout
         **kafka_python_security(properties),
     )
     try:
-        return {g["group_id"] for g in admin.list_groups() if (g.get("group_type") or "").lower() == "streams"}
+        # A broker just started answers "coordinator loading" for a while: ask again rather than fail the night.
+        listed = with_retries(admin.list_groups, "listing groups", attempts=5, backoff_s=1.0)
+        return {g["group_id"] for g in listed if (g.get("group_type") or "").lower() == "streams"}
     finally:
         admin.close()
 

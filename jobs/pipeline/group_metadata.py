@@ -67,7 +67,8 @@ def _envelope(group_id: str, member: Any) -> StreamsMember:
         return StreamsMember(*common, b"", b"", (), -1, error=reason)
 
 
-def _with_retries(call: Any, what: str, attempts: int, backoff_s: float) -> Any:
+def with_retries(call: Any, what: str, attempts: int, backoff_s: float) -> Any:
+    """``call()``, again after ``backoff_s`` while kafka-python says the error is retriable (a coordinator loading)."""
     for attempt in range(1, attempts + 1):
         try:
             return call()
@@ -96,7 +97,7 @@ def read_streams_groups(
         **kafka_python_security(properties),
     )
     try:
-        listed = _with_retries(admin.list_groups, "listing groups", attempts, backoff_s)
+        listed = with_retries(admin.list_groups, "listing groups", attempts, backoff_s)
         skip = set(exclude)
         passed_over: dict[str, str] = {}
         candidates = []
@@ -111,7 +112,7 @@ def read_streams_groups(
         groups: dict[str, tuple[StreamsMember, ...]] = {}
         for start in range(0, len(candidates), _DESCRIBE_CHUNK):
             chunk = candidates[start : start + _DESCRIBE_CHUNK]
-            described = _with_retries(partial(admin.describe_groups, chunk), "describing groups", attempts, backoff_s)
+            described = with_retries(partial(admin.describe_groups, chunk), "describing groups", attempts, backoff_s)
             for group_id, group in sorted(described.items()):
                 if group.error_code:
                     passed_over[group_id] = f"the broker did not describe it (error code {group.error_code})"
