@@ -1,0 +1,77 @@
+"""The nightly DAG carried out through the running stack: the demo fleet reports to the containerised Kafka over
+SASL, a real login triggers the run through the REST API, the stages run on the Spark Connect container, an allowed
+approver answers through the API, publish signs in the scheduler, and observe sees the groups converge."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from jobs.local.airflow import AirflowError, LocalAirflow
+from jobs.orchestration.hitl import APPROVE_ALL
+from tests.deploy.conftest import Stack
+
+PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
+# Every plan's status in the shared lake volume, read where the tasks run (the scheduler's container).
+PLAN_STATUS = """
+import json
+from deltalake import DeltaTable
+rows = DeltaTable("/data/lake/plans").to_pyarrow_table(columns=["group_id", "status"]).to_pylist()
+print(json.dumps(rows))
+"""
+
+
+@dataclass
+class StackAirflow(LocalAirflow):
+    """The REST helpers of the local harness, pointed at the stack's api-server with the FAB logins run.sh made."""
+
+    base_url: str = ""
+    passwords: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    def password(self, user: str = "admin") -> str:
+        return self.passwords[user]
+
+
+@pytest.fixture(scope="module")
+def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str]) -> StackAirflow:
+    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]))
+
+
+def plan_statuses(stack: Stack) -> dict[str, str]:
+    return {row["group_id"]: row["status"] for row in json.loads(stack.run("airflow-scheduler", "python", "-",
+                                                                            stdin=PLAN_STATUS))}  # fmt: skip
+
+
+def test_a_planning_run_is_approved_published_and_realized(stack: Stack, airflow: StackAirflow) -> None:
+    admin, approver = "admin", next(user for user in airflow.passwords if user != "admin")
+    airflow.wait_for_dag(PLANNING, timeout_s=300)
+    started = time.monotonic()
+    # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
+    run_id = airflow.trigger(PLANNING)
+    airflow.wait_for_approval(PLANNING, run_id, "approval", timeout_s=1500)
+    # The admin may not answer its own run (nor is it a named approver): refused, and the run still waits.
+    with pytest.raises(AirflowError, match="HTTP 403"):
+        airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=admin)
+    airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=approver)
+    assert airflow.wait_for_run(PLANNING, run_id, timeout_s=900) == "success", airflow.task_states(PLANNING, run_id)
+    print(f"planning run: {time.monotonic() - started:.0f} s")
+    published = plan_statuses(stack)
+    assert published, "the run planned no group: did the demo fleet report?"
+    # observe until every published plan is realized (the fleet honours them; a step takes its time).
+    deadline = time.monotonic() + 900
+    while True:
+        observe_run = airflow.trigger(OBSERVE)
+        assert airflow.wait_for_run(OBSERVE, observe_run, timeout_s=600) == "success"
+        statuses = plan_statuses(stack)
+        if statuses and all(status == "realized" for status in statuses.values()):
+            break
+        assert time.monotonic() < deadline, f"plans not realized in time: {statuses}"
+    print(f"planning to realized: {time.monotonic() - started:.0f} s; plans: {statuses}")
