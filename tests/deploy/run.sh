@@ -134,9 +134,10 @@ up kafka-init airflow-init
 completed kafka-init airflow-init
 up airflow-apiserver airflow-scheduler airflow-dag-processor airflow-triggerer demo-fleet
 url=http://127.0.0.1:$AIRFLOW_HOST_PORT
-deadline=$(( $(date +%s) + 300 ))
+# Generous: on a loaded shared machine (load 30+ on 2 cores was seen) the api-server takes minutes to start.
+deadline=$(( $(date +%s) + 900 ))
 until curl -sf -o /dev/null "$url/api/v2/monitor/health"; do
-  (( $(date +%s) < deadline )) || { echo "Airflow's API did not answer within 300 s" >&2; exit 1; }
+  (( $(date +%s) < deadline )) || { echo "Airflow's API did not answer within 900 s" >&2; exit 1; }
   sleep 2
 done
 export RBP_APPROVER_USERNAME=approver RBP_APPROVER_PASSWORD=$(secret)

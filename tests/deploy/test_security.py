@@ -23,6 +23,17 @@ if sys.argv[2] == "list":
         print("topics", sorted(AdminClient(config).list_topics(timeout=8).topics))
     except KafkaException as err:
         print("refused", err.args[0].name())
+elif sys.argv[2] == "alter-group":
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    entry = ConfigEntry("consumer.heartbeat.interval.ms", "5000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, sys.argv[3], incremental_configs=[entry])
+    admin = AdminClient(config)  # kept referenced: a collected client fails its futures with _DESTROY
+    try:
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(timeout=20)
+        print("altered")
+    except KafkaException as err:
+        print(err.args[0].name())
 else:
     errors = []
     producer = Producer({**config, "message.timeout.ms": 15000, "error_cb": lambda err: errors.append(err.name())})
@@ -49,6 +60,11 @@ def app_password(stack: Stack) -> str:
     """The demo fleet's own SCRAM password, read from its container (the test never had it otherwise)."""
     config = json.loads(stack.run("demo-fleet", "printenv", "RBP_KAFKA_CONFIG"))
     return str(config["sasl.password"])
+
+
+def pipeline_password(stack: Stack) -> str:
+    """The pipeline's SCRAM password, read from the scheduler (where Airflow's tasks run)."""
+    return str(json.loads(stack.run("airflow-scheduler", "printenv", "RBP_KAFKA_CONFIG"))["sasl.password"])
 
 
 def services(stack: Stack) -> dict[str, dict[str, object]]:
@@ -120,3 +136,11 @@ def test_the_scheduler_holds_the_signing_key_readable_by_airflow_only(stack: Sta
     listing = stack.run("airflow-scheduler", "sh", "-c", "id -u; cat /run/secrets/plan_signing_key | head -c 27")
     assert listing.split("\n")[0] == "50000"
     assert "BEGIN PRIVATE KEY" in listing
+
+
+def test_only_the_pipeline_may_alter_a_groups_configs(stack: Stack) -> None:
+    """publish sets a streams group's assignor config (IncrementalAlterConfigs on the group): the pipeline's ACL."""
+    pipeline = scram("rbp-pipeline", pipeline_password(stack))
+    assert kafka_probe(stack, pipeline, "alter-group", "group-1") == "altered"
+    app = scram("rbp-demo-fleet", app_password(stack))
+    assert kafka_probe(stack, app, "alter-group", "someone-elses-group") == "GROUP_AUTHORIZATION_FAILED"
