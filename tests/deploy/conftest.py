@@ -48,3 +48,10 @@ def admin() -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def approver() -> tuple[str, str]:
     return os.environ["RBP_APPROVER_USERNAME"], os.environ["RBP_APPROVER_PASSWORD"]
+
+
+def record(line: str) -> None:
+    """One measured line for run.sh's report (var/deploy-test/report.txt), and for pytest's output."""
+    print(line)
+    with open(os.environ["RBP_DEPLOY_REPORT"], "a", encoding="utf-8") as report:
+        report.write(line + "\n")

@@ -146,8 +146,9 @@ podman exec "${project}_airflow-apiserver_1" airflow users create --role Op --us
 phase_end
 
 phase checks
-RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url "$root/.venv/bin/pytest" -q -p no:cacheprovider tests/deploy \
+RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url RBP_DEPLOY_REPORT=$report "$root/.venv/bin/pytest" -q -p no:cacheprovider tests/deploy \
   ${RBP_DEPLOY_PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" >&2
 checks=${PIPESTATUS[0]}
 phase_end
+grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out/pytest.log" | tail -1 | sed 's/^/checks: /' >>"$report"
 exit "$checks"

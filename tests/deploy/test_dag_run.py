@@ -14,7 +14,7 @@ import pytest
 from jobs.local.airflow import AirflowError, LocalAirflow
 from jobs.orchestration.hitl import APPROVE_ALL
 from jobs.polling import wait_until
-from tests.deploy.conftest import Stack
+from tests.deploy.conftest import Stack, record
 
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
 # Every plan's status in the shared lake volume, read where the tasks run (the scheduler's container).
@@ -78,7 +78,7 @@ def test_a_planning_run_is_approved_published_and_realized(stack: Stack, airflow
         airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=admin)
     airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=approver)
     assert airflow.wait_for_run(PLANNING, run_id, timeout_s=900) == "success", airflow.task_states(PLANNING, run_id)
-    print(f"planning run: {time.monotonic() - started:.0f} s")
+    record(f"planning run: {time.monotonic() - started:.0f} s")
     published = plan_statuses(stack)
     assert "published" in published.values(), f"nothing published: {published}"
     # observe until every published plan is realized (the fleet honours them; a step takes its time).
@@ -91,4 +91,4 @@ def test_a_planning_run_is_approved_published_and_realized(stack: Stack, airflow
         if "published" not in statuses.values() and "realized" in statuses.values():
             break
         assert time.monotonic() < deadline, f"plans not realized in time: {statuses}"
-    print(f"planning to realized: {time.monotonic() - started:.0f} s; plans: {statuses}")
+    record(f"planning to realized: {time.monotonic() - started:.0f} s; plans: {statuses}")

@@ -8,7 +8,7 @@ import time
 import httpx
 
 from jobs.polling import wait_until
-from tests.deploy.conftest import Stack
+from tests.deploy.conftest import Stack, record
 from tests.deploy.test_security import app_password, kafka_probe, scram
 
 
@@ -50,7 +50,7 @@ def test_airflow_recovers_after_postgres_restarts(stack: Stack, admin: tuple[str
         f"the scheduler to report healthy again (last: {health})",
         poll_s=3,
     )
-    print(f"Airflow recovered {time.monotonic() - started:.0f} s after PostgreSQL restarted")
+    record(f"Airflow recovered {time.monotonic() - started:.0f} s after PostgreSQL restarted")
 
 
 def test_kafka_restarts_with_its_users_and_acls_in_force(stack: Stack) -> None:
@@ -61,4 +61,4 @@ def test_kafka_restarts_with_its_users_and_acls_in_force(stack: Stack) -> None:
     # The SCRAM users and the ACLs live in KRaft's metadata log in the kafka-data volume: both survive.
     assert kafka_probe(stack, app, "produce", "_rebalance_plans") == "TOPIC_AUTHORIZATION_FAILED"
     assert kafka_probe(stack, app, "produce", "_rebalance_reports") == "written"
-    print(f"Kafka answered again {time.monotonic() - started:.0f} s after its restart")
+    record(f"Kafka answered again {time.monotonic() - started:.0f} s after its restart")
