@@ -72,7 +72,10 @@ def test_a_planning_run_is_approved_published_and_realized(stack: Stack, airflow
     started = time.monotonic()
     # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
     run_id = airflow.trigger(PLANNING)
-    airflow.wait_for_approval(PLANNING, run_id, "approval", timeout_s=1500)
+    # settle_s: the answer must come after the scheduler has taken the paused task's executor event; on a loaded
+    # machine that took seconds, and an earlier answer made Airflow 3.3 mark the approval FAILED ("state changed
+    # externally"), seen live here.
+    airflow.wait_for_approval(PLANNING, run_id, "approval", timeout_s=1500, settle_s=30)
     # The admin may not answer its own run (nor is it a named approver): refused, and the run still waits.
     with pytest.raises(AirflowError, match="HTTP 403"):
         airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=admin)
