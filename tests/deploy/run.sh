@@ -146,6 +146,7 @@ podman exec "${project}_airflow-apiserver_1" airflow users create --role Op --us
 phase_end
 
 phase checks
+set +e  # a failing check must still be timed and summarised; the exit status says it failed
 RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url RBP_DEPLOY_REPORT=$report "$root/.venv/bin/pytest" -q -p no:cacheprovider tests/deploy \
   ${RBP_DEPLOY_PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" >&2
 checks=${PIPESTATUS[0]}
