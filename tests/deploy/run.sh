@@ -69,6 +69,12 @@ tests/deploy/base-image.sh localhost/debian:bookworm
 phase_end
 
 phase builds
+tags=(localhost/rbp-python:3.11-bookworm localhost/rebalance-planner:latest localhost/rebalance-planner-spark:latest
+      localhost/rbp-kafka:local localhost/rbp-postgres:local)
+previous=()
+for tag in "${tags[@]}"; do
+  if podman image exists "$tag"; then previous+=("$(podman image inspect --format '{{.Id}}' "$tag")"); fi
+done
 build() { podman build -q --layers "$@" . >/dev/null; }
 build -f tests/deploy/local-images.Containerfile --target python -t localhost/rbp-python:3.11-bookworm
 build -f docker/Dockerfile --target project --build-arg PYTHON_IMAGE=localhost/rbp-python:3.11-bookworm \
@@ -77,8 +83,12 @@ build -f docker/Dockerfile --target spark-connect --build-arg PYTHON_IMAGE=local
   -t localhost/rebalance-planner-spark:latest
 build -f tests/deploy/local-images.Containerfile --target kafka -t localhost/rbp-kafka:local
 build -f tests/deploy/local-images.Containerfile --target postgres -t localhost/rbp-postgres:local
-# The previous builds' images, now untagged, would fill the disk run after run.
-podman image prune -f >/dev/null
+# The previous run's images, now untagged, would fill the disk run after run; removing them by id (not a prune,
+# which would also drop the layer cache the next build starts from).
+for old in "${previous[@]}"; do
+  podman image exists "$old" && [[ -z $(podman images -q --filter "id=$old" --format '{{.Repository}}' | grep -v none) ]] \
+    && podman rmi "$old" >/dev/null 2>&1
+done
 podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E 'rbp-|rebalance-planner|debian' \
   | sed 's/^/image /' | tee -a "$report" >&2
 phase_end
