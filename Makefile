@@ -22,7 +22,7 @@ JAVA_JARS := $(JAVA_DIR)/target/.built
 CORE := assignor/compiled.sha256
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install core core-clean jdk jvm java java-test lint test test-fast browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
+.PHONY: install core core-clean jdk jvm java java-test lint test test-fast deploy-tools deploy-test browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
 
 install: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
@@ -72,6 +72,19 @@ lint: $(STAMP)
 
 test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) java-test
 	$(BIN)/pytest
+
+# The deployment tier: docker/ built and started with Podman (no registry needed: a debootstrap base image), checked
+# live by tests/deploy, torn down whatever happens (tests/deploy/run.sh; docs/deployment.md). ~15 min from cold.
+PODMAN_COMPOSE_VERSION := 1.6.0
+deploy-tools: $(STAMP)
+	@command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 \
+	  || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq podman runc debootstrap uidmap slirp4netns \
+	       containernetworking-plugins openssl curl; }
+	@test -x $(BIN)/podman-compose || $(BIN)/uv pip install --python $(BIN)/python --quiet \
+	  podman-compose==$(PODMAN_COMPOSE_VERSION)
+
+deploy-test: deploy-tools
+	tests/deploy/run.sh
 
 # The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.
 test-fast: $(CORE)

@@ -54,7 +54,11 @@ def acl_bindings(principals: Principals, plans_topic: str, reports_topic: str) -
         *_allow(pipeline, ResourceType.TOPIC, reports_topic, [read, describe]),
         # extract: every group's members and committed offsets, every changelog's end offsets
         *_allow(pipeline, ResourceType.TOPIC, "*", [describe]),
-        *_allow(pipeline, ResourceType.GROUP, "*", [describe]),
+        # publish to streams-protocol groups sets the group's assignor config on exactly the approved groups and
+        # sets it back later (IncrementalAlterConfigs on the group resource)
+        *_allow(
+            pipeline, ResourceType.GROUP, "*", [describe, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS]
+        ),
         *_allow(pipeline, ResourceType.BROKER, "kafka-cluster", [describe]),
         *_allow(pipeline, ResourceType.GROUP, READER_GROUP_PREFIX, [read], ResourcePatternType.PREFIXED),
     ]

@@ -19,6 +19,9 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
 from tests.support.kafka_isolation import isolated
 
+# tests/deploy runs against containers only `make deploy-test` (tests/deploy/run.sh) starts, and says so in its env.
+collect_ignore = [] if os.environ.get("RBP_DEPLOY_PROJECT") else ["deploy"]
+
 settings.register_profile(
     "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )

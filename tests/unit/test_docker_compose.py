@@ -102,7 +102,7 @@ def test_each_airflow_component_runs_its_own_command_with_the_dags_mounted(compo
 
 def test_ports_and_hostnames_point_at_services_that_exist(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert "8080:8080" in services["airflow-apiserver"]["ports"]
+    assert [resolved(p) for p in services["airflow-apiserver"]["ports"]] == ["8080:8080"]
     # Only the Airflow UI is published: Kafka and Spark Connect (which runs any code sent to it) stay internal.
     assert {name for name, service in services.items() if service.get("ports")} == {"airflow-apiserver"}
     airflow = env(services["airflow-scheduler"])
@@ -132,7 +132,7 @@ def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
     wanted = {f"RBP_{name.upper()}" for name in names}
     for name in (*AIRFLOW_PARTS, "demo-fleet"):
         provided = env(compose["services"][name])
-        expected = wanted - SIGNING_ONLY if name == "demo-fleet" else wanted
+        expected = wanted if name == "airflow-scheduler" else wanted - SIGNING_ONLY
         assert expected - set(provided) == set(), name
         for key, value in provided.items():
             if key.startswith("RBP_"):
@@ -147,6 +147,9 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
     assert not SIGNING_ONLY & set(fleet)  # the fleet can verify, never sign
     assert "secrets" not in services["demo-fleet"]
     assert services["airflow-scheduler"]["secrets"] == ["plan_signing_key"]
+    # LocalExecutor: publish runs in the scheduler; no other Airflow part holds the key or its settings.
+    for name in AIRFLOW_PARTS[:1] + AIRFLOW_PARTS[2:]:
+        assert "secrets" not in services[name] and not SIGNING_ONLY & set(env(services[name])), name
     assert fleet["RBP_KAFKA_BOOTSTRAP"] == airflow["RBP_KAFKA_BOOTSTRAP"]
     command = services["demo-fleet"]["command"]
     for flag in (

@@ -1,0 +1,57 @@
+"""The deployment tier: tests against the stack tests/deploy/run.sh started (`make deploy-test`); never collected
+by a plain pytest run (tests/conftest.py), because only that script brings the containers up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The running compose project: its name, the Airflow URL published on the host, the logins run.sh made."""
+
+    project: str
+    url: str
+
+    def container(self, service: str) -> str:
+        return f"{self.project}_{service}_1"
+
+    def run(self, service: str, *command: str, stdin: str | None = None, timeout: float = 120) -> str:
+        """`podman exec` in the service's container; its stdout, or an error naming the command and stderr."""
+        done = subprocess.run(
+            ["podman", "exec", "-i", self.container(service), *command],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise AssertionError(f"{service}: {command} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+        return done.stdout
+
+
+@pytest.fixture(scope="session")
+def stack() -> Stack:
+    return Stack(project=os.environ["RBP_DEPLOY_PROJECT"], url=os.environ["RBP_DEPLOY_URL"])
+
+
+@pytest.fixture(scope="session")
+def admin() -> tuple[str, str]:
+    return os.environ["AIRFLOW_ADMIN_USERNAME"], os.environ["AIRFLOW_ADMIN_PASSWORD"]
+
+
+@pytest.fixture(scope="session")
+def approver() -> tuple[str, str]:
+    return os.environ["RBP_APPROVER_USERNAME"], os.environ["RBP_APPROVER_PASSWORD"]
+
+
+def record(line: str) -> None:
+    """One measured line for run.sh's report (var/deploy-test/report.txt), and for pytest's output."""
+    print(line)
+    with open(os.environ["RBP_DEPLOY_REPORT"], "a", encoding="utf-8") as report:
+        report.write(line + "\n")

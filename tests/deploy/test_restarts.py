@@ -1,0 +1,64 @@
+"""Faults, live: the stack's stateful services restarted under it, and what must hold afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import httpx
+
+from jobs.polling import wait_until
+from tests.deploy.conftest import Stack, record
+from tests.deploy.test_security import app_password, kafka_probe, scram
+
+
+def restart(stack: Stack, service: str) -> None:
+    subprocess.run(["podman", "restart", "-t", "20", stack.container(service)], check=True, capture_output=True)
+
+
+def healthy(stack: Stack, service: str) -> bool:
+    subprocess.run(["podman", "healthcheck", "run", stack.container(service)], capture_output=True, check=False)
+    state = subprocess.run(
+        ["podman", "inspect", "--format", "{{.State.Health.Status}}", stack.container(service)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return state.stdout.strip() == "healthy"
+
+
+def test_airflow_recovers_after_postgres_restarts(stack: Stack, admin: tuple[str, str]) -> None:
+    restart(stack, "postgres")
+    started = time.monotonic()
+
+    def logged_in() -> bool:
+        try:
+            login = httpx.post(f"{stack.url}/auth/token", json={"username": admin[0], "password": admin[1]}, timeout=10)
+            if login.status_code not in (200, 201):
+                return False
+            token = login.json()["access_token"]
+            dags = httpx.get(f"{stack.url}/api/v2/dags", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+            return dags.status_code == 200
+        except httpx.TransportError:
+            return False
+
+    wait_until(logged_in, 300, "Airflow to answer logins again after PostgreSQL restarted", poll_s=2)
+    health = httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=10).json()
+    wait_until(
+        lambda: httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=10).json()["scheduler"]["status"] == "healthy",
+        300,
+        f"the scheduler to report healthy again (last: {health})",
+        poll_s=3,
+    )
+    record(f"Airflow recovered {time.monotonic() - started:.0f} s after PostgreSQL restarted")
+
+
+def test_kafka_restarts_with_its_users_and_acls_in_force(stack: Stack) -> None:
+    restart(stack, "kafka")
+    started = time.monotonic()
+    wait_until(lambda: healthy(stack, "kafka"), 300, "Kafka healthy after its restart", poll_s=3)
+    app = scram("rbp-demo-fleet", app_password(stack))
+    # The SCRAM users and the ACLs live in KRaft's metadata log in the kafka-data volume: both survive.
+    assert kafka_probe(stack, app, "produce", "_rebalance_plans") == "TOPIC_AUTHORIZATION_FAILED"
+    assert kafka_probe(stack, app, "produce", "_rebalance_reports") == "written"
+    record(f"Kafka answered again {time.monotonic() - started:.0f} s after its restart")
