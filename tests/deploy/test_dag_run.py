@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobs.local.airflow import AirflowError, LocalAirflow
-from jobs.orchestration.hitl import APPROVE_ALL
+from jobs.orchestration.decision import APPROVE_ALL
 from jobs.polling import wait_until
 from tests.deploy.conftest import Stack, record
 
