@@ -13,10 +13,12 @@ import io.rebalanceplanner.core.Plan;
 import io.rebalanceplanner.core.PlanConfigs;
 import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.core.Task;
+import io.rebalanceplanner.core.KeyRevocation;
 import io.rebalanceplanner.core.PlanLedger;
 import io.rebalanceplanner.kafka.EndOffsetSource;
 import io.rebalanceplanner.kafka.EndOffsetsUnavailableException;
 import io.rebalanceplanner.kafka.PlanSource;
+import io.rebalanceplanner.kafka.RevokedKeysFile;
 import io.rebalanceplanner.kafka.PlannerSettings;
 import io.rebalanceplanner.kafka.PlansUnreadableException;
 import io.rebalanceplanner.kafka.SequenceFloor;
@@ -170,9 +172,23 @@ public class PlanHonoringTaskAssignor implements TaskAssignor {
             PlanLedger ledger = SharedClients.planLedger(groupId);
             SequenceFloor floor = SequenceFloor.of(settings);
             String unreadable = null;
+            RevokedKeysFile revokedFile = RevokedKeysFile.of(settings);
             try {
                 ledger = ledger.remember(floor.read());
-                for (byte[] value : planSource.records(groupId, settings.planReadTimeoutMs())) {
+                List<byte[]> fresh = planSource.records(groupId, settings.planReadTimeoutMs());
+                // Revocations first: a plan signed by a revoked key is dropped, and no record of that key verifies.
+                Set<String> kept = revokedFile == null ? Set.of() : revokedFile.read();
+                Set<String> revoked = new HashSet<>(kept);
+                revoked.addAll(KeyRevocation.revokedKeyIds(planSource.revocations(), verifier.keys()));
+                if (!revoked.equals(verifier.revoked())) {
+                    LOG.warn("plan-signing key(s) {} revoked for {}", revoked, groupId);
+                    verifier = verifier.revoking(revoked);
+                }
+                ledger = ledger.revoke(revoked);
+                if (revokedFile != null) {
+                    revokedFile.keep(kept, revoked);
+                }
+                for (byte[] value : fresh) {
                     ledger = ledger.offer(value, verifier, now);
                 }
             } catch (PlansUnreadableException e) {
