@@ -131,6 +131,28 @@ RETENTION = {
 DEFAULT_STAGING_GRACE_S = 3_600.0
 
 
+def retain(path: Path) -> None:
+    """Set the retention properties (RETENTION) on the Delta table at ``path`` unless it has them."""
+    table = DeltaTable(str(path))
+    present = table.metadata().configuration
+    missing = {k: v for k, v in RETENTION.items() if present.get(k) != v}
+    if missing:
+        table.alter.set_table_properties(missing, raise_if_not_exists=False)
+
+
+def vacuum(path: Path, dry_run: bool = False) -> list[str]:
+    """VACUUM the Delta table at ``path`` within its retention (files older than
+    delta.deletedFileRetentionDuration that no kept version reads) and drop log entries past
+    delta.logRetentionDuration; the files removed (or that would be). Run under the lake's writer lock."""
+    retain(path)
+    table = DeltaTable(str(path))
+    removed = table.vacuum(dry_run=dry_run, enforce_retention_duration=True)
+    if not dry_run:
+        table.cleanup_metadata()
+    log.info("%s: vacuum %s %d file(s)", path.name, "would remove" if dry_run else "removed", len(removed))
+    return list(removed)
+
+
 def txn_app_id(name: str) -> str:
     """The idempotent-write application id of table ``name``."""
     return TXN_APP_PREFIX + name
@@ -199,24 +221,11 @@ class Lake:
         return schema
 
     def _retain(self, name: str) -> None:
-        """Set the retention properties (RETENTION) on the table unless it has them."""
-        table = DeltaTable(str(self.path(name)))
-        present = table.metadata().configuration
-        missing = {k: v for k, v in RETENTION.items() if present.get(k) != v}
-        if missing:
-            table.alter.set_table_properties(missing, raise_if_not_exists=False)
+        retain(self.path(name))
 
     def vacuum(self, name: str, dry_run: bool = False) -> list[str]:
         """Delete files no version within the retention window reads, and log entries past it; the files."""
-        if not self.exists(name):
-            return []
-        self._retain(name)
-        table = DeltaTable(str(self.path(name)))
-        removed = table.vacuum(dry_run=dry_run, enforce_retention_duration=True)
-        if not dry_run:
-            table.cleanup_metadata()
-        log.info("%s: vacuum %s %d file(s)", name, "would remove" if dry_run else "removed", len(removed))
-        return list(removed)
+        return vacuum(self.path(name), dry_run) if self.exists(name) else []
 
     def _migrate(self, name: str, schema: TableSchema) -> None:
         """Add the schema file's new columns to an existing table (old rows read them as null)."""
