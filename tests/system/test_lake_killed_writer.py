@@ -98,6 +98,7 @@ def _wait_for_the_orphan(lake: Lake, server: LocalSparkConnect, after: int, log_
     raise AssertionError(f"the orphaned MERGE neither committed nor was refused within {DEADLINE_S} s")
 
 
+@pytest.mark.timeout(1800)  # Apache Spark here took 562 s of a 600 s default under a load average of 20+
 @pytest.mark.parametrize("engine", ["sail", "apache-spark"])
 def test_a_stage_killed_mid_merge_and_retried_at_once_leaves_what_a_clean_run_leaves(
     engine: str, tmp_path: Path, request: pytest.FixtureRequest
