@@ -14,7 +14,7 @@ from schemas.kip441 import KIP441_NAMES, kip441_settings
 
 if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at parse time and must stay light
     from assignor import AssignmentConfigs
-    from assignor.protocol.plan_keys import PlanSigner
+    from assignor.protocol.plan_keys import Signer
     from assignor.protocol.plans import Verifier
 
 
@@ -161,6 +161,11 @@ class Settings(BaseSettings):
         default=None, description="the pipeline's Ed25519 private key (PEM, from `keys generate`): publish signs"
     )
     plan_key_id: str | None = Field(default=None, description="the signing key's id; unset: its fingerprint")
+    plan_signing_passphrase_file: Path | None = Field(
+        default=None,
+        description="file (mode 0600) holding the passphrase of an encrypted RBP_PLAN_SIGNING_KEY_FILE; read by the "
+        "signing entry points only (publish, withdraw, keys revoke)",
+    )
     plan_verify_keys: str = Field(
         default="", description="key_id=<64 hex Ed25519 public key>[,...]: the keys live groups accept plans from"
     )
@@ -288,17 +293,20 @@ class Settings(BaseSettings):
             raise ValueError("RBP_PRODUCTION is set but RBP_APPROVERS is empty: name who may approve plans")
         return self.approvers
 
-    def plan_signer(self) -> PlanSigner:
-        """The pipeline's signing key; ValueError naming the setting when it is missing or unusable."""
-        from assignor.protocol.plan_keys import PlanSigner  # noqa: PLC0415 (see the TYPE_CHECKING import)
+    def plan_signer(self) -> Signer:
+        """The pipeline's signing key, through the file key service (decrypted here: call it only where plans are
+        signed); ValueError naming the setting when it is missing or unusable. Production mode refuses a key that
+        is not encrypted at rest."""
+        from jobs.signing import FileKeyService, ServiceSigner, read_passphrase  # noqa: PLC0415
 
         if self.plan_signing_key_file is None:
             raise ValueError("RBP_PLAN_SIGNING_KEY_FILE is not set: plans cannot be signed (see `keys generate`)")
-        try:
-            pem = self.plan_signing_key_file.read_bytes()
-        except OSError as err:
-            raise ValueError(f"RBP_PLAN_SIGNING_KEY_FILE {self.plan_signing_key_file}: {err.strerror}") from None
-        return PlanSigner.from_pem(pem, self.plan_key_id)
+        file = self.plan_signing_passphrase_file
+        passphrase = read_passphrase(file) if file is not None else None
+        service = FileKeyService.open(
+            self.plan_signing_key_file, self.plan_key_id, passphrase, require_encrypted=self.production
+        )
+        return ServiceSigner(service, service.key_ids()[0])
 
     def plan_verifier(self) -> Verifier:
         """What a live group checks plans with: RBP_PLAN_VERIFY_KEYS and the clock-skew allowance."""

@@ -49,9 +49,17 @@ ENGINES = ("sail", "apache-spark")
 
 
 @pytest.fixture(scope="session")
-def apache_spark() -> Iterator[SparkSession]:
-    """Apache Spark with delta-spark behind a local Spark Connect server (a child JVM), once per session."""
-    with LocalSparkConnect() as remote, spark_session(remote) as session:
+def spark_connect_server() -> Iterator[LocalSparkConnect]:
+    """The local Spark Connect server (a child JVM) with delta-spark, once per session."""
+    server = LocalSparkConnect()
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def apache_spark(spark_connect_server: LocalSparkConnect) -> Iterator[SparkSession]:
+    """Apache Spark with delta-spark behind the local Spark Connect server, once per session."""
+    with spark_session(spark_connect_server.remote) as session:
         yield session
 
 

@@ -6,6 +6,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -68,6 +69,19 @@ class VerifyKeys:
         return ",".join(f"{key_id}={public_hex(key)}" for key_id, key in sorted(self.keys.items()))
 
 
+class Signer(Protocol):
+    """Whatever signs records for one key id: a key held here (PlanSigner) or a key service (jobs.signing)."""
+
+    @property
+    def key_id(self) -> str: ...
+
+    def sign(self, message: bytes) -> str:
+        """The Ed25519 signature of ``message`` in lowercase hex."""
+        ...
+
+    def verify_keys(self) -> VerifyKeys: ...
+
+
 @dataclass(frozen=True)
 class PlanSigner:
     """The pipeline's signing key and the id verifiers know its public half by."""
@@ -81,20 +95,26 @@ class PlanSigner:
         return PlanSigner(check_key_id(key_id or fingerprint(private.public_key())), private)
 
     @staticmethod
-    def from_pem(pem: bytes, key_id: str | None = None) -> PlanSigner:
-        """A PKCS#8 PEM private key (as ``keys generate`` writes), unencrypted."""
+    def from_pem(pem: bytes, key_id: str | None = None, passphrase: bytes | None = None) -> PlanSigner:
+        """A PKCS#8 PEM private key (as ``keys generate`` writes), encrypted with ``passphrase`` when given."""
         try:
-            private = serialization.load_pem_private_key(pem, password=None)
-        except (ValueError, TypeError) as err:
-            raise PlanKeyError(f"not an unencrypted PEM private key: {err}") from None
+            private = serialization.load_pem_private_key(pem, password=passphrase)
+        except TypeError:
+            wanted = "is encrypted: a passphrase is needed" if passphrase is None else "is not encrypted"
+            raise PlanKeyError(f"the private key {wanted}") from None
+        except ValueError:
+            # cryptography says the same for a wrong passphrase and a damaged file; neither detail helps an attacker.
+            raise PlanKeyError("not a PEM private key, or the passphrase is wrong") from None
         if not isinstance(private, Ed25519PrivateKey):
             raise PlanKeyError(f"plan signing keys are Ed25519, not {type(private).__name__}")
         return PlanSigner(check_key_id(key_id or fingerprint(private.public_key())), private)
 
-    def pem(self) -> bytes:
-        return self.private_key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    def pem(self, passphrase: bytes | None = None) -> bytes:
+        """PKCS#8 PEM; encrypted (the best scheme cryptography has, scrypt-derived key) with ``passphrase``."""
+        encryption: serialization.KeySerializationEncryption = (
+            serialization.BestAvailableEncryption(passphrase) if passphrase else serialization.NoEncryption()
         )
+        return self.private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
 
     def verify_keys(self) -> VerifyKeys:
         return VerifyKeys({self.key_id: self.private_key.public_key()})

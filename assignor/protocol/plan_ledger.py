@@ -20,6 +20,7 @@ from assignor.protocol.plans import (
     record_sequence,
     usable,
 )
+from assignor.protocol.strict_json import strict_loads
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class PlanLedger:
     verified: SignedRecord | None = None
     refused: bytes | None = None  # the newest record, when it did not verify (re-checked: it may be dated ahead)
     rejection: PlanRejected | None = None
+    verified_key: str | None = None  # the key id that signed ``verified``: a revocation of it drops the record
 
     def remember(self, sequence: int | None) -> PlanLedger:
         """Raise the floor to a sequence this leader (or an earlier one) already acted on."""
@@ -56,7 +58,16 @@ class PlanLedger:
             record = verifier.check(value, self.group_id, now_ms, self.highest_sequence)
         except PlanRejected as rejected:
             return replace(self, refused=value, rejection=rejected)
-        return PlanLedger(self.group_id, record_sequence(record), record)
+        return PlanLedger(self.group_id, record_sequence(record), record, verified_key=_key_id(value))
+
+    def revoke(self, key_ids: frozenset[str]) -> PlanLedger:
+        """Drop the verified record if a revoked key signed it: nothing is honored until a newer record verifies
+        (the floor stays, so the plans it replaced do not come back). Offer later records with a verifier that
+        refuses ``key_ids`` (Verifier.revoking)."""
+        if self.verified is None or self.verified_key not in key_ids:
+            return self
+        why = PlanRejected(Reason.REVOKED_KEY, f"key_id {self.verified_key!r} was revoked by a signed key revocation")
+        return PlanLedger(self.group_id, self.highest_sequence, None, None, why)
 
     def offer_all(self, values: Iterable[bytes | None], verifier: Verifier, now_ms: int) -> PlanLedger:
         ledger = self
@@ -80,3 +91,10 @@ class PlanLedger:
         except PlanRejected as why:
             return PlanChoice(None, self.rejection or why, self.highest_sequence)
         return PlanChoice(plan, self.rejection, self.highest_sequence)
+
+
+def _key_id(value: bytes) -> str:
+    """The key id of a record that just verified (so it parses and names one)."""
+    key_id = strict_loads(value)["key_id"]
+    assert isinstance(key_id, str)
+    return key_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -15,7 +15,7 @@ from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.invariants import validity_violations
 from assignor.protocol.bounded import shown
-from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
+from assignor.protocol.plan_keys import Signer, VerifyKeys
 from assignor.protocol.strict_json import MalformedJson, canonical_json, strict_loads
 from assignor.state import GroupState
 from assignor.task import TaskId
@@ -62,6 +62,7 @@ class Reason(StrEnum):
     MALFORMED = "malformed"
     UNSUPPORTED_VERSION = "unsupported_version"
     UNKNOWN_KEY = "unknown_key"
+    REVOKED_KEY = "revoked_key"
     BAD_SIGNATURE = "bad_signature"
     DIGEST_MISMATCH = "digest_mismatch"
     WRONG_GROUP = "wrong_group"
@@ -100,7 +101,7 @@ def target_digest(target: Mapping[str, Any] | GroupAssignment) -> str:
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
-def _signed(fields: dict[str, Any], signer: PlanSigner) -> dict[str, Any]:
+def _signed(fields: dict[str, Any], signer: Signer) -> dict[str, Any]:
     fields = {**fields, "key_id": signer.key_id}
     fields["signature"] = signer.sign(canonical_json(fields))
     return fields
@@ -144,7 +145,7 @@ class ApprovedPlan:
         """SHA-256 of the canonical JSON of body(): what approval binds and publish re-checks before signing."""
         return hashlib.sha256(canonical_json(self.body())).hexdigest()
 
-    def to_record(self, signer: PlanSigner, sequence: int | None = None) -> dict[str, Any]:
+    def to_record(self, signer: Signer, sequence: int | None = None) -> dict[str, Any]:
         """The signed JSON object published to the plans topic. ``sequence``: the one publish assigned
         (jobs/pipeline/plan_sequence.py); None takes ``created_at`` (tests and fixtures that publish by hand)."""
         body = {k: v for k, v in self.body().items() if k not in ("configs", "target", "move_order")}
@@ -174,7 +175,7 @@ class Withdrawal:
     created_at: int
     sequence: int | None = None  # assigned at publish like a plan's; None takes created_at (tests)
 
-    def to_record(self, signer: PlanSigner) -> dict[str, Any]:
+    def to_record(self, signer: Signer) -> dict[str, Any]:
         return _signed(
             {
                 "schema_version": PLAN_SCHEMA_VERSION,
@@ -301,8 +302,9 @@ def body_digest(record: Mapping[str, Any]) -> str:
 BODY_FIELDS = ("plan_id", "group_id", "snapshot_id", "created_at", "valid_until", "configs", "target", "move_order")
 
 
-def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
-    """Steps 1-6: parse, check the signature with the key the record names, read the plan or withdrawal."""
+def read_record(value: bytes, keys: VerifyKeys, revoked: frozenset[str] = frozenset()) -> SignedRecord:
+    """Steps 1-6: parse, check the signature with the key the record names (not a revoked one), read the plan or
+    withdrawal."""
     try:
         record = strict_loads(value)
     except MalformedJson as err:
@@ -321,6 +323,8 @@ def read_record(value: bytes, keys: VerifyKeys) -> SignedRecord:
     key_id = record["key_id"]
     if key_id not in keys.keys:
         raise PlanRejected(Reason.UNKNOWN_KEY, f"key_id {key_id!r} is not among the verify keys")
+    if key_id in revoked:
+        raise PlanRejected(Reason.REVOKED_KEY, f"key_id {key_id!r} was revoked by a signed key revocation")
     unsigned = {k: v for k, v in record.items() if k != "signature"}
     if not keys.verifies(key_id, bytes.fromhex(record["signature"]), canonical_json(unsigned)):
         raise PlanRejected(Reason.BAD_SIGNATURE, f"signature does not verify with key {key_id!r}")
@@ -335,11 +339,16 @@ class Verifier:
 
     keys: VerifyKeys
     clock_skew_ms: int = DEFAULT_CLOCK_SKEW_MS
+    revoked: frozenset[str] = frozenset()  # key ids a verified key revocation took back (protocol.key_revocation)
+
+    def revoking(self, key_ids: frozenset[str]) -> Verifier:
+        """This verifier refusing ``key_ids`` too (revocations are never undone)."""
+        return self if key_ids <= self.revoked else replace(self, revoked=self.revoked | key_ids)
 
     def check(self, value: bytes, group_id: str, now_ms: int, highest_sequence: int | None = None) -> SignedRecord:
         """Steps 1-9: a verified plan or withdrawal of this group, not from the future, not older than
         ``highest_sequence`` (the highest verified sequence the leader knows for the group; None = none)."""
-        record = read_record(value, self.keys)
+        record = read_record(value, self.keys, self.revoked)
         if record.group_id != group_id:
             raise PlanRejected(Reason.WRONG_GROUP, f"plan {record.plan_id} is for group {record.group_id!r}")
         if record.created_at > now_ms + self.clock_skew_ms:

@@ -25,6 +25,7 @@ from assignor.assignment import GroupAssignment
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.decision import LeaderDecision, decide, keep_previous, unreadable
 from assignor.protocol.deferral import DeferralSettings, Departure, defer, pending_departures
+from assignor.protocol.key_revocation import revoked_key_ids
 from assignor.protocol.plan_ledger import PlanChoice, PlanLedger
 from assignor.protocol.plans import Verifier
 from assignor.runtime.ownership import NO_GENERATION, Claim, ClaimConflict, resolve_claims
@@ -115,6 +116,10 @@ class LeaderInputs:
     # The highest plan sequence acted on, kept where it survives a restart (the state directory), per group.
     remembered_sequence: Callable[[str], int | None] = lambda _group: None
     remember_sequence: Callable[[str, int], None] = lambda _group, _sequence: None
+    # The key-revocation records met by the last plan_records scan, and the revoked key ids kept on disk.
+    key_revocations: Callable[[], Iterable[bytes | None]] = tuple
+    remembered_revoked_keys: Callable[[], frozenset[str]] = frozenset
+    remember_revoked_keys: Callable[[frozenset[str]], None] = lambda _keys: None
 
 
 @dataclass
@@ -420,8 +425,12 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             floor = self.leader.remembered_sequence(group_id)
             ledger = PlanLedger(group_id).remember(floor)
             newest = None
-            for value in self.leader.plan_records(group_id):
-                ledger, newest = ledger.offer(value, self.leader.verifier, now), value
+            values = list(self.leader.plan_records(group_id))  # one scan: it also meets the key revocations
+            kept = self.leader.remembered_revoked_keys()
+            revoked = kept | revoked_key_ids(self.leader.key_revocations(), self.leader.verifier.keys)
+            verifier = self.leader.verifier.revoking(revoked)
+            for value in values:
+                ledger, newest = ledger.offer(value, verifier, now), value
         except Exception as err:  # an unreadable topic is not "no plan": an authorization error included
             log.warning("leader of %s cannot read the plans topic: %s", group_id, err)
             last = self.member.plans.choice(now) if self.member.plans is not None else None
@@ -429,6 +438,12 @@ class PlanHonoringAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             return PlanChoice(last.plan if last else None, reason, last.sequence if last else None)
         with self.member.lock:
             self.member.plan_seen, self.member.plans = newest, ledger
+        if revoked - kept:
+            log.warning("leader of %s: plan-signing key(s) %s revoked", group_id, ", ".join(sorted(revoked - kept)))
+            try:
+                self.leader.remember_revoked_keys(revoked)
+            except Exception:  # the topic still holds the revocation; only a restart after compaction loses it
+                log.exception("leader of %s: revoked key ids not kept on disk", group_id)
         if ledger.highest_sequence is not None and ledger.highest_sequence != floor:
             try:
                 self.leader.remember_sequence(group_id, ledger.highest_sequence)

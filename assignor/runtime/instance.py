@@ -189,6 +189,9 @@ class Instance:
             deferral=config.deferral,
             remembered_sequence=self.state.plan_sequence,
             remember_sequence=self.state.remember_plan_sequence,
+            key_revocations=self._plans.key_revocations,
+            remembered_revoked_keys=self.state.revoked_keys,
+            remember_revoked_keys=self.state.remember_revoked_keys,
         )
         self.assigned = threading.Event()
         mode = consumer_mode(config.rebalance_protocols)

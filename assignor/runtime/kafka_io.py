@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in __all__
 
+from assignor.protocol.key_revocation import is_revocation_key
 from assignor.protocol.state_report import StateReport
 
 
@@ -140,6 +141,11 @@ class PlanSource:
 
     def __init__(self, bootstrap: str, topic: str, config: Mapping[str, str] | None = None) -> None:
         self.bootstrap, self.topic, self.config = bootstrap, topic, dict(config or {})
+        self._revocations: list[bytes | None] = []
+
+    def key_revocations(self) -> list[bytes | None]:
+        """The key-revocation records the last complete ``records`` scan met (protocol.key_revocation)."""
+        return list(self._revocations)
 
     def __call__(self, group_id: str) -> bytes | None:
         return read_latest_by_key(self.bootstrap, self.topic, self.config).get(group_id.encode("utf-8"))
@@ -148,9 +154,13 @@ class PlanSource:
         """Every record of the group from the log start, in order (values; None for a tombstone): the leader folds
         them (protocol.plan_ledger) to learn the highest verified sequence, not only the latest record."""
         key = group_id.encode("utf-8")
+        revocations: list[bytes | None] = []
         for _, _, k, value in iter_records(self.bootstrap, self.topic, self.config):
             if k == key:
                 yield value
+            elif is_revocation_key(k):
+                revocations.append(value)  # the same scan: revocations are rare and tiny
+        self._revocations = revocations
 
 
 class ReportPublisher:

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import IO
@@ -23,6 +24,11 @@ LOCK_FILE = ".lock"
 # The highest plan sequence this instance acted on as its group's leader, per group: the replay floor that
 # survives a restart even when the plans topic no longer holds the record that set it (compaction).
 PLAN_SEQUENCE_FILE = "plan-sequence.json"
+# The plan-signing key ids a verified revocation took back: kept like the floor, so a revocation read once is not
+# forgotten when the plans topic loses it (a restart after compaction, or a record rewritten under its key).
+REVOKED_KEYS_FILE = "revoked-keys.json"
+MAX_REVOKED_KEYS = 1024
+_KEY_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MAX_SEQUENCE = 2**53 - 1
 MAX_PLAN_SEQUENCE_BYTES = 64 * 1024
 
@@ -110,6 +116,12 @@ class StateDirectory:
         """The highest plan sequence remembered for the group, or None; a damaged file is an error naming it."""
         return _read_sequences(self.root / PLAN_SEQUENCE_FILE).get(group_id)
 
+    def revoked_keys(self) -> frozenset[str]:
+        return read_revoked_keys(self.root)
+
+    def remember_revoked_keys(self, key_ids: frozenset[str]) -> None:
+        remember_revoked_keys(self.root, key_ids)
+
     def remember_plan_sequence(self, group_id: str, sequence: int) -> None:
         """Keep ``sequence`` for the group if it is higher than the one kept (written whole, fsynced, renamed)."""
         if not 1 <= sequence <= MAX_SEQUENCE:
@@ -126,6 +138,44 @@ class StateDirectory:
             os.fsync(out.fileno())
         os.replace(tmp, path)
         _fsync_directory(self.root)
+
+
+def _write_json(root: Path, path: Path, value: object) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(value, sort_keys=True))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    _fsync_directory(root)
+
+
+def read_revoked_keys(root: Path) -> frozenset[str]:
+    """The revoked key ids kept in ``root``; a damaged file is an error naming it (never silently forgotten)."""
+    path = root / REVOKED_KEYS_FILE
+    if not path.exists():
+        return frozenset()
+    raw = path.read_bytes()
+    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
+        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not a revoked-keys file")
+    try:
+        loaded = json.loads(raw)
+    except ValueError as err:
+        raise StateDirectoryError(f"{path} is not JSON ({err}): restore it") from None
+    if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.match(k) for k in loaded):
+        raise StateDirectoryError(f"{path} must be a JSON list of key ids")
+    return frozenset(loaded)
+
+
+def remember_revoked_keys(root: Path, key_ids: frozenset[str]) -> None:
+    """Add ``key_ids`` to the kept revoked key ids (written whole, fsynced, renamed); never removes one."""
+    known = read_revoked_keys(root)
+    if key_ids <= known:
+        return
+    merged = known | key_ids
+    if len(merged) > MAX_REVOKED_KEYS or not all(_KEY_ID.match(k) for k in key_ids):
+        raise ValueError(f"revoked key ids must be at most {MAX_REVOKED_KEYS} valid key ids")
+    _write_json(root, root / REVOKED_KEYS_FILE, sorted(merged))
 
 
 def _read_sequences(path: Path) -> dict[str, int]:

@@ -27,7 +27,7 @@ _SECRET_WORDS = ("password", "secret", "token", "key.pem", "private", "jaas", "c
 
 
 def add_operations_commands(commands: Any) -> None:
-    """Register ``setup``, ``status`` and ``settings`` on the CLI's sub-parsers."""
+    """Register ``setup``, ``status``, ``vacuum`` and ``settings`` on the CLI's sub-parsers."""
     setup = commands.add_parser(
         "setup",
         help="create the product's topics (reports, plans) and, where the cluster has an authorizer, the ACLs",
@@ -60,6 +60,14 @@ def add_operations_commands(commands: Any) -> None:
     status.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
     status.add_argument("--json", action="store_true", help="one JSON object per group per line")
     status.add_argument("--no-lake", action="store_true", help="do not read plan steps from the lake (step: unknown)")
+    vacuum = commands.add_parser(
+        "vacuum",
+        help="delete lake files older than the retention window and log entries past the history window",
+        description="For every table under RBP_LAKE_ROOT, under the lake's writer lock: set the retention "
+        "properties (30 days of history, 7 days for removed files and for idempotent-write ids), then VACUUM "
+        "within them and drop expired log entries. Time travel reaches back only as far as the history window.",
+    )
+    vacuum.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
     commands.add_parser(
         "settings",
         help="list every RBP_ setting: environment variable, current value (secrets masked), default, meaning",
@@ -84,10 +92,12 @@ def add_principal_arguments(parser: argparse.ArgumentParser, pipeline_required: 
 
 
 def run_operations_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
-    """Run ``setup``, ``status`` or ``settings``; None for any other command."""
+    """Run ``setup``, ``status``, ``vacuum`` or ``settings``; None for any other command."""
     if args.command == "settings":
         _print_settings(console, settings)
         return EXIT_OK
+    if args.command == "vacuum":
+        return _vacuum(console, settings, args.dry_run)
     if args.command not in ("setup", "status"):
         return None
     bootstrap = args.bootstrap or settings.kafka_bootstrap
@@ -97,6 +107,19 @@ def run_operations_command(args: argparse.Namespace, console: Console, settings:
     if args.command == "setup":
         return run_setup(args, console, settings, bootstrap)
     return _status(args, console, settings, bootstrap)
+
+
+def _vacuum(console: Console, settings: Settings, dry_run: bool) -> int:
+    from jobs.lakehouse.lake import vacuum
+    from jobs.lakehouse.writer_lock import writer_lock
+
+    root = settings.lake_root
+    tables = sorted(p for p in root.iterdir() if (p / "_delta_log").is_dir()) if root.is_dir() else []
+    with writer_lock(root, "vacuum", settings.lake_lock_timeout_s):
+        for path in tables:
+            files = vacuum(path, dry_run)
+            console.print(f"{path.name}: {len(files)} file(s) {'would be ' if dry_run else ''}removed")
+    return EXIT_OK
 
 
 def _user_prefix(text: str) -> tuple[str, str]:

@@ -11,15 +11,15 @@ from typing import Any
 
 from rich.console import Console
 
-from assignor.protocol.plan_keys import PlanSigner
+from assignor.protocol.plan_keys import PlanSigner, VerifyKeys, check_key_id
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_OK
 from jobs.cli.operations import add_principal_arguments, run_setup
 from jobs.settings import Settings
-from jobs.signing import write_signing_key
+from jobs.signing import read_passphrase, write_signing_key
 
 
 def add_signing_commands(commands: Any) -> None:
-    """Register ``keys generate``, ``keys public`` and ``withdraw``."""
+    """Register ``keys generate|rotate|public|revoke``, ``withdraw`` and ``kafka-acls``."""
     keys = commands.add_parser(
         "keys",
         help="make or show the Ed25519 keys plans are signed and verified with",
@@ -32,9 +32,33 @@ def add_signing_commands(commands: Any) -> None:
     generate = actions.add_parser("generate", help="write a new private key (mode 0600) and print its verify key")
     generate.add_argument("--dir", type=Path, required=True, help="folder for <key-id>.pem")
     generate.add_argument("--key-id", help="id verifiers know the key by (default: its fingerprint)")
+    generate.add_argument("--passphrase-file", type=Path, help="encrypt the key with this file's passphrase (0600)")
+    rotate = actions.add_parser(
+        "rotate",
+        help="write the next private key and print the verify keys with it added beside the current ones",
+        description="Step 1 of a rotation: groups must trust the new key before the pipeline signs with it. Add "
+        "the printed RBP_PLAN_VERIFY_KEYS to every group, then switch RBP_PLAN_SIGNING_KEY_FILE; old plans stay "
+        "honored until `keys revoke` takes the old key back.",
+    )
+    rotate.add_argument("--dir", type=Path, required=True, help="folder for <key-id>.pem")
+    rotate.add_argument("--key-id", required=True, help="the new key's id (a new one: ids are never reused)")
+    rotate.add_argument("--passphrase-file", type=Path, help="encrypt the key with this file's passphrase (0600)")
     public = actions.add_parser("public", help="print the verify key of an existing private key")
     public.add_argument("file", type=Path, help="PEM private key file")
     public.add_argument("--key-id", help="the key's id (default: its fingerprint)")
+    public.add_argument("--passphrase-file", type=Path, help="the passphrase of an encrypted key")
+    revoke = actions.add_parser(
+        "revoke",
+        help="publish a signed revocation of a key id: running groups refuse it from their next rebalance",
+        description="Signs a key revocation with the pipeline's signing key (RBP_PLAN_SIGNING_KEY_FILE, trusted by "
+        "the groups) and sends it to the plans topic. Leaders (Python runtime, Kafka Streams plugin, broker "
+        "assignor) refuse every record of the revoked key id and drop a plan it signed; they keep the revocation "
+        "in their state. Revocations are never undone: a key id is not reused.",
+    )
+    revoke.add_argument("--key-id", required=True, help="the key id to revoke")
+    revoke.add_argument("--reason", default="", help="why (recorded in the revocation)")
+    revoke.add_argument("--by", help="who revokes (default: the current user)")
+    revoke.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
     withdraw = commands.add_parser(
         "withdraw",
         help="publish a signed withdrawal of a group's plan: the group returns to Kafka's own assignment",
@@ -59,17 +83,36 @@ def add_signing_commands(commands: Any) -> None:
 
 def run_signing_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
     """Run ``keys`` or ``withdraw``; None for any other command."""
-    if args.command == "keys" and args.keys_command == "generate":
-        path, signer = write_signing_key(args.dir, args.key_id)
-        console.print(f"private key: [bold]{path}[/bold] (keep it with the pipeline only)")
-        _print_settings(console, path, signer)
+    if args.command == "keys" and args.keys_command in ("generate", "rotate"):
+        passphrase = read_passphrase(args.passphrase_file) if args.passphrase_file else None
+        path, signer = write_signing_key(args.dir, args.key_id, passphrase)
+        note = "encrypted" if passphrase else "NOT encrypted: production mode refuses it"
+        console.print(f"private key: [bold]{path}[/bold] ({note}; keep it with the publish step only)")
+        trusted = VerifyKeys.parse(settings.plan_verify_keys) if args.keys_command == "rotate" else VerifyKeys({})
+        if signer.key_id in trusted.keys:
+            raise ValueError(f"key id {signer.key_id!r} is already among RBP_PLAN_VERIFY_KEYS: choose a new id")
+        _print_settings(console, path, signer, args.passphrase_file, trusted)
+        return EXIT_OK
+    if args.command == "keys" and args.keys_command == "revoke":
+        from jobs.pipeline.publish import publish_revocation  # noqa: PLC0415 (pulls Kafka in)
+
+        bootstrap = args.bootstrap or settings.kafka_bootstrap
+        if not bootstrap:
+            print("rebalance-planner keys revoke: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        check_key_id(args.key_id)
+        publish_revocation(settings, bootstrap, args.key_id, args.by or getpass.getuser(), args.reason)
+        left = {k: v for k, v in VerifyKeys.parse(settings.plan_verify_keys).keys.items() if k != args.key_id}
+        console.print(f"revocation of key {args.key_id} published; groups refuse it from their next rebalance")
+        console.print(f"then, at the next deployment: RBP_PLAN_VERIFY_KEYS={VerifyKeys(left).render()}", soft_wrap=True)
         return EXIT_OK
     if args.command == "keys":
         try:
             pem = args.file.read_bytes()
         except OSError as err:
             raise ValueError(f"cannot read {args.file}: {err.strerror}") from None
-        _print_settings(console, args.file, PlanSigner.from_pem(pem, args.key_id))
+        passphrase = read_passphrase(args.passphrase_file) if args.passphrase_file else None
+        _print_settings(console, args.file, PlanSigner.from_pem(pem, args.key_id, passphrase), args.passphrase_file)
         return EXIT_OK
     if args.command == "withdraw":
         from jobs.cli.withdraw import withdraw_and_record  # noqa: PLC0415 (pulls Kafka and Spark in)
@@ -99,8 +142,13 @@ def _withdrawn_note(counts: Any) -> str:
     return "the plan's status in the lake is kept (it was not live)"
 
 
-def _print_settings(console: Console, path: Path, signer: PlanSigner) -> None:
-    console.print(f"pipeline:  RBP_PLAN_SIGNING_KEY_FILE={path} RBP_PLAN_KEY_ID={signer.key_id}", soft_wrap=True)
-    verify = signer.verify_keys().render()
+def _print_settings(
+    console: Console, path: Path, signer: PlanSigner, passphrase: Path | None, trusted: VerifyKeys | None = None
+) -> None:
+    secret = f" RBP_PLAN_SIGNING_PASSPHRASE_FILE={passphrase}" if passphrase else ""
+    console.print(
+        f"publish:   RBP_PLAN_SIGNING_KEY_FILE={path} RBP_PLAN_KEY_ID={signer.key_id}{secret}", soft_wrap=True
+    )
+    verify = VerifyKeys({**(trusted.keys if trusted else {}), **signer.verify_keys().keys}).render()
     console.print(f"groups:    RBP_PLAN_VERIFY_KEYS={verify}", soft_wrap=True)
     console.print(f"plugin:    rebalance.planner.verify.keys={verify}", soft_wrap=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -113,14 +114,59 @@ class OutsideScope(ValueError):
     """A write within a scope holds rows outside it: a bug in the caller, never merged."""
 
 
+# Idempotent writes (Delta's SetTransaction): every write of a table carries the application id below and, as its
+# version, the table version it was computed from plus one. A write computed from the same table version by a
+# killed attempt and by its retry is the same logical write: whichever commits second is skipped (the engine
+# finds the id's version already committed) or refused (ConcurrentTransactionException), never applied twice.
+TXN_APP_PREFIX = "rbp-lake/"
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+# Retention, set on every table: how long the log keeps history (time travel, DESCRIBE HISTORY), how long files a
+# commit removed stay for readers and VACUUM, and how long a write id is remembered (longer than any attempt runs).
+RETENTION = {
+    "delta.logRetentionDuration": "interval 30 days",
+    "delta.deletedFileRetentionDuration": "interval 7 days",
+    "delta.setTransactionRetentionDuration": "interval 7 days",
+}
+DEFAULT_STAGING_GRACE_S = 3_600.0
+
+
+def retain(path: Path) -> None:
+    """Set the retention properties (RETENTION) on the Delta table at ``path`` unless it has them."""
+    table = DeltaTable(str(path))
+    present = table.metadata().configuration
+    missing = {k: v for k, v in RETENTION.items() if present.get(k) != v}
+    if missing:
+        table.alter.set_table_properties(missing, raise_if_not_exists=False)
+
+
+def vacuum(path: Path, dry_run: bool = False) -> list[str]:
+    """VACUUM the Delta table at ``path`` within its retention (files older than
+    delta.deletedFileRetentionDuration that no kept version reads) and drop log entries past
+    delta.logRetentionDuration; the files removed (or that would be). Run under the lake's writer lock."""
+    retain(path)
+    table = DeltaTable(str(path))
+    removed = table.vacuum(dry_run=dry_run, enforce_retention_duration=True)
+    if not dry_run:
+        table.cleanup_metadata()
+    log.info("%s: vacuum %s %d file(s)", path.name, "would remove" if dry_run else "removed", len(removed))
+    return list(removed)
+
+
+def txn_app_id(name: str) -> str:
+    """The idempotent-write application id of table ``name``."""
+    return TXN_APP_PREFIX + name
+
+
 class Lake:
     """Tables under one root directory, read and written through one Spark session."""
 
     STAGING = "_staging"  # intermediate files of a stage; a stage cut short leaves them, the next one clears them
 
-    def __init__(self, spark: SparkSession, root: Path) -> None:
+    def __init__(self, spark: SparkSession, root: Path, staging_grace_s: float = DEFAULT_STAGING_GRACE_S) -> None:
         self.spark = spark
         self.root = Path(root).resolve()
+        self.staging_grace_s = staging_grace_s
 
     def path(self, name: str) -> Path:
         return self.root / name
@@ -130,8 +176,19 @@ class Lake:
         return self.root / self.STAGING / f"{kind}-{uuid.uuid4().hex}"
 
     def clear_staging(self) -> None:
-        """Remove what stages cut short left behind; only safe while holding the writer lock."""
-        shutil.rmtree(self.root / self.STAGING, ignore_errors=True)
+        """Remove what stages cut short left behind, once older than ``staging_grace_s``; only while holding the
+        writer lock. Younger files stay: a killed stage's MERGE may still be reading them in a remote engine, and
+        deleting them under it could make it commit part of its rows (docs/operations.md, "The lake")."""
+        staging = self.root / self.STAGING
+        if not staging.is_dir():
+            return
+        cutoff = time.time() - self.staging_grace_s
+        for entry in staging.iterdir():
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    shutil.rmtree(entry, ignore_errors=True)
+            except FileNotFoundError:
+                continue
 
     def delete(self, name: str, column: str, values: Sequence[str]) -> int:
         """Delete the rows whose ``column`` is one of ``values`` (one Delta commit, none when nothing matches);
@@ -160,7 +217,15 @@ class Lake:
             log.info("created table %s", self.path(name))
         else:
             self._migrate(name, schema)
+        self._retain(name)
         return schema
+
+    def _retain(self, name: str) -> None:
+        retain(self.path(name))
+
+    def vacuum(self, name: str, dry_run: bool = False) -> list[str]:
+        """Delete files no version within the retention window reads, and log entries past it; the files."""
+        return vacuum(self.path(name), dry_run) if self.exists(name) else []
 
     def _migrate(self, name: str, schema: TableSchema) -> None:
         """Add the schema file's new columns to an existing table (old rows read them as null)."""
@@ -222,14 +287,17 @@ class Lake:
         part of the table is read to find what changed, and the MERGE matches only there when the keys hold the
         scope's columns. OutsideScope, with nothing merged, for a new row outside it."""
         schema = self.ensure(name)
+        # What the rows are compared with, pinned: the write's id says which version it was computed from.
+        read_version = self.version(name)
+        txn = (txn_app_id(name), read_version + 1)
         source = self.conform(name, rows).alias("s")
-        target = self.read(name).alias("t")
+        target = self.read(name, version=read_version).alias("t")
         keys = schema.keys
         if within is not None:
             absent = [c for c in within.columns if c not in schema.column_names]
             if absent:
                 raise ValueError(f"table {name} has no column {absent[0]!r}: it cannot be merged within {within}")
-            target = within.of(self.read(name)).alias("t")
+            target = within.of(self.read(name, version=read_version)).alias("t")
         new = source.join(target, _keys_match(keys, "s", "t"), "left_anti").select("s.*", sf.lit(True).alias("is_new"))
         if update:
             differs = reduce(lambda a, b: a | b, [~sf.col(f"s.{c}").eqNullSafe(sf.col(f"t.{c}")) for c in update])
@@ -256,29 +324,46 @@ class Lake:
                     )
             counts = {bool(r["is_new"]): int(r["count"]) for r in staged.groupBy("is_new").count().collect()}
             inserted, updated = counts.get(True, 0), counts.get(False, 0)
-            if inserted and not updated:
-                # Every staged key is absent from the table (read just now; stages write under the lake's writer
-                # lock): MERGE's NOT MATCHED INSERT would add exactly these rows, but join the whole table to find
-                # that out again, as many rows as the table holds. One append commits the same rows.
-                staged.drop("is_new").write.format("delta").mode("append").save(str(self.path(name)))
-            elif updated:
-                view = f"rbp_merge_{uuid.uuid4().hex}"
-                staged.drop("is_new").createOrReplaceTempView(view)
-                on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-                if within is not None and set(within.columns) <= set(keys):
-                    on += " AND " + within.sql("t")  # lets the engine skip the table's files outside the scope
-                sets = ", ".join(f"t.`{c}` = s.`{c}`" for c in update)
-                matched = f"WHEN MATCHED THEN UPDATE SET {sets} " if update else ""
-                self.spark.sql(
-                    f"MERGE INTO delta.`{self.path(name)}` AS t USING {view} AS s ON {on} "
-                    f"{matched}WHEN NOT MATCHED THEN INSERT *"
-                ).collect()
-                self.spark.catalog.dropTempView(view)
+            if inserted or updated:
+                self._commit(name, staged.drop("is_new"), keys, update, within, txn, append=not updated)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         outcome = MergeOutcome(name, inserted, updated, self.version(name))
         log.info("%s: %d inserted, %d updated, version %d", name, inserted, updated, outcome.version)
         return outcome
+
+    def _commit(
+        self, name: str, staged: DataFrame, keys: Sequence[str], update: Sequence[str], within: Scope | None,
+        txn: tuple[str, int], *, append: bool,
+    ) -> None:  # fmt: skip
+        """The engine-side write of the staged rows, one Delta commit carrying the idempotent-write id ``txn``."""
+        app_id, txn_version = txn
+        if append:
+            # Every staged key is absent from the table (read just now; stages write under the lake's writer
+            # lock): MERGE's NOT MATCHED INSERT would add exactly these rows, but join the whole table to find
+            # that out again, as many rows as the table holds. One append commits the same rows.
+            writer = staged.write.format("delta").mode("append")
+            writer.option("txnAppId", app_id).option("txnVersion", str(txn_version)).save(str(self.path(name)))
+            return
+        view = f"rbp_merge_{uuid.uuid4().hex}"
+        staged.createOrReplaceTempView(view)
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        if within is not None and set(within.columns) <= set(keys):
+            on += " AND " + within.sql("t")  # lets the engine skip the table's files outside the scope
+        sets = ", ".join(f"t.`{c}` = s.`{c}`" for c in update)
+        matched = f"WHEN MATCHED THEN UPDATE SET {sets} " if update else ""
+        # A MERGE takes its write id from the session (delta-spark); set for this statement only.
+        self.spark.conf.set(TXN_APP_ID_CONF, app_id)
+        self.spark.conf.set(TXN_VERSION_CONF, str(txn_version))
+        try:
+            self.spark.sql(
+                f"MERGE INTO delta.`{self.path(name)}` AS t USING {view} AS s ON {on} "
+                f"{matched}WHEN NOT MATCHED THEN INSERT *"
+            ).collect()
+        finally:
+            self.spark.conf.unset(TXN_APP_ID_CONF)
+            self.spark.conf.unset(TXN_VERSION_CONF)
+            self.spark.catalog.dropTempView(view)
 
     @staticmethod
     def _repeated_keys(rows: DataFrame, keys: Sequence[str], sample: int = 3) -> list[dict[str, Any]]:

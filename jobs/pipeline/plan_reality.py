@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 
 from pyspark.sql import functions as sf
@@ -132,11 +131,9 @@ class Noticed:
 
 
 def _verify_keys(settings: Settings) -> VerifyKeys | None:
-    """The keys withdrawals are checked with: the pipeline's own signing key and RBP_PLAN_VERIFY_KEYS."""
-    keys = dict(VerifyKeys.parse(settings.plan_verify_keys).keys)
-    with suppress(ValueError):  # no signing key here: the configured verify keys alone
-        keys |= dict(settings.plan_signer().verify_keys().keys)
-    return VerifyKeys(keys) if keys else None
+    """The keys withdrawals are checked with: RBP_PLAN_VERIFY_KEYS (observe never opens the signing key)."""
+    keys = VerifyKeys.parse(settings.plan_verify_keys)
+    return keys if keys.keys else None
 
 
 def notice_withdrawals_and_fallbacks(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -14,12 +14,15 @@ from confluent_kafka import Producer
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
+from assignor.protocol.key_revocation import KeyRevocation, is_revocation_key, revoked_key_ids
+from assignor.protocol.plan_keys import Signer
 from assignor.protocol.plans import Withdrawal
+from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.pipeline import approval_files
 from jobs.pipeline.approval_record import ApprovalRecord
-from jobs.pipeline.plan_sequence import publish_sequences
+from jobs.pipeline.plan_sequence import RevokedSigningKey, publish_sequences
 from jobs.pipeline.publish_gate import bind, publish_keys, verification_error
 from jobs.pipeline.report_only import STREAMS_PROTOCOL_REASON, report_only_reasons
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
@@ -150,7 +153,7 @@ def run_publish(
     # Only what a named person approved, exactly as approved, is signed; only what verifies is sent.
     bound, refused = bind(approved, targets, approvals)
     records, history = [], []
-    sequences = publish_sequences(settings, bootstrap, signer, {p.group_id for p in bound}, now)
+    sequences = _sequences(settings, bootstrap, signer, {p.group_id for p in bound}, now)
     for plan in bound:
         record = plan.to_record(signer, sequences[plan.group_id])
         error = jsonschema.exceptions.best_match(_plan_validator().iter_errors(record))
@@ -199,6 +202,15 @@ def run_publish(
     return StageResult("publish", snapshot, (*held, *outcomes), counts)
 
 
+def _sequences(
+    settings: Settings, bootstrap: str, signer: Signer, group_ids: Collection[str], now: int
+) -> dict[str, int]:
+    try:
+        return publish_sequences(settings, bootstrap, signer, group_ids, now)
+    except RevokedSigningKey as err:
+        raise StageInputError(str(err)) from None
+
+
 def _refuse(lake: Lake, reasons: Mapping[str, str]) -> MergeOutcome:
     """Plans publish would not sign become REJECTED, each with its own reason."""
     why = lake.spark.createDataFrame(sorted(reasons.items()), "plan_id string, why string")
@@ -225,11 +237,42 @@ def publish_withdrawal(settings: Settings, bootstrap: str, group_id: str, plan_i
     except ValueError as err:
         raise StageInputError(str(err)) from None
     now = int(time.time() * 1000)
-    sequence = publish_sequences(settings, bootstrap, signer, [group_id], now)[group_id]
+    sequence = _sequences(settings, bootstrap, signer, [group_id], now)[group_id]
     record = Withdrawal(plan_id, group_id, now, sequence).to_record(signer)
     client = settings.kafka_properties(bootstrap)
     ensure_topics(client, [plans_topic_spec(settings)], settings.kafka_timeout_s)
     _produce(Producer(client), settings.plans_topic, [record], settings.kafka_timeout_s)
     log.info("publish: withdrawal of %s's plan %s sent to %s", group_id, plan_id, settings.plans_topic)
     release_assignor(settings, bootstrap, [group_id])  # a streams-protocol group: back to the broker's default
+    return record
+
+
+def publish_revocation(settings: Settings, bootstrap: str, revoked_key_id: str, by: str, reason: str) -> dict[str, Any]:
+    """Sign a revocation of ``revoked_key_id`` with the signing key and send it: every group refuses that key from
+    its next rebalance. The signing key must itself be trusted by the groups (RBP_PLAN_VERIFY_KEYS) and not be
+    revoked already; revoking the key that signs is allowed (a stolen key's owner may revoke it)."""
+    try:
+        signer = settings.plan_signer()
+    except ValueError as err:
+        raise StageInputError(str(err)) from None
+    keys = publish_keys(settings, signer)
+    if signer.key_id not in keys.keys:
+        raise StageInputError(f"the signing key {signer.key_id!r} is not among RBP_PLAN_VERIFY_KEYS: groups would "
+                              "ignore its revocation")  # fmt: skip
+    client = settings.kafka_properties(bootstrap)
+    ensure_topics(client, [plans_topic_spec(settings)], settings.kafka_timeout_s)
+    config = {k: v for k, v in client.items() if k != "bootstrap.servers"}
+    topic = read_latest_by_key(bootstrap, settings.plans_topic, config)
+    known = [v for k, v in topic.items() if is_revocation_key(k)]
+    if signer.key_id in revoked_key_ids(known, keys) and signer.key_id != revoked_key_id:
+        raise StageInputError(f"the signing key {signer.key_id!r} is itself revoked: sign with a trusted key")
+    revocation = KeyRevocation(revoked_key_id, int(time.time() * 1000), by, reason)
+    record = revocation.to_record(signer)
+    producer = Producer(client)
+    producer.produce(settings.plans_topic, key=revocation.topic_key, value=json.dumps(record).encode("utf-8"))
+    if producer.flush(settings.kafka_timeout_s) != 0:
+        raise StageUnavailable(
+            f"{settings.plans_topic}: key revocation not delivered within {settings.kafka_timeout_s} s"
+        )
+    log.info("publish: revocation of key %s sent to %s", revoked_key_id, settings.plans_topic)
     return record

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import Row
 
 from assignor import GroupAssignment
-from assignor.protocol.plan_keys import PlanSigner, VerifyKeys
+from assignor.protocol.plan_keys import Signer, VerifyKeys
 from assignor.protocol.plans import ApprovedPlan, PlanRejected, read_record
 from jobs.pipeline.approval_record import ApprovalRecord, approved_entries, short
 from jobs.pipeline.plan_bodies import plan_body
@@ -54,7 +54,7 @@ def bind(
     return plans, refused
 
 
-def publish_keys(settings: Settings, signer: PlanSigner) -> VerifyKeys:
+def publish_keys(settings: Settings, signer: Signer) -> VerifyKeys:
     """The keys publish checks its own records with: the groups' (RBP_PLAN_VERIFY_KEYS); without them, outside
     production mode, the signing key's own public key (a record that would not verify anywhere is still caught)."""
     try:

@@ -46,6 +46,7 @@ from assignor.protocol.strict_json import canonical_json
 from jobs.pipeline.streams_steps import lag as heartbeat_lag
 from schemas.kip441 import kip441_settings
 from tests.support.ledger_vectors import ledger_vectors
+from tests.support.revocation_vectors import revocation_vectors
 from tests.support.signing import FORGER, SIGNER
 from tests.support.strategies import build_group
 
@@ -257,6 +258,11 @@ def signed_plan_vectors(signed: list[tuple[str, bytes, dict[str, Any]]] | None =
         cases.append(case)
     return {"keys": {k: v for k, v in (e.split("=") for e in KEYS.render().split(","))}, "now_ms": NOW,
             "clock_skew_ms": SKEW, "cases": cases}  # fmt: skip
+
+
+def key_revocation_vectors() -> dict[str, Any]:
+    """key_revocation_cases.json: revocation records, and records folded with revocations among them."""
+    return revocation_vectors(_plan(), ROTATED, KEYS, NOW, SKEW)
 
 
 def plan_ledger_vectors() -> dict[str, Any]:
@@ -553,6 +559,7 @@ def write(directory: Path = VECTORS) -> None:
     for name, content in (
         ("signed_plans.json", signed_plan_vectors()),
         ("plan_ledger_cases.json", plan_ledger_vectors()),
+        ("key_revocation_cases.json", key_revocation_vectors()),
         ("config_bounds.json", config_bound_vectors()),
         ("honor_cases.json", honor_vectors()),
         ("high_availability_cases.json", ha_vectors()),

@@ -87,6 +87,7 @@ def settings(tmp_path: Path, broker: EmbeddedBroker) -> Settings:
         kafka_bootstrap=broker.bootstrap,
         plan_signing_key_file=key_file(tmp_path),
         plan_key_id=SIGNER.key_id,
+        plan_verify_keys=VERIFY_KEYS.render(),  # observe checks withdrawals with the groups' keys, never the key
         kip441_overrides=Kip441Overrides.fleet(acceptable_recovery_lag=2, num_standby_replicas=1),
         planner_processes=1,
         reports_topic="reports",

@@ -26,7 +26,9 @@ AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processo
 # and Airflow reaches Spark through its Connection.
 # Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code;
 # broker_assignor: read from the brokers' group.streams.assignors).
-OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assignor"}
+# plan_signing_passphrase_file: unset means an unencrypted key (refused in production mode); wiring it into the
+# signer's container belongs to the deployment work (issue 30, item 7).
+OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assignor", "plan_signing_passphrase_file"}
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
     "RBP_PLAN_KEY_ID": "k1",

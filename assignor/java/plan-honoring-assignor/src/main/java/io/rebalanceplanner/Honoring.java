@@ -2,6 +2,7 @@ package io.rebalanceplanner;
 
 import io.rebalanceplanner.core.FitCheck;
 import io.rebalanceplanner.core.Honor;
+import io.rebalanceplanner.core.KeyRevocation;
 import io.rebalanceplanner.core.LiveAssignment;
 import io.rebalanceplanner.core.Plan;
 import io.rebalanceplanner.core.PlanConfigs;
@@ -10,11 +11,14 @@ import io.rebalanceplanner.core.PlanVerifier;
 import io.rebalanceplanner.kafka.PlanSource;
 import io.rebalanceplanner.kafka.PlannerSettings;
 import io.rebalanceplanner.kafka.PlansUnreadableException;
+import io.rebalanceplanner.kafka.RevokedKeysFile;
 import io.rebalanceplanner.kafka.SequenceFloor;
 import io.rebalanceplanner.kafka.SharedClients;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
 import org.apache.kafka.streams.processor.assignment.TaskAssignor;
 import org.apache.kafka.streams.processor.assignment.TaskAssignor.TaskAssignment;
@@ -33,7 +37,7 @@ final class Honoring {
     }
 
     private final PlannerSettings settings;
-    private final PlanVerifier verifier;
+    private PlanVerifier verifier; // narrowed as revocations are learned; one assign at a time per assignor
     private final PlanSource planSource;
 
     Honoring(PlannerSettings settings, PlanVerifier verifier, PlanSource planSource) {
@@ -67,9 +71,23 @@ final class Honoring {
         PlanLedger ledger = SharedClients.planLedger(groupId);
         SequenceFloor floor = SequenceFloor.of(settings);
         String unreadable = null;
+        RevokedKeysFile revokedFile = RevokedKeysFile.of(settings);
         try {
             ledger = ledger.remember(floor.read());
-            for (byte[] value : planSource.records(groupId, settings.planReadTimeoutMs())) {
+            List<byte[]> fresh = planSource.records(groupId, settings.planReadTimeoutMs());
+            // Revocations first: a plan signed by a revoked key is dropped, and no record of that key verifies.
+            Set<String> kept = revokedFile == null ? Set.of() : revokedFile.read();
+            Set<String> revoked = new HashSet<>(kept);
+            revoked.addAll(KeyRevocation.revokedKeyIds(planSource.revocations(), verifier.keys()));
+            if (!revoked.equals(verifier.revoked())) {
+                LOG.warn("plan-signing key(s) {} revoked for {}", revoked, groupId);
+                verifier = verifier.revoking(revoked);
+            }
+            ledger = ledger.revoke(revoked);
+            if (revokedFile != null) {
+                revokedFile.keep(kept, revoked);
+            }
+            for (byte[] value : fresh) {
                 ledger = ledger.offer(value, verifier, now);
             }
         } catch (PlansUnreadableException e) {

@@ -560,6 +560,50 @@ class PlanHonoringTaskAssignorTest {
     }
 
     @Test
+    void aSignedKeyRevocationOnThePlansTopicDropsThePlanWithoutARedeploy() throws Exception {
+        byte[] plan = signedPlan("app", Map.of());
+        Map<String, Object> r = new HashMap<>();
+        r.put("schema_version", 1L);
+        r.put("type", "key_revocation");
+        r.put("revoked_key_id", "k1");
+        r.put("revoked_at", NOW);
+        r.put("revoked_by", "security");
+        r.put("reason", "key file leaked");
+        r.put("key_id", "k1");
+        Signature signer = Signature.getInstance("Ed25519");
+        signer.initSign(keys.getPrivate());
+        signer.update(CanonicalJson.bytes(r));
+        r.put("signature", PlanVerifier.toHex(signer.sign()));
+        List<byte[]> revocations = new java.util.ArrayList<>();
+        PlanSource source = new PlanSource() {
+            private boolean handedOut;
+
+            @Override
+            public byte[] newest(String groupId, long timeoutMs) {
+                return plan;
+            }
+
+            @Override
+            public List<byte[]> records(String groupId, long timeoutMs) {
+                List<byte[]> fresh = handedOut ? List.of() : List.of(plan);
+                handedOut = true;
+                return fresh;
+            }
+
+            @Override
+            public List<byte[]> revocations() {
+                return revocations;
+            }
+        };
+        TaskAssignment honored = run(assignor(source));
+        assertEquals(null, report(A).get("fallback_reason"), "the plan is honored before the revocation");
+        assertFalse(honored.assignment().isEmpty());
+        revocations.add(CanonicalJson.bytes(r));
+        published.clear();
+        assertFallback(run(assignor(source)), A, "revoked_key: ");
+    }
+
+    @Test
     void departedInstanceFallsBack() throws Exception {
         app.clients.remove(new org.apache.kafka.streams.processor.assignment.ProcessId(UUID.fromString(B)));
         byte[] plan = signedPlan("app", Map.of());

@@ -1,5 +1,6 @@
 package io.rebalanceplanner.broker;
 
+import io.rebalanceplanner.core.KeyRevocation;
 import io.rebalanceplanner.core.Plan;
 import io.rebalanceplanner.core.PlanLedger;
 import io.rebalanceplanner.core.PlanVerifier;
@@ -9,6 +10,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,7 +94,7 @@ public final class PlanCache {
         }
     }
 
-    private final PlanVerifier verifier;
+    private PlanVerifier verifier; // gains revoked key ids (writer thread only)
     private final int maxGroups;
     private final Map<String, Entry> entries = new HashMap<>();
     private final Map<String, PlanLedger> ledgers = new HashMap<>();
@@ -114,6 +116,10 @@ public final class PlanCache {
     public synchronized Verdict offer(byte[] key, byte[] value, long nowMs) {
         if (key == null || value == null) {
             return null; // An unsigned tombstone withdraws nothing (docs/formats.md).
+        }
+        if (KeyRevocation.isRevocationKey(key)) {
+            revoke(value);
+            return null;
         }
         String groupId = new String(key, java.nio.charset.StandardCharsets.UTF_8);
         if (groupId.isEmpty() || groupId.length() > MAX_KEY_CHARS) {
@@ -157,8 +163,43 @@ public final class PlanCache {
         return verdict;
     }
 
+    /**
+     * A key-revocation record (KeyRevocation): once it verifies, no record of the revoked key verifies and every
+     * plan that key signed is dropped (its group falls back until a newer record verifies).
+     */
+    private void revoke(byte[] value) {
+        KeyRevocation.Result result = KeyRevocation.read(value, verifier.keys());
+        if (result.revokedKeyId() == null) {
+            rejected.incrementAndGet();
+            LOG.warn("key revocation refused: {}: {}", result.reasonCode(), result.detail());
+            return;
+        }
+        if (verifier.revoked().contains(result.revokedKeyId())) {
+            return;
+        }
+        LOG.warn("plan-signing key {} revoked: its plans are no longer honored", result.revokedKeyId());
+        verifier = verifier.revoking(Set.of(result.revokedKeyId()));
+        for (Map.Entry<String, PlanLedger> e : ledgers.entrySet()) {
+            PlanLedger after = e.getValue().revoke(verifier.revoked());
+            if (after != e.getValue()) {
+                e.setValue(after);
+                entries.put(e.getKey(), entryOf(after));
+                changed = true;
+            }
+        }
+    }
+
+    /** The key ids revoked so far. */
+    public synchronized Set<String> revoked() {
+        return verifier.revoked();
+    }
+
     private static Entry entryOf(PlanLedger ledger) {
         Verdict v = ledger.verified();
+        if (v == null) { // dropped by a key revocation: the floor stays, nothing is honored
+            String why = ledger.rejection() == null ? null : ledger.rejection().fallbackReason();
+            return new Entry(ledger.groupId(), null, ledger.highestSequence(), why, ledger);
+        }
         Plan plan = v.outcome() == Verdict.Outcome.PLAN ? v.plan() : null;
         String why = ledger.rejection() != null ? ledger.rejection().fallbackReason()
                 : plan == null ? v.fallbackReason() : null;

@@ -58,6 +58,24 @@ class PlanCacheTest {
     }
 
     @Test
+    void aVerifiedKeyRevocationDropsThePlanItsKeySignedAndRefusesItsRecords() {
+        PlanCache cache = cache(10);
+        cache.offer(key("g"), plan("g", "plan-1", NOW), NOW);
+        Signer forger = new Signer();
+        assertNull(cache.offer(key("_rbp_key_revocation/test-key"), forger.revocation("test-key", NOW), NOW));
+        cache.publish(true, null);
+        assertEquals("plan-1", cache.snapshot().entry("g").plan().planId(), "a forged revocation revokes nothing");
+        cache.offer(key("_rbp_key_revocation/test-key"), signer.revocation("test-key", NOW), NOW);
+        cache.publish(true, null);
+        PlanCache.Entry entry = cache.snapshot().entry("g");
+        assertNull(entry.plan());
+        assertTrue(entry.lastRejection().startsWith("revoked_key"), entry.lastRejection());
+        assertEquals(NOW, entry.highestSequence(), "the floor stays: older plans do not come back");
+        assertEquals("revoked_key", cache.offer(key("g"), plan("g", "plan-2", NOW + 1), NOW).reasonCode());
+        assertEquals(java.util.Set.of("test-key"), cache.revoked());
+    }
+
+    @Test
     void recordSignedByAnUnknownKeyIsNotCached() {
         Signer other = new Signer();
         PlanCache cache = cache(10);

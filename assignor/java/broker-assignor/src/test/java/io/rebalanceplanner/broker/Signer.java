@@ -78,6 +78,18 @@ final class Signer {
         return sign(record);
     }
 
+    /** A key revocation of {@code revokedKeyId}, signed by this key. */
+    byte[] revocation(String revokedKeyId, long revokedAt) {
+        Map<String, Object> record = new LinkedHashMap<>();
+        record.put("schema_version", 1L);
+        record.put("type", "key_revocation");
+        record.put("revoked_key_id", revokedKeyId);
+        record.put("revoked_at", revokedAt);
+        record.put("revoked_by", "security");
+        record.put("reason", "rotated out");
+        return sign(record);
+    }
+
     static Map<String, Object> configs(long acceptableLag, long maxWarmups, long standbys) {
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("acceptable_recovery_lag", acceptableLag);

@@ -68,10 +68,36 @@ public final class PlanVerifier {
 
     private final Map<String, PublicKey> keys;
     private final long clockSkewMs;
+    /** Key ids a verified key revocation took back (KeyRevocation): their records are refused. */
+    private final Set<String> revoked;
 
     public PlanVerifier(Map<String, PublicKey> keys, long clockSkewMs) {
+        this(keys, clockSkewMs, Set.of());
+    }
+
+    private PlanVerifier(Map<String, PublicKey> keys, long clockSkewMs, Set<String> revoked) {
         this.keys = Map.copyOf(keys);
         this.clockSkewMs = clockSkewMs;
+        this.revoked = Set.copyOf(revoked);
+    }
+
+    /** This verifier refusing {@code keyIds} too (revocations are never undone). */
+    public PlanVerifier revoking(Set<String> keyIds) {
+        if (revoked.containsAll(keyIds)) {
+            return this;
+        }
+        Set<String> all = new HashSet<>(revoked);
+        all.addAll(keyIds);
+        return new PlanVerifier(keys, clockSkewMs, all);
+    }
+
+    public Set<String> revoked() {
+        return revoked;
+    }
+
+    /** The verify keys by key id. */
+    public Map<String, PublicKey> keys() {
+        return keys;
     }
 
     /** {@code key_id=<64 hex>[,key_id=<64 hex>...]}, the format of {@code rebalance.planner.verify.keys}. */
@@ -194,6 +220,10 @@ public final class PlanVerifier {
         PublicKey key = keys.get(keyId);
         if (key == null) {
             return Verdict.rejected("unknown_key", "key_id '" + keyId + "' is not a configured verify key", planId);
+        }
+        if (revoked.contains(keyId)) {
+            return Verdict.rejected("revoked_key", "key_id '" + keyId + "' was revoked by a signed key revocation",
+                    planId);
         }
         Map<String, Object> signed = new LinkedHashMap<>(record);
         signed.remove("signature");
@@ -320,7 +350,7 @@ public final class PlanVerifier {
         return tasks;
     }
 
-    private static boolean ed25519Verifies(PublicKey key, byte[] message, byte[] signature) {
+    static boolean ed25519Verifies(PublicKey key, byte[] message, byte[] signature) {
         try {
             Signature verifier = Signature.getInstance("Ed25519");
             verifier.initVerify(key);

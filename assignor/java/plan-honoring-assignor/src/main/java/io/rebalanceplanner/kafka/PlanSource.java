@@ -21,4 +21,12 @@ public interface PlanSource {
         byte[] newest = newest(groupId, timeoutMs);
         return newest == null ? List.of() : java.util.Collections.singletonList(newest);
     }
+
+    /**
+     * The key-revocation records (KeyRevocation) met so far, every one since the first read: revocations are never
+     * undone, so they are kept even when the topic compacts them away. None by default.
+     */
+    default List<byte[]> revocations() {
+        return List.of();
+    }
 }

@@ -1,5 +1,6 @@
 package io.rebalanceplanner.kafka;
 
+import io.rebalanceplanner.core.KeyRevocation;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -26,6 +27,8 @@ import org.slf4j.LoggerFactory;
  */
 final class TopicPlanSource implements PlanSource, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TopicPlanSource.class);
+    /** A revocation is written once or twice; a key rewritten more often than this is not worth more memory. */
+    private static final int MAX_REVOCATIONS_PER_KEY = 16;
 
     private final Map<String, Object> clientProperties;
     private final String topic;
@@ -34,6 +37,8 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
     private final Set<TopicPartition> assigned = new HashSet<>();
     /** Per partition, the last record for the group: within a partition the offset order is the truth. */
     private final Map<Integer, ConsumerRecord<byte[], byte[]>> lastByPartition = new java.util.HashMap<>();
+    /** Every key-revocation record met, by record key (one per revoked key id; a rewrite replaces nothing). */
+    private final Map<String, List<byte[]>> revocationsByKey = new java.util.LinkedHashMap<>();
 
     TopicPlanSource(Map<String, Object> clientProperties, String topic, String clientId) {
         this.clientProperties = clientProperties;
@@ -93,6 +98,15 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
             Map<TopicPartition, Long> ends = consumer.endOffsets(assigned, remaining(deadline));
             while (!caughtUp(ends, deadline)) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(pollTime(deadline))) {
+                    if (record.value() != null && KeyRevocation.isRevocationKey(record.key())) {
+                        List<byte[]> seen = revocationsByKey.computeIfAbsent(
+                                new String(record.key(), java.nio.charset.StandardCharsets.UTF_8),
+                                k -> new ArrayList<>());
+                        if (seen.size() < MAX_REVOCATIONS_PER_KEY) {
+                            seen.add(record.value());
+                        }
+                        continue;
+                    }
                     if (record.value() == null || record.key() == null
                             || !groupId.equals(new String(record.key(), java.nio.charset.StandardCharsets.UTF_8))) {
                         continue; // An unsigned tombstone withdraws nothing (docs/formats.md).
@@ -114,6 +128,13 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
             throw new PlansUnreadableException("the plans topic '" + topic + "' could not be read: "
                     + e.getClass().getSimpleName() + ": " + e.getMessage(), e);
         }
+    }
+
+    @Override
+    public synchronized List<byte[]> revocations() {
+        List<byte[]> all = new ArrayList<>();
+        revocationsByKey.values().forEach(all::addAll);
+        return all;
     }
 
     /** Across partitions only the record timestamps can tell which plan is newer. */
