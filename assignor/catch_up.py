@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from assignor.assignment import GroupAssignment, Role
+from assignor.assignment import ClientAssignment, GroupAssignment, Role
 from assignor.errors import InvalidGroupState
 from assignor.state import ClientState, GroupState, evolved_client, evolved_group
 from assignor.task import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, TaskId
@@ -69,6 +69,18 @@ def _checkpointed(client: ClientState, ends: Mapping[TaskId, int]) -> dict[TaskI
     return {t: (ends.get(t, 0) if s == LATEST_OFFSET else s) for t, s in client.task_offset_sums.items()}
 
 
+def _held_standby(process_id: str, ca: ClientAssignment, every_task: frozenset[TaskId]) -> frozenset[TaskId]:
+    """The standbys a client holds after ``ca`` (its warmups included), once its tasks are known to the group.
+
+    The one check a derived client needs (every other value holds by construction): planners replay this per step,
+    so the rest of ClientState's validation is skipped (evolved_client)."""
+    unknown = (ca.active | ca.standby | ca.warmup) - every_task
+    if unknown:
+        shown = ", ".join(str(t) for t in sorted(unknown)[:5])
+        raise InvalidGroupState(f"client {process_id!r}: assignment holds tasks not in the group: {shown}")
+    return ca.standby | ca.warmup
+
+
 def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState:
     """The next rebalance's input if every replica held in ``assignment`` caught up (actives report -2)."""
     ends = group.changelog_end_offset_sums
@@ -76,13 +88,7 @@ def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState
     clients = []
     for client in group.clients:
         ca = assignment.clients[client.process_id]
-        previous_standby = ca.standby | ca.warmup
-        # The one check the derived client needs (every other value holds by construction): planners replay
-        # this per step, so the rest of ClientState's validation is skipped (evolved_client).
-        unknown = (ca.active | previous_standby) - every_task
-        if unknown:
-            shown = ", ".join(str(t) for t in sorted(unknown)[:5])
-            raise InvalidGroupState(f"client {client.process_id!r}: assignment holds tasks not in the group: {shown}")
+        previous_standby = _held_standby(client.process_id, ca, every_task)
         sums = _checkpointed(client, ends)
         sums.update({task: ends.get(task, 0) for task in previous_standby & stateful})
         sums.update(dict.fromkeys(ca.active & stateful, LATEST_OFFSET))
@@ -100,10 +106,6 @@ def roles_after(group: GroupState, assignment: GroupAssignment) -> GroupState:
     clients = []
     for client in group.clients:
         ca = assignment.clients[client.process_id]
-        previous_standby = ca.standby | ca.warmup
-        unknown = (ca.active | previous_standby) - every_task
-        if unknown:
-            shown = ", ".join(str(t) for t in sorted(unknown)[:5])
-            raise InvalidGroupState(f"client {client.process_id!r}: assignment holds tasks not in the group: {shown}")
+        previous_standby = _held_standby(client.process_id, ca, every_task)
         clients.append(evolved_client(client, ca.active, previous_standby, client.task_offset_sums))
     return evolved_group(group, clients)

@@ -150,18 +150,23 @@ def _write_json(root: Path, path: Path, value: object) -> None:
     _fsync_directory(root)
 
 
+def _bounded_json(path: Path, what: str, remedy: str) -> object:
+    """``path``'s JSON, read only up to MAX_PLAN_SEQUENCE_BYTES; anything else is an error naming the file."""
+    raw = path.read_bytes()
+    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
+        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not {what}")
+    try:
+        return json.loads(raw)
+    except ValueError as err:
+        raise StateDirectoryError(f"{path} is not JSON ({err}): {remedy}") from None
+
+
 def read_revoked_keys(root: Path) -> frozenset[str]:
     """The revoked key ids kept in ``root``; a damaged file is an error naming it (never silently forgotten)."""
     path = root / REVOKED_KEYS_FILE
     if not path.exists():
         return frozenset()
-    raw = path.read_bytes()
-    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
-        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not a revoked-keys file")
-    try:
-        loaded = json.loads(raw)
-    except ValueError as err:
-        raise StateDirectoryError(f"{path} is not JSON ({err}): restore it") from None
+    loaded = _bounded_json(path, "a revoked-keys file", "restore it")
     if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.match(k) for k in loaded):
         raise StateDirectoryError(f"{path} must be a JSON list of key ids")
     return frozenset(loaded)
@@ -181,19 +186,12 @@ def remember_revoked_keys(root: Path, key_ids: frozenset[str]) -> None:
 def _read_sequences(path: Path) -> dict[str, int]:
     if not path.exists():
         return {}
-    raw = path.read_bytes()
-    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
-        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not a plan sequence file")
-    try:
-        loaded = json.loads(raw)
-    except ValueError as err:
-        raise StateDirectoryError(f"{path} is not JSON ({err}): restore it, or delete it to forget the floor") from None
-    valid = isinstance(loaded, dict) and all(
+    loaded = _bounded_json(path, "a plan sequence file", "restore it, or delete it to forget the floor")
+    if not isinstance(loaded, dict) or not all(
         isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_SEQUENCE for v in loaded.values()
-    )
-    if not valid:
+    ):
         raise StateDirectoryError(f"{path} must map group ids to sequences in 1..{MAX_SEQUENCE}")
-    return dict(loaded)
+    return {str(k): int(v) for k, v in loaded.items()}
 
 
 def _create_once(path: Path, text: str) -> None:
