@@ -9,7 +9,6 @@ withdrawal, and a broker restart mid-plan. After every fallback each task runs o
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +26,6 @@ from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_ja
 from jobs.local.direct_plan import publish_record
 from jobs.local.fleet_events import double_processing
 from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig, processed_once
-from jobs.pipeline.broker_streams import parse_reader_output
 from jobs.pipeline.streams_assignor import (
     ASSIGNOR_NAME,
     assignor_admin,
@@ -35,28 +33,21 @@ from jobs.pipeline.streams_assignor import (
     select_assignor,
     trigger_assignment,
 )
-from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.polling import wait_until
 from jobs.settings import Settings
 from tests.support.signing import FORGER, SIGNER, VERIFY_KEYS
+from tests.support.streams_holdings import Holdings, broker_holdings
 
 APP = "streams-faults"
 PARTITIONS = 4
 RECORDS = 2_000
 PLANS, DECISIONS = "plans", "_rebalance_assignor_decisions"
 NAMES = ("a", "b", "c")
-Holdings = dict[str, tuple[set[str], set[str]]]
 
 
 def live(bootstrap: str) -> Holdings:
     """Per process id, its (active, standby) tasks as the broker describes the group."""
-    read = parse_reader_output(read_streams_groups_lines(bootstrap, {}, 10.0), int(time.time() * 1000))
-    group = next((g for g in read.groups if g.group_id == APP), None)
-    out = {}
-    for _, value in group.reports if group is not None else ():
-        r = json.loads(value)
-        out[r["process_id"]] = (set(r["active_tasks"]), set(r["standby_tasks"]))
-    return out
+    return broker_holdings(bootstrap, APP)
 
 
 def each_task_once(holdings: Holdings, tasks: set[str], members: int) -> bool:

@@ -38,6 +38,7 @@ from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
 from jobs.settings import Kip441Overrides, Settings
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
+from tests.support.streams_holdings import broker_holdings
 
 APP = "streams-stepped"
 PARTITIONS = 4
@@ -49,14 +50,8 @@ PLANS, REPORTS, DECISIONS = "plans", "reports", "_rebalance_assignor_decisions"
 
 
 def live(bootstrap: str) -> dict[str, tuple[set[str], set[str]]]:
-    """Per process id, its (active, standby) tasks as the broker describes them."""
-    read = parse_reader_output(read_streams_groups_lines(bootstrap, {}, 10.0), int(time.time() * 1000))
-    group = next((g for g in read.groups if g.group_id == APP), None)
-    out = {}
-    for _, value in group.reports if group is not None else ():
-        r = json.loads(value)
-        out[r["process_id"]] = (set(r["active_tasks"]), set(r["standby_tasks"]))
-    return out
+    """Per process id, its (active, standby) tasks as the broker describes the group."""
+    return broker_holdings(bootstrap, APP)
 
 
 def warmups_caught_up(bootstrap: str, process_id: str, tasks: set[str]) -> bool:
