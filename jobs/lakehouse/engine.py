@@ -23,6 +23,13 @@ SAIL_LOG_FILTER = "info,sail_plan::resolver::query::misc=error"
 _embedded: weakref.WeakSet[SparkSession] = weakref.WeakSet()
 
 
+# Stopped sessions, kept referenced for the life of the process. A pyspark Connect session's __del__ shuts down the
+# release thread pool that every session shares and waits for it; when the cycle collector runs that __del__ on an
+# embedded Sail engine's UDF thread while another query waits on the same pool, neither finishes (seen as a hang in
+# test_pipeline_plan_calls). Keeping them alive means __del__ runs only at exit; a process stops a handful at most.
+_stopped: list[SparkSession] = []
+
+
 def embedded(session: SparkSession) -> bool:
     """Whether ``session`` runs on the Sail engine inside this process (spark_session without a remote)."""
     return session in _embedded
@@ -78,5 +85,6 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
         yield session
     finally:
         session.stop()
+        _stopped.append(session)
         if server is not None:
             server.stop()
