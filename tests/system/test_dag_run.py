@@ -76,7 +76,8 @@ def run_and_answer(
     try:
         run_id = run_of(airflow, process, before)
         detail = airflow.wait_for_approval(DAG_ID, run_id, "approval", timeout_s=420)
-        assert "| group | status | moves | warmups | rebalances | offsets to restore |" in detail["body"]
+        # The decision first: what approving each scope does, then the fleet beside Kafka's assignors.
+        assert "| approving | plans | moves | warmups | offsets to restore | longest group |" in detail["body"]
         assert "| this plan | KIP-441 (Kafka Streams alone) |" in detail["body"]
         assert "**HTML report**" in detail["body"] and "/rebalance/reports/" in detail["body"]
         if seen is not None:
