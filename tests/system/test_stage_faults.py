@@ -96,6 +96,10 @@ def test_an_extract_killed_between_its_writes_is_redone_from_one_fresh_read(
     )
     assert next(r for r in reports if r["process_id"] == "c")["standby_tasks"] == ["0_0"]
     assert resolve_snapshot(lake, "s1") == "s1"
+    # The retry's own intermediate files are gone; the killed attempt's stay for their grace period (a remote engine
+    # may still be reading them) and go once older than that.
+    assert list((env.lake_root / Lake.STAGING).iterdir()) == [leftover]
+    Lake(spark, env.lake_root, staging_grace_s=0).clear_staging()
     assert not any((env.lake_root / Lake.STAGING).iterdir()), "no intermediate files are left behind"
 
 
