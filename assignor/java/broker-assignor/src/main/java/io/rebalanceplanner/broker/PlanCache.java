@@ -33,15 +33,27 @@ public final class PlanCache {
     static final int MAX_DEFERRED = 64;
 
     /**
-     * One group's verified state.
-     *
-     * @param plan the newest verified plan, or null after a verified withdrawal
-     * @param highestSequence the highest verified {@code sequence} (plan or withdrawal): lower ones are replays
-     * @param lastRejection why the newest record after it was refused ({@code "<code>: <detail>"}), or null
-     * @param ledger the group's folded records: {@link PlanLedger#choice} is what to honor and what to report, the
-     *     classic plugin's rule
+     * One group's verified state: its folded records ({@link PlanLedger#choice} is what to honor and what to report,
+     * the classic plugin's rule), and what they say, derived.
      */
-    public record Entry(String groupId, Plan plan, long highestSequence, String lastRejection, PlanLedger ledger) {}
+    public record Entry(String groupId, PlanLedger ledger) {
+        /** The newest verified plan, or null after a verified withdrawal or a revocation of its key. */
+        public Plan plan() {
+            Verdict v = ledger.verified();
+            return v != null && v.outcome() == Verdict.Outcome.PLAN ? v.plan() : null;
+        }
+
+        /** The highest verified {@code sequence} (plan or withdrawal): lower ones are replays. */
+        public long highestSequence() {
+            return ledger.highestSequence(); // an entry exists once a record of the group verified
+        }
+
+        /** Why the newest record was refused, else why the verified one is not a plan ({@code "<code>: <detail>"}). */
+        public String lastRejection() {
+            Verdict v = ledger.rejection() != null ? ledger.rejection() : ledger.verified();
+            return v == null ? null : v.fallbackReason();
+        }
+    }
 
     /** What assignors read: immutable, swapped whole. */
     public static final class Snapshot {
@@ -195,15 +207,7 @@ public final class PlanCache {
     }
 
     private static Entry entryOf(PlanLedger ledger) {
-        Verdict v = ledger.verified();
-        if (v == null) { // dropped by a key revocation: the floor stays, nothing is honored
-            String why = ledger.rejection() == null ? null : ledger.rejection().fallbackReason();
-            return new Entry(ledger.groupId(), null, ledger.highestSequence(), why, ledger);
-        }
-        Plan plan = v.outcome() == Verdict.Outcome.PLAN ? v.plan() : null;
-        String why = ledger.rejection() != null ? ledger.rejection().fallbackReason()
-                : plan == null ? v.fallbackReason() : null;
-        return new Entry(ledger.groupId(), plan, ledger.highestSequence(), why, ledger);
+        return new Entry(ledger.groupId(), ledger);
     }
 
     /** Verify again the records that were dated in the future (writer thread only). */

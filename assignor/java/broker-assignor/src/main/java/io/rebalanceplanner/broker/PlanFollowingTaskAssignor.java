@@ -162,16 +162,14 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
         // the verified record is not usable (expired, withdrawn).
         PlanLedger.Choice choice = match.entry().ledger().choice(now);
         if (choice.plan() == null) {
-            return Decided.fallback(match.groupId(), choice.reasonCode(), detailOf(choice.reason(),
-                    choice.reasonCode()), rejected);
+            return Decided.fallback(match.groupId(), choice.reasonCode(), choice.detail(), rejected);
         }
         Plan plan = choice.plan();
         FitCheck.Unfit unfit = FitCheck.unfitReason(plan.target(), view.group, plan.configs());
         if (unfit != null) {
             // A kept plan that does not fit: the refused newest record is the news, as for the plugin.
             return choice.reason() != null
-                    ? Decided.fallback(match.groupId(), choice.reasonCode(), detailOf(choice.reason(),
-                            choice.reasonCode()), rejected)
+                    ? Decided.fallback(match.groupId(), choice.reasonCode(), choice.detail(), rejected)
                     : Decided.fallback(match.groupId(), unfit.code(), "plan " + plan.planId() + ": " + unfit.detail(),
                             rejected);
         }
@@ -187,12 +185,6 @@ public final class PlanFollowingTaskAssignor implements TaskAssignor, Configurab
         }
         return new Decided(assignment, match.groupId(), plan.planId(), null, null, honored.followupRebalance(),
                 warmups, rejected);
-    }
-
-    /** The detail of a {@code "<code>: <detail>"} reason. */
-    private static String detailOf(String reason, String code) {
-        String prefix = code + ": ";
-        return reason != null && reason.startsWith(prefix) ? reason.substring(prefix.length()) : reason;
     }
 
     private PlanCache.Snapshot snapshot(BrokerAssignorSettings s) {

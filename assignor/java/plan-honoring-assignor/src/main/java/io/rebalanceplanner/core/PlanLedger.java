@@ -14,12 +14,24 @@ public final class PlanLedger {
      * What the leader does now: honor {@code plan} (or none) and report {@code reason}.
      *
      * @param plan the verified, unexpired plan to honor, or null
-     * @param reason with a plan, why the newest record is not it; without, why none is honored; null when nothing
-     *     needs saying ({@code "<code>: <detail>"})
-     * @param reasonCode the code of {@code reason}, or null
+     * @param why with a plan, why the newest record is not it; without, why none is honored; null when nothing
+     *     needs saying
      * @param sequence the highest verified sequence known, or null
      */
-    public record Choice(Plan plan, String reason, String reasonCode, Long sequence) {}
+    public record Choice(Plan plan, Verdict why, Long sequence) {
+        /** {@code "<code>: <detail>"}, or null. */
+        public String reason() {
+            return why == null ? null : why.fallbackReason();
+        }
+
+        public String reasonCode() {
+            return why == null ? null : why.reasonCode();
+        }
+
+        public String detail() {
+            return why == null ? null : why.detail();
+        }
+    }
 
     private final String groupId;
     private final Long highestSequence;
@@ -91,14 +103,13 @@ public final class PlanLedger {
      */
     public Choice choice(long nowMs) {
         if (verified == null) {
-            return new Choice(null, reason(rejection), code(rejection), highestSequence);
+            return new Choice(null, rejection, highestSequence);
         }
         Verdict usable = PlanVerifier.usable(verified, nowMs);
         if (usable.outcome() != Verdict.Outcome.PLAN) {
-            Verdict why = rejection != null ? rejection : usable;
-            return new Choice(null, why.fallbackReason(), why.reasonCode(), highestSequence);
+            return new Choice(null, rejection != null ? rejection : usable, highestSequence);
         }
-        return new Choice(usable.plan(), reason(rejection), code(rejection), highestSequence);
+        return new Choice(usable.plan(), rejection, highestSequence);
     }
 
     /** Whether any record of the group was offered and kept (verified or refused): false means "no plan". */
@@ -124,13 +135,6 @@ public final class PlanLedger {
         return rejection;
     }
 
-    private static String reason(Verdict v) {
-        return v == null ? null : v.fallbackReason();
-    }
-
-    private static String code(Verdict v) {
-        return v == null ? null : v.reasonCode();
-    }
 
     /** The key id of a record that just verified (so it parses and names one). */
     private static String keyIdOf(byte[] value) {

@@ -42,6 +42,11 @@ public final class Verdict {
         return reasonCode;
     }
 
+    /** What the reason code says of this record, or null for a plan. */
+    public String detail() {
+        return detail;
+    }
+
     /** The state report's {@code fallback_reason}: {@code "<code>: <detail>"}, or null for a plan. */
     public String fallbackReason() {
         return reasonCode == null ? null : reasonCode + ": " + detail;
