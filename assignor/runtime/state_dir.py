@@ -131,16 +131,11 @@ class StateDirectory:
         if known.get(group_id, 0) >= sequence:
             return
         known[group_id] = sequence
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as out:
-            out.write(json.dumps(known, sort_keys=True))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        _fsync_directory(self.root)
+        _write_json(self.root, path, known)
 
 
 def _write_json(root: Path, path: Path, value: object) -> None:
+    """``value`` as ``path`` whole or not at all: written beside it, fsynced, renamed over it."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as out:
         out.write(json.dumps(value, sort_keys=True))
