@@ -140,7 +140,9 @@ def test_keys_generate_rotate_and_public_commands(tmp_path: Path, monkeypatch: p
     both = VerifyKeys.parse(next(w for w in rotated.split() if w.startswith("RBP_PLAN_VERIFY_KEYS=")).split("=", 1)[1])
     assert set(both.keys) == {"k1", "k2"}  # the new key beside the old: old plans stay honored
     assert main(["keys", "rotate", "--dir", str(keys), "--key-id", "k1"]) == 2  # never overwritten
-    capsys.readouterr()
+    assert main(["keys", "rotate", "--dir", str(tmp_path / "elsewhere"), "--key-id", "k1"]) == 2  # a trusted id
+    assert "already among RBP_PLAN_VERIFY_KEYS" in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere" / "k1.pem").exists()  # refused before a key was written
     assert main(["keys", "public", str(keys / "k2.pem"), "--key-id", "k2", "--passphrase-file", str(phrase)]) == 0
     assert both.render().split(",")[1] in capsys.readouterr().out.replace("\n", "")
     assert main(["keys", "public", str(keys / "k2.pem")]) == 2  # encrypted: the passphrase is needed
