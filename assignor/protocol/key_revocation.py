@@ -109,7 +109,7 @@ def read_revocation(value: bytes, keys: VerifyKeys) -> KeyRevocation:
         raise _malformed(f"revoked_at {record['revoked_at']} is outside 0..{MAX_SEQUENCE}")
     if not 1 <= len(record["revoked_by"]) <= MAX_TEXT or len(record["reason"]) > MAX_TEXT:
         raise _malformed(f"revoked_by must be 1-{MAX_TEXT} characters and reason at most {MAX_TEXT}")
-    if not SIGNATURE.match(record["signature"]):
+    if not SIGNATURE.fullmatch(record["signature"]):
         raise _malformed("signature must be 128 lowercase hex digits")
     key_id = record["key_id"]
     if key_id not in keys.keys:

@@ -238,11 +238,11 @@ def _check_fields(record: dict[str, Any], required: Mapping[str, type]) -> None:
             raise _malformed(f"{name} {record[name]} is before 1970")
     if not 1 <= record["sequence"] <= MAX_SEQUENCE:
         raise _malformed(f"sequence {record['sequence']} is outside 1..{MAX_SEQUENCE}")
-    if "plan_digest" in required and not _DIGEST.match(record["plan_digest"]):
+    if "plan_digest" in required and not _DIGEST.fullmatch(record["plan_digest"]):
         raise _malformed("plan_digest must be 64 lowercase hex digits")
     if len(record["key_id"]) > 64:
         raise _malformed("key_id is longer than 64 characters")
-    if not SIGNATURE.match(record["signature"]):
+    if not SIGNATURE.fullmatch(record["signature"]):
         raise _malformed("signature must be 128 lowercase hex digits")
 
 

@@ -162,7 +162,7 @@ def read_revoked_keys(root: Path) -> frozenset[str]:
     if not path.exists():
         return frozenset()
     loaded = _bounded_json(path, "a revoked-keys file", "restore it")
-    if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.match(k) for k in loaded):
+    if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.fullmatch(k) for k in loaded):
         raise StateDirectoryError(f"{path} must be a JSON list of key ids")
     return frozenset(loaded)
 
@@ -173,7 +173,7 @@ def remember_revoked_keys(root: Path, key_ids: frozenset[str]) -> None:
     if key_ids <= known:
         return
     merged = known | key_ids
-    if len(merged) > MAX_REVOKED_KEYS or not all(_KEY_ID.match(k) for k in key_ids):
+    if len(merged) > MAX_REVOKED_KEYS or not all(_KEY_ID.fullmatch(k) for k in key_ids):
         raise ValueError(f"revoked key ids must be at most {MAX_REVOKED_KEYS} valid key ids")
     _write_json(root, root / REVOKED_KEYS_FILE, sorted(merged))
 
