@@ -28,6 +28,7 @@ PLAN_SEQUENCE_FILE = "plan-sequence.json"
 # forgotten when the plans topic loses it (a restart after compaction, or a record rewritten under its key).
 REVOKED_KEYS_FILE = "revoked-keys.json"
 MAX_REVOKED_KEYS = 1024
+MAX_REVOKED_KEYS_BYTES = 80 * MAX_REVOKED_KEYS  # what remember_revoked_keys can write: a quoted 64-character id, ", "
 _KEY_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MAX_SEQUENCE = 2**53 - 1
 MAX_PLAN_SEQUENCE_BYTES = 64 * 1024
@@ -145,11 +146,11 @@ def _write_json(root: Path, path: Path, value: object) -> None:
     _fsync_directory(root)
 
 
-def _bounded_json(path: Path, what: str, remedy: str) -> object:
-    """``path``'s JSON, read only up to MAX_PLAN_SEQUENCE_BYTES; anything else is an error naming the file."""
+def _bounded_json(path: Path, what: str, remedy: str, max_bytes: int = MAX_PLAN_SEQUENCE_BYTES) -> object:
+    """``path``'s JSON, read only up to ``max_bytes``; anything else is an error naming the file."""
     raw = path.read_bytes()
-    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
-        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not {what}")
+    if len(raw) > max_bytes:
+        raise StateDirectoryError(f"{path} is larger than {max_bytes} bytes: not {what}")
     try:
         return json.loads(raw)
     except ValueError as err:
@@ -161,7 +162,7 @@ def read_revoked_keys(root: Path) -> frozenset[str]:
     path = root / REVOKED_KEYS_FILE
     if not path.exists():
         return frozenset()
-    loaded = _bounded_json(path, "a revoked-keys file", "restore it")
+    loaded = _bounded_json(path, "a revoked-keys file", "restore it", MAX_REVOKED_KEYS_BYTES)
     if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.fullmatch(k) for k in loaded):
         raise StateDirectoryError(f"{path} must be a JSON list of key ids")
     return frozenset(loaded)

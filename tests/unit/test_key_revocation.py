@@ -15,6 +15,7 @@ from assignor.protocol.key_revocation import KeyRevocation, read_revocation, top
 from assignor.protocol.plan_keys import PlanKeyError, VerifyKeys
 from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import PlanRejected, Verifier
+from assignor.runtime.state_dir import MAX_REVOKED_KEYS, read_revoked_keys, remember_revoked_keys
 from jobs.cli.main import main
 from jobs.settings import Settings
 from jobs.signing import FileKeyService, read_passphrase, write_signing_key
@@ -148,3 +149,12 @@ def test_keys_generate_rotate_and_public_commands(tmp_path: Path, monkeypatch: p
     assert main(["keys", "public", str(keys / "k2.pem")]) == 2  # encrypted: the passphrase is needed
     assert "passphrase is needed" in capsys.readouterr().err
     assert sorted(os.listdir(keys)) == ["k1.pem", "k2.pem"]
+
+
+def test_the_most_revoked_keys_the_state_file_keeps_read_back(tmp_path: Path) -> None:
+    longest = frozenset(f"{n:04d}".ljust(64, "k") for n in range(MAX_REVOKED_KEYS))
+    remember_revoked_keys(tmp_path, longest)
+    assert read_revoked_keys(tmp_path) == longest  # what it may write, it can read again
+    with pytest.raises(ValueError, match=f"at most {MAX_REVOKED_KEYS}"):
+        remember_revoked_keys(tmp_path, frozenset({"one-more"}))
+    assert read_revoked_keys(tmp_path) == longest
