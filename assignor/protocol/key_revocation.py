@@ -8,13 +8,12 @@ a key signed (schemas/vectors/README.md, "Key revocation"; the Java core's KeyRe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from assignor.protocol.plan_keys import Signer, VerifyKeys, check_key_id
-from assignor.protocol.plans import MAX_SEQUENCE, PlanRejected, Reason
+from assignor.protocol.plans import MAX_SEQUENCE, SIGNATURE, PlanRejected, Reason, field_problem, signature_verifies
 from assignor.protocol.strict_json import MalformedJson, canonical_json, strict_loads
 
 REVOCATION_SCHEMA_VERSION = 1
@@ -24,7 +23,6 @@ RECORD_TYPE = "key_revocation"
 TOPIC_KEY_PREFIX = "_rbp_key_revocation/"
 MAX_REVOCATION_BYTES = 16 * 1024  # a revocation is a few hundred bytes; anything larger is not one
 MAX_TEXT = 1024
-_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
 _FIELDS: dict[str, type] = {
     "schema_version": int,
     "type": str,
@@ -89,11 +87,9 @@ def read_revocation(value: bytes, keys: VerifyKeys) -> KeyRevocation:
         raise _malformed(str(err)) from None
     if not isinstance(record, dict):
         raise _malformed("not a JSON object")
-    for name, kind in _FIELDS.items():
-        if name not in record:
-            raise _malformed(f"{name} is missing")
-        if not isinstance(record[name], kind) or isinstance(record[name], bool):
-            raise _malformed(f"{name} must be a JSON {'integer' if kind is int else 'string'}")
+    problem = field_problem(record, _FIELDS)
+    if problem is not None:
+        raise _malformed(problem)
     extra = sorted(set(record) - set(_FIELDS))
     if extra:
         raise _malformed(f"unexpected field {extra[0]!r}")
@@ -113,13 +109,12 @@ def read_revocation(value: bytes, keys: VerifyKeys) -> KeyRevocation:
         raise _malformed(f"revoked_at {record['revoked_at']} is outside 0..{MAX_SEQUENCE}")
     if not 1 <= len(record["revoked_by"]) <= MAX_TEXT or len(record["reason"]) > MAX_TEXT:
         raise _malformed(f"revoked_by must be 1-{MAX_TEXT} characters and reason at most {MAX_TEXT}")
-    if not _SIGNATURE.match(record["signature"]):
+    if not SIGNATURE.fullmatch(record["signature"]):
         raise _malformed("signature must be 128 lowercase hex digits")
     key_id = record["key_id"]
     if key_id not in keys.keys:
         raise PlanRejected(Reason.UNKNOWN_KEY, f"key revocation signed with key_id {key_id!r}, not a verify key")
-    unsigned = {k: v for k, v in record.items() if k != "signature"}
-    if not keys.verifies(key_id, bytes.fromhex(record["signature"]), canonical_json(unsigned)):
+    if not signature_verifies(record, keys):
         raise PlanRejected(Reason.BAD_SIGNATURE, f"key revocation signature does not verify with key {key_id!r}")
     return KeyRevocation(record["revoked_key_id"], record["revoked_at"], record["revoked_by"], record["reason"])
 

@@ -31,7 +31,7 @@ def fingerprint(key: Ed25519PublicKey) -> str:
 
 
 def check_key_id(key_id: str) -> str:
-    if not _KEY_ID.match(key_id):
+    if not _KEY_ID.fullmatch(key_id):  # fullmatch: "$" alone lets a trailing newline through
         raise PlanKeyError(f"key id {key_id!r} must be 1-64 characters of letters, digits, '.', '_' or '-'")
     return key_id
 

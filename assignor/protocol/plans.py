@@ -30,7 +30,7 @@ CONFIG_FIELDS = (
     "probing_rebalance_interval_ms",
 )
 DEFAULT_CLOCK_SKEW_MS = 60_000
-_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
+SIGNATURE = re.compile(r"^[0-9a-f]{128}$")  # an Ed25519 signature as records carry it
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _COMMON: dict[str, type] = {
     "schema_version": int,
@@ -209,13 +209,27 @@ def _malformed(detail: str) -> PlanRejected:
     return PlanRejected(Reason.MALFORMED, detail)
 
 
-def _check_fields(record: dict[str, Any], required: Mapping[str, type]) -> None:
+def field_problem(record: Mapping[str, Any], required: Mapping[str, type]) -> str | None:
+    """The first field of ``required`` that ``record`` lacks or holds as another JSON type, said plainly; or None."""
     for name, kind in required.items():
-        value = record.get(name)
         if name not in record:
-            raise _malformed(f"{name} is missing")
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise _malformed(f"{name} must be a JSON {_JSON_TYPE[kind]}")
+            return f"{name} is missing"
+        if not isinstance(record[name], kind) or isinstance(record[name], bool):
+            return f"{name} must be a JSON {_JSON_TYPE[kind]}"
+    return None
+
+
+def signature_verifies(record: Mapping[str, Any], keys: VerifyKeys) -> bool:
+    """Whether ``signature`` (checked as SIGNATURE) is the Ed25519 signature, by the trusted key ``key_id`` names,
+    of the canonical JSON of every other field."""
+    unsigned = {k: v for k, v in record.items() if k != "signature"}
+    return keys.verifies(record["key_id"], bytes.fromhex(record["signature"]), canonical_json(unsigned))
+
+
+def _check_fields(record: dict[str, Any], required: Mapping[str, type]) -> None:
+    problem = field_problem(record, required)
+    if problem is not None:
+        raise _malformed(problem)
     for name in ("plan_id", "group_id", "key_id", "signature"):
         if not record[name]:
             raise _malformed(f"{name} is empty")
@@ -224,11 +238,11 @@ def _check_fields(record: dict[str, Any], required: Mapping[str, type]) -> None:
             raise _malformed(f"{name} {record[name]} is before 1970")
     if not 1 <= record["sequence"] <= MAX_SEQUENCE:
         raise _malformed(f"sequence {record['sequence']} is outside 1..{MAX_SEQUENCE}")
-    if "plan_digest" in required and not _DIGEST.match(record["plan_digest"]):
+    if "plan_digest" in required and not _DIGEST.fullmatch(record["plan_digest"]):
         raise _malformed("plan_digest must be 64 lowercase hex digits")
     if len(record["key_id"]) > 64:
         raise _malformed("key_id is longer than 64 characters")
-    if not _SIGNATURE.match(record["signature"]):
+    if not SIGNATURE.fullmatch(record["signature"]):
         raise _malformed("signature must be 128 lowercase hex digits")
 
 
@@ -325,8 +339,7 @@ def read_record(value: bytes, keys: VerifyKeys, revoked: frozenset[str] = frozen
         raise PlanRejected(Reason.UNKNOWN_KEY, f"key_id {key_id!r} is not among the verify keys")
     if key_id in revoked:
         raise PlanRejected(Reason.REVOKED_KEY, f"key_id {key_id!r} was revoked by a signed key revocation")
-    unsigned = {k: v for k, v in record.items() if k != "signature"}
-    if not keys.verifies(key_id, bytes.fromhex(record["signature"]), canonical_json(unsigned)):
+    if not signature_verifies(record, keys):
         raise PlanRejected(Reason.BAD_SIGNATURE, f"signature does not verify with key {key_id!r}")
     if withdrawn:
         return Withdrawal(record["plan_id"], record["group_id"], record["created_at"], record["sequence"])

@@ -28,6 +28,7 @@ PLAN_SEQUENCE_FILE = "plan-sequence.json"
 # forgotten when the plans topic loses it (a restart after compaction, or a record rewritten under its key).
 REVOKED_KEYS_FILE = "revoked-keys.json"
 MAX_REVOKED_KEYS = 1024
+MAX_REVOKED_KEYS_BYTES = 80 * MAX_REVOKED_KEYS  # what remember_revoked_keys can write: a quoted 64-character id, ", "
 _KEY_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MAX_SEQUENCE = 2**53 - 1
 MAX_PLAN_SEQUENCE_BYTES = 64 * 1024
@@ -131,16 +132,11 @@ class StateDirectory:
         if known.get(group_id, 0) >= sequence:
             return
         known[group_id] = sequence
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as out:
-            out.write(json.dumps(known, sort_keys=True))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        _fsync_directory(self.root)
+        _write_json(self.root, path, known)
 
 
 def _write_json(root: Path, path: Path, value: object) -> None:
+    """``value`` as ``path`` whole or not at all: written beside it, fsynced, renamed over it."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as out:
         out.write(json.dumps(value, sort_keys=True))
@@ -150,11 +146,11 @@ def _write_json(root: Path, path: Path, value: object) -> None:
     _fsync_directory(root)
 
 
-def _bounded_json(path: Path, what: str, remedy: str) -> object:
-    """``path``'s JSON, read only up to MAX_PLAN_SEQUENCE_BYTES; anything else is an error naming the file."""
+def _bounded_json(path: Path, what: str, remedy: str, max_bytes: int = MAX_PLAN_SEQUENCE_BYTES) -> object:
+    """``path``'s JSON, read only up to ``max_bytes``; anything else is an error naming the file."""
     raw = path.read_bytes()
-    if len(raw) > MAX_PLAN_SEQUENCE_BYTES:
-        raise StateDirectoryError(f"{path} is larger than {MAX_PLAN_SEQUENCE_BYTES} bytes: not {what}")
+    if len(raw) > max_bytes:
+        raise StateDirectoryError(f"{path} is larger than {max_bytes} bytes: not {what}")
     try:
         return json.loads(raw)
     except ValueError as err:
@@ -166,8 +162,8 @@ def read_revoked_keys(root: Path) -> frozenset[str]:
     path = root / REVOKED_KEYS_FILE
     if not path.exists():
         return frozenset()
-    loaded = _bounded_json(path, "a revoked-keys file", "restore it")
-    if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.match(k) for k in loaded):
+    loaded = _bounded_json(path, "a revoked-keys file", "restore it", MAX_REVOKED_KEYS_BYTES)
+    if not isinstance(loaded, list) or not all(isinstance(k, str) and _KEY_ID.fullmatch(k) for k in loaded):
         raise StateDirectoryError(f"{path} must be a JSON list of key ids")
     return frozenset(loaded)
 
@@ -178,7 +174,7 @@ def remember_revoked_keys(root: Path, key_ids: frozenset[str]) -> None:
     if key_ids <= known:
         return
     merged = known | key_ids
-    if len(merged) > MAX_REVOKED_KEYS or not all(_KEY_ID.match(k) for k in key_ids):
+    if len(merged) > MAX_REVOKED_KEYS or not all(_KEY_ID.fullmatch(k) for k in key_ids):
         raise ValueError(f"revoked key ids must be at most {MAX_REVOKED_KEYS} valid key ids")
     _write_json(root, root / REVOKED_KEYS_FILE, sorted(merged))
 

@@ -84,13 +84,13 @@ def add_signing_commands(commands: Any) -> None:
 def run_signing_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
     """Run ``keys`` or ``withdraw``; None for any other command."""
     if args.command == "keys" and args.keys_command in ("generate", "rotate"):
+        trusted = VerifyKeys.parse(settings.plan_verify_keys) if args.keys_command == "rotate" else VerifyKeys({})
+        if args.key_id in trusted.keys:  # refused before writing: a refused rotation leaves no key file behind
+            raise ValueError(f"key id {args.key_id!r} is already among RBP_PLAN_VERIFY_KEYS: choose a new id")
         passphrase = read_passphrase(args.passphrase_file) if args.passphrase_file else None
         path, signer = write_signing_key(args.dir, args.key_id, passphrase)
         note = "encrypted" if passphrase else "NOT encrypted: production mode refuses it"
         console.print(f"private key: [bold]{path}[/bold] ({note}; keep it with the publish step only)")
-        trusted = VerifyKeys.parse(settings.plan_verify_keys) if args.keys_command == "rotate" else VerifyKeys({})
-        if signer.key_id in trusted.keys:
-            raise ValueError(f"key id {signer.key_id!r} is already among RBP_PLAN_VERIFY_KEYS: choose a new id")
         _print_settings(console, path, signer, args.passphrase_file, trusted)
         return EXIT_OK
     if args.command == "keys" and args.keys_command == "revoke":

@@ -13,6 +13,7 @@ from assignor.protocol.key_revocation import KeyRevocation, read_revocation
 from assignor.protocol.plan_keys import Signer, VerifyKeys
 from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import ApprovedPlan, PlanRejected, Verifier, Withdrawal
+from assignor.protocol.strict_json import canonical_json
 from tests.support.signing import FORGER, SIGNER
 
 
@@ -22,6 +23,17 @@ def _value(record: dict[str, Any]) -> bytes:
 
 def _b64(value: bytes) -> str:
     return base64.b64encode(value).decode()
+
+
+def _resigned(record: dict[str, Any], signer: Signer, **changes: Any) -> dict[str, Any]:
+    """``record`` with ``changes``, signed again: a field the rules refuse, under a signature that verifies."""
+    fields = {k: v for k, v in record.items() if k != "signature"} | changes
+    return {**fields, "signature": signer.sign(canonical_json(fields))}
+
+
+def _newline_after(record: dict[str, Any], name: str) -> dict[str, Any]:
+    # A regex's "$" also matches before a final newline: both languages must refuse it, not only Java.
+    return {**record, name: record[name] + "\n"}
 
 
 def _revocations(rotated: Signer, now: int) -> list[tuple[str, bytes]]:
@@ -40,6 +52,11 @@ def _revocations(rotated: Signer, now: int) -> list[tuple[str, bytes]]:
         ("revocation with an unexpected field", _value(extra)),
         ("revocation of an invalid key id", _value(bad_id)),
         ("revocation of an unsupported version", _value(dict(good, schema_version=2))),
+        ("revocation whose signature ends in a newline", _value(_newline_after(good, "signature"))),
+        (
+            "revocation of a key id ending in a newline",
+            _value(_resigned(good, rotated, revoked_key_id=SIGNER.key_id + "\n")),
+        ),
         ("a plan record is not a revocation", _value(_sample_plan(now).to_record(SIGNER, 10))),
         ("garbage", b"\x00garbage"),
     ]
@@ -63,6 +80,7 @@ def _ledger_cases(plan: ApprovedPlan, rotated: Signer, now: int) -> list[tuple[s
     new = _value(replace(plan, plan_id="plan-new").to_record(rotated, 20))
     old_later = _value(replace(plan, plan_id="plan-old-later").to_record(SIGNER, 30))
     withdrawal_old = _value(Withdrawal(plan.plan_id, plan.group_id, plan.created_at + 2, 25).to_record(SIGNER))
+    new_newline = _value(_newline_after(replace(plan, plan_id="plan-new").to_record(rotated, 20), "signature"))
     r, v = "record", "revocation"
     return [
         ("rotation: the new key's plan is honored", [(r, old), (r, new)]),
@@ -76,6 +94,7 @@ def _ledger_cases(plan: ApprovedPlan, rotated: Signer, now: int) -> list[tuple[s
         ("either key may revoke the other: both revoked, nothing honored", [(r, new), (v, revoke_new),
                                                                            (v, revoke_old)]),
         ("a revocation repeated changes nothing more", [(r, new), (v, revoke_old), (v, revoke_old)]),
+        ("a plan whose signature ends in a newline is refused", [(r, old), (v, revoke_old), (r, new_newline)]),
     ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from assignor.protocol.key_revocation import KeyRevocation, read_revocation, top
 from assignor.protocol.plan_keys import PlanKeyError, VerifyKeys
 from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import PlanRejected, Verifier
+from assignor.runtime.state_dir import MAX_REVOKED_KEYS, read_revoked_keys, remember_revoked_keys
 from jobs.cli.main import main
 from jobs.settings import Settings
 from jobs.signing import FileKeyService, read_passphrase, write_signing_key
@@ -140,9 +141,20 @@ def test_keys_generate_rotate_and_public_commands(tmp_path: Path, monkeypatch: p
     both = VerifyKeys.parse(next(w for w in rotated.split() if w.startswith("RBP_PLAN_VERIFY_KEYS=")).split("=", 1)[1])
     assert set(both.keys) == {"k1", "k2"}  # the new key beside the old: old plans stay honored
     assert main(["keys", "rotate", "--dir", str(keys), "--key-id", "k1"]) == 2  # never overwritten
-    capsys.readouterr()
+    assert main(["keys", "rotate", "--dir", str(tmp_path / "elsewhere"), "--key-id", "k1"]) == 2  # a trusted id
+    assert "already among RBP_PLAN_VERIFY_KEYS" in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere" / "k1.pem").exists()  # refused before a key was written
     assert main(["keys", "public", str(keys / "k2.pem"), "--key-id", "k2", "--passphrase-file", str(phrase)]) == 0
     assert both.render().split(",")[1] in capsys.readouterr().out.replace("\n", "")
     assert main(["keys", "public", str(keys / "k2.pem")]) == 2  # encrypted: the passphrase is needed
     assert "passphrase is needed" in capsys.readouterr().err
     assert sorted(os.listdir(keys)) == ["k1.pem", "k2.pem"]
+
+
+def test_the_most_revoked_keys_the_state_file_keeps_read_back(tmp_path: Path) -> None:
+    longest = frozenset(f"{n:04d}".ljust(64, "k") for n in range(MAX_REVOKED_KEYS))
+    remember_revoked_keys(tmp_path, longest)
+    assert read_revoked_keys(tmp_path) == longest  # what it may write, it can read again
+    with pytest.raises(ValueError, match=f"at most {MAX_REVOKED_KEYS}"):
+        remember_revoked_keys(tmp_path, frozenset({"one-more"}))
+    assert read_revoked_keys(tmp_path) == longest

@@ -38,21 +38,17 @@ public final class PlanLedger {
     private final Verdict verified;
     private final byte[] refused;
     private final Verdict rejection;
-    /** The key id that signed {@code verified}: a revocation of it drops the record. */
-    private final String verifiedKey;
 
     public PlanLedger(String groupId) {
-        this(groupId, null, null, null, null, null);
+        this(groupId, null, null, null, null);
     }
 
-    private PlanLedger(String groupId, Long highestSequence, Verdict verified, byte[] refused, Verdict rejection,
-            String verifiedKey) {
+    private PlanLedger(String groupId, Long highestSequence, Verdict verified, byte[] refused, Verdict rejection) {
         this.groupId = groupId;
         this.highestSequence = highestSequence;
         this.verified = verified;
         this.refused = refused;
         this.rejection = rejection;
-        this.verifiedKey = verifiedKey;
     }
 
     /**
@@ -61,12 +57,12 @@ public final class PlanLedger {
      * {@code keyIds} ({@link PlanVerifier#revoking}).
      */
     public PlanLedger revoke(java.util.Set<String> keyIds) {
-        if (verified == null || !keyIds.contains(verifiedKey)) {
+        if (verified == null || !keyIds.contains(verified.keyId())) {
             return this;
         }
-        Verdict why = Verdict.rejected("revoked_key", "key_id '" + verifiedKey
+        Verdict why = Verdict.rejected("revoked_key", "key_id '" + verified.keyId()
                 + "' was revoked by a signed key revocation", verified.planId());
-        return new PlanLedger(groupId, highestSequence, null, null, why, null);
+        return new PlanLedger(groupId, highestSequence, null, null, why);
     }
 
     /** Raise the floor to a sequence already acted on (kept across restarts); null changes nothing. */
@@ -74,7 +70,7 @@ public final class PlanLedger {
         if (sequence == null || (highestSequence != null && sequence <= highestSequence)) {
             return this;
         }
-        return new PlanLedger(groupId, sequence, verified, refused, rejection, verifiedKey);
+        return new PlanLedger(groupId, sequence, verified, refused, rejection);
     }
 
     /** Fold the group's next record (topic order). A tombstone (null) is unsigned: it withdraws nothing. */
@@ -84,9 +80,9 @@ public final class PlanLedger {
         }
         Verdict verdict = verifier.check(value, groupId, nowMs, highestSequence);
         if (verdict.outcome() == Verdict.Outcome.REJECTED) {
-            return new PlanLedger(groupId, highestSequence, verified, value, verdict, verifiedKey);
+            return new PlanLedger(groupId, highestSequence, verified, value, verdict);
         }
-        return new PlanLedger(groupId, verdict.sequence(), verdict, null, null, keyIdOf(value));
+        return new PlanLedger(groupId, verdict.sequence(), verdict, null, null);
     }
 
     /** Check the refused newest record again if it was only dated in the future (time may have caught up). */
@@ -133,15 +129,5 @@ public final class PlanLedger {
     /** Why the newest record did not verify (it came after the verified one), or null. */
     public Verdict rejection() {
         return rejection;
-    }
-
-
-    /** The key id of a record that just verified (so it parses and names one). */
-    private static String keyIdOf(byte[] value) {
-        try {
-            return (String) ((java.util.Map<?, ?>) StrictJson.parse(value)).get("key_id");
-        } catch (JsonException e) {
-            throw new IllegalStateException("a verified record no longer parses", e);
-        }
     }
 }

@@ -254,9 +254,9 @@ public final class PlanVerifier {
                     + ", lower than " + highestSequence + " already seen", planId);
         }
         if (withdrawal) {
-            return Verdict.withdrawn(planId, sequence);
+            return Verdict.withdrawn(planId, sequence, keyId);
         }
-        return Verdict.plan(plan);
+        return Verdict.plan(plan, keyId);
     }
 
     /** The plan, or the Verdict rejecting its fields. */

@@ -10,27 +10,30 @@ public final class Verdict {
     private final String planId;
     private final long sequence;
     private final Plan plan;
+    private final String keyId;
 
-    private Verdict(Outcome outcome, String reasonCode, String detail, String planId, long sequence, Plan plan) {
+    private Verdict(Outcome outcome, String reasonCode, String detail, String planId, long sequence, Plan plan,
+            String keyId) {
         this.outcome = outcome;
         this.reasonCode = reasonCode;
         this.detail = detail;
         this.planId = planId;
         this.sequence = sequence;
         this.plan = plan;
+        this.keyId = keyId;
     }
 
-    static Verdict plan(Plan plan) {
-        return new Verdict(Outcome.PLAN, null, null, plan.planId(), plan.sequence(), plan);
+    static Verdict plan(Plan plan, String keyId) {
+        return new Verdict(Outcome.PLAN, null, null, plan.planId(), plan.sequence(), plan, keyId);
     }
 
-    static Verdict withdrawn(String planId, long sequence) {
+    static Verdict withdrawn(String planId, long sequence, String keyId) {
         return new Verdict(Outcome.WITHDRAWN, "withdrawn", "plan " + planId + " was withdrawn", planId, sequence,
-                null);
+                null, keyId);
     }
 
     static Verdict rejected(String reasonCode, String detail, String planId) {
-        return new Verdict(Outcome.REJECTED, reasonCode, detail, planId, Long.MIN_VALUE, null);
+        return new Verdict(Outcome.REJECTED, reasonCode, detail, planId, Long.MIN_VALUE, null, null);
     }
 
     public Outcome outcome() {
@@ -64,6 +67,11 @@ public final class Verdict {
 
     public Plan plan() {
         return plan;
+    }
+
+    /** The key id that signed a verified record (plan or withdrawal), which a key revocation drops; null else. */
+    public String keyId() {
+        return keyId;
     }
 
     @Override

@@ -20,7 +20,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class RevokedKeysFile {
     private static final Logger LOG = LoggerFactory.getLogger(RevokedKeysFile.class);
-    private static final int MAX_BYTES = 1024 * 66;
+    /** At most this many ids are kept, so that what keep writes stays within what read accepts. */
+    static final int MAX_KEYS = 1024;
+    private static final int MAX_BYTES = MAX_KEYS * 66; // a 64-character key id and its newline each, and slack
     private static final String KEY_ID = "[A-Za-z0-9._-]{1,64}";
 
     private final Path file;
@@ -69,6 +71,10 @@ public final class RevokedKeysFile {
         }
         Set<String> all = new TreeSet<>(kept);
         all.addAll(ids);
+        if (all.size() > MAX_KEYS) {
+            LOG.error("revoked plan keys not kept in {}: {} key ids, more than {}", file, all.size(), MAX_KEYS);
+            return;
+        }
         try {
             Files.createDirectories(file.getParent());
             Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
