@@ -1,7 +1,7 @@
 """The planner core's mypyc build: loaded only when it was compiled from the very sources beside it.
 
 ``make core`` (``jobs/local/compile_core.py``) compiles COMPILED_MODULES in place and records, per source, its
-SHA-256 (DIGEST_FILE) and its size and modification time (STAT_FILE). A compiled module shadows its ``.py`` file,
+SHA-256 (DIGEST_FILE) and its size and change times (STAT_FILE). A compiled module shadows its ``.py`` file,
 so an edited source would silently keep running the old build; the package's import compares the sources' file
 status with the record (no file is read) and only where one differs hashes the sources: a source touched but
 unchanged keeps the build, an edited one loads every core module from its source, with a warning.
@@ -54,28 +54,23 @@ def digest_record(digests: dict[str, str]) -> str:
 
 
 def source_stats(package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
-    """Size and modification time (ns) of each compiled module's source, by file name: a stat each, no read."""
+    """Size, modification and status-change time (ns) of each compiled module's source, by file name: a stat each.
+
+    The status-change time too because tools set a modification time back (cp -p, tar, touch -r), never that one."""
     found = {}
     for name in COMPILED_MODULES:
         status = (package_dir / f"{name}.py").stat()
-        found[f"{name}.py"] = f"{status.st_size}:{status.st_mtime_ns}"
+        found[f"{name}.py"] = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ctime_ns}"
     return found
 
 
-def _recorded_stats(package_dir: Path) -> dict[str, str]:
+def _recorded(record: Path) -> dict[str, str]:
+    """A record's ``<value>  <file>`` lines by file name; empty when it cannot be read."""
     try:
-        lines = (package_dir / STAT_FILE).read_text().splitlines()
+        lines = record.read_text().splitlines()
     except OSError:
         return {}
-    return {name: status for status, _, name in (line.partition("  ") for line in lines)}
-
-
-def _recorded(package_dir: Path) -> dict[str, str]:
-    try:
-        lines = (package_dir / DIGEST_FILE).read_text().splitlines()
-    except OSError:
-        return {}
-    return {name: digest for digest, _, name in (line.partition("  ") for line in lines)}
+    return {name: value for value, _, name in (line.partition("  ") for line in lines)}
 
 
 def compiled_extensions(package_dir: Path = PACKAGE_DIR) -> list[Path]:
@@ -106,9 +101,9 @@ def select_build(package: str = "assignor", package_dir: Path = PACKAGE_DIR) -> 
     """
     if not compiled_extensions(package_dir):
         return CoreBuild.PURE
-    if _recorded_stats(package_dir) == source_stats(package_dir):
+    if _recorded(package_dir / STAT_FILE) == source_stats(package_dir):
         return CoreBuild.COMPILED  # every source as it was built: nothing to hash
-    recorded, current = _recorded(package_dir), source_digests(package_dir)
+    recorded, current = _recorded(package_dir / DIGEST_FILE), source_digests(package_dir)
     if recorded == current:
         return CoreBuild.COMPILED
     changed = sorted(name for name in current if recorded.get(name) != current[name])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.machinery
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -98,6 +99,17 @@ def test_a_source_edited_after_the_build_is_never_run_compiled(package: Path) ->
     _record_build(package)
     with (package / "honor.py").open("a") as source:
         source.write("\n# edited\n")
+    with pytest.warns(RuntimeWarning, match="older than honor.py"):
+        assert _select(package) is CoreBuild.STALE
+
+
+def test_a_same_size_edit_with_its_modification_time_set_back_is_never_run_compiled(package: Path) -> None:
+    _record_build(package)
+    source = package / "honor.py"
+    before, text = source.stat(), source.read_bytes()
+    source.write_bytes(text.replace(b"def ", b"def_", 1))  # the same size, other content
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p, tar or touch -r would leave it
+    assert source.stat().st_size == before.st_size and source.stat().st_mtime_ns == before.st_mtime_ns
     with pytest.warns(RuntimeWarning, match="older than honor.py"):
         assert _select(package) is CoreBuild.STALE
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from assignor import (
     AssignmentConfigs,
@@ -115,6 +116,28 @@ def test_without_a_restore_rate_the_estimate_uses_the_default_and_says_so() -> N
 @given(cases(max_clients=12, max_tasks=120))
 def test_no_plan_restores_less_than_the_restore_lower_bound(case: Case) -> None:
     plan = plan_group(case.group, case.configs)
+    assert 0 <= plan.restore_lower_bound <= plan.cost.restore_offsets
+
+
+@given(cases(max_clients=11, max_tasks=120, equal_capacity=True))
+def test_no_plan_restores_less_than_the_bound_balance_raises_for_a_new_instance(case: Case) -> None:
+    # The bound's B1 term needs equal capacities and a client without state, which cases() alone almost never
+    # draws: a new instance (tagged like the others, so rack spread stays possible) joins the group.
+    group = case.group
+    tags = dict(group.clients[0].client_tags)
+    clients = [*group.clients, ClientState("new", client_tags=tags)]
+    joined = GroupState(clients, group.stateful_tasks, group.stateless_tasks, group.changelog_end_offset_sums)
+    plan = plan_group(joined, case.configs)
+    assert 0 <= plan.restore_lower_bound <= plan.cost.restore_offsets
+
+
+@given(cases(max_clients=8, max_tasks=60), st.integers(0, 7), st.integers(1, 3))
+def test_no_drain_plan_restores_less_than_its_unbalanced_lower_bound(case: Case, index: int, count: int) -> None:
+    pids = sorted(c.process_id for c in case.group.clients)
+    assume(len(pids) > count)  # a possible drain: processes left, and enough of them for the standbys
+    standbys = min(len(pids) - 1, case.configs.num_standby_replicas)
+    assume(not case.group.stateful_tasks or standbys <= len(pids) - count - 1)
+    plan = plan_group(case.group, case.configs, draining=frozenset(pids[(index + i) % len(pids)] for i in range(count)))
     assert 0 <= plan.restore_lower_bound <= plan.cost.restore_offsets
 
 
