@@ -74,6 +74,8 @@ def test_a_selection_naming_a_group_without_a_validated_plan_is_refused_naming_i
     assert check_selection([" orders", "orders", ""], candidates) == ["orders"]
     with pytest.raises(DecisionError, match="groups without a validated plan in this run: nope, zz"):
         check_selection(["orders", "zz", "nope"], candidates)
+    with pytest.raises(DecisionError, match=r"run: x00, x01, .*, x09 and 9,990 more$"):
+        check_selection([f"x{i:02d}" for i in range(10_000)], candidates)  # a pasted list names the first few
     with pytest.raises(DecisionError, match="must be a list of group ids, not str"):
         check_selection("orders", candidates)
     answer = {"responded_by_user": {"id": "2", "name": "alice"}, "chosen_options": [APPROVE_SELECTED],
