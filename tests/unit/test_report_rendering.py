@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from jobs.orchestration.tasks import approval_body
 from jobs.report import numbers
+from jobs.report.approval import approval_body
 from jobs.report.bench_page import Figures, render_bench_page
 from jobs.report.charts import Chart, binned, grouped_bars
 from jobs.report.detail import schedule
