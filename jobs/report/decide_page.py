@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.report.model import Report
-from jobs.report.numbers import count, duration
 from jobs.report.render import page
 from jobs.report.triage import Triage, triage, versus
 
@@ -40,12 +39,8 @@ def fleet_risk(t: Triage) -> FleetRisk:
         a = c.row.risk.assumptions if c.row.risk else None
         if a is None:
             continue
-        settings[
-            f"acceptable lag {count(a.acceptable_recovery_lag)} offsets, {count(a.num_standby_replicas)} standby, "
-            f"{count(a.max_warmup_replicas)} warmups at a time, probing every "
-            f"{duration((a.probing_rebalance_interval_ms or 0) / 1000)}"
-        ] += 1
-        rates[f"{count(a.restore_rate)} offsets/s ({a.restore_rate_source or 'default'})"] += 1
+        settings[a.settings_text] += 1
+        rates[a.rate_text] += 1
     top = largest[1].largest_restore if largest is not None else None
     return FleetRisk(
         unsafe_moves=sum(r.unsafe_moves or 0 for _, r in risks),

@@ -64,6 +64,10 @@ def test_changing_groups_rank_by_risk_then_by_difference_from_kip441_and_say_why
     fr = fleet_risk(t)
     assert (fr.unsafe_moves, fr.unsafe_groups, fr.largest_restore, fr.largest_group) == (2, 1, 5_000_000, "slow")
     assert fr.rates == (("5,000 offsets/s (measured)", 5),) and fr.incomplete == 1
+    settings = "acceptable lag 10,000 offsets, 1 standby, 2 warmups at a time, probing every 10 min"
+    assert fr.settings == ((settings, 5),)
+    page = render_decision_page(report([calm]), 1_795_000_000_000, "12 h")
+    assert f"assumes {settings}, restore 5,000 offsets/s (measured)" in page  # the same words, per group
     # A NOOP group is not offered: its assumptions are not among the offered plans'.
     noop = replace(risky(0, "noop"), status="NOOP")
     assert fleet_risk(triage([calm, far, unsafe, partial, slow, noop])).rates == fr.rates
