@@ -146,6 +146,9 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
 def test_histogram_bins_start_at_round_steps_and_never_overlap() -> None:
     assert binned(pd.Series([0, 1, 2, 3, 30]))[1][:2] == ["0-4", "5-9"]
     assert binned(pd.Series([0.5, 2.7, 3.1, 9.9, 12.5]))[1][:2] == ["0 to <2", "2 to <4"]
+    # One group, or all alike: one round bin (it was 1e-10 wide, or no bin at all and an IndexError).
+    assert binned(pd.Series([0.1234]))[1] == ["0.1 to <0.2"]
+    assert binned(pd.Series([3.3333, 3.3333]))[1] == ["3.0 to <3.5"]
     fractions = binned(pd.Series([0.0, 0.1, 0.33]))
     assert fractions[1][0] == "0.00 to <0.05" and list(fractions[0]) == [
         "0.00 to <0.05",
