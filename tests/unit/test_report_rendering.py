@@ -164,3 +164,6 @@ def test_a_realized_plan_shows_its_estimate_beside_what_it_took_in_the_past_tens
     assert "together made" in page and "would together make" not in page
     waiting = render_report(report([row(1)]))
     assert "would together make" in waiting and "it took at most" not in waiting
+    # The decision's headline only while a plan awaits one (decided, it read "0 groups change").
+    assert 'data-testid="decision"' not in page and "0 groups change" not in page
+    assert "1 group changes (1 move, 1 warmup)" in waiting
