@@ -67,7 +67,7 @@ def _names(choices: Sequence[Choice], top: int, extra: Callable[[Choice], str] |
 def _notes(r: GroupRow) -> str:
     """What the row's status adds: drains, report-only, settings (the why column says the rest)."""
     notes = [r.drain_note, r.source_note]
-    if r.report_only and r.report_only not in r.source_note:
+    if r.report_only and r.report_only not in (r.reason or ""):  # holding the plan copies it into the reason
         notes.append(r.report_only)
     return "; ".join(n for n in notes if n)
 

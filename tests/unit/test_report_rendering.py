@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from jobs.pipeline.report_only import GROUP_METADATA_REASON
 from jobs.report import numbers
 from jobs.report.approval import approval_body
 from jobs.report.bench_page import Figures, render_bench_page
@@ -104,6 +105,9 @@ def test_approval_body_leads_with_the_decision_and_ranks_the_changing_groups() -
     assert "kept (KIP-441 would move 2)" in body and "**1 group needs nothing**: g0" in body
     assert "| g5 | REJECTED |" in body  # not awaiting a decision, listed apart
     assert "1 plan outside this run's group filter is not offered" in body
+    # A held report-only plan: its reason is the report-only note, said once.
+    held = replace(row(3, "HELD", group="legacy"), report_only=GROUP_METADATA_REASON, reason=GROUP_METADATA_REASON)
+    assert approval_body(report([held, row(1)]), *links, 0, 60).count(GROUP_METADATA_REASON) == 1
     assert "[open the report](http://x/r.html)" in body and "/docs/index.html" in body
 
 
