@@ -33,11 +33,7 @@ from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import main_script_hidden
 from jobs.report import build_report, report_path, run_report, write_report
-from jobs.report.approval import (
-    approval_body,
-    approval_subject,
-    digests_markdown,  # noqa: F401 (tests/unit import it from here)
-)
+from jobs.report.approval import approval_body, approval_subject
 from jobs.report.decide_page import write_decision_page
 from jobs.report.links import data_docs_url, decide_url, report_url
 from jobs.settings import Settings
