@@ -16,6 +16,7 @@ OPTIONS = [APPROVE_ALL, REJECT_ALL, APPROVE_SELECTED]
 TIMEOUT_USER = "approval-timeout"
 # The planning DAG's task ids the decision page reads (dags/rebalance_planning.py names its tasks so).
 REVIEW_TASK, APPROVAL_TASK, PUBLISH_TASK = "review", "approval", "publish"
+NAMED = 10  # unknown groups a refusal names
 
 
 class Approver(NamedTuple):
@@ -69,8 +70,9 @@ def check_selection(selected: object, candidates: Mapping[str, str]) -> list[str
         raise DecisionError(f"selected_groups must be a list of group ids, not {type(selected).__name__}")
     picked = sorted({str(g).strip() for g in selected if str(g).strip()})
     unknown = [g for g in picked if g not in candidates]
-    if unknown:
-        raise DecisionError(f"groups without a validated plan in this run: {', '.join(unknown)}")
+    if unknown:  # named, the first few: the refusal goes back to the page and into the task log
+        more = f" and {len(unknown) - NAMED:,} more" if len(unknown) > NAMED else ""
+        raise DecisionError(f"groups without a validated plan in this run: {', '.join(unknown[:NAMED])}{more}")
     return picked
 
 

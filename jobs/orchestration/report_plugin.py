@@ -5,6 +5,7 @@ names a group without a validated plan."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -88,16 +89,25 @@ class AirflowCalls:
         self.client = httpx.Client(base_url=base.rstrip("/") + "/api/v2", timeout=30,
                                    headers={"Authorization": f"Bearer {token}"})  # fmt: skip
 
-    def _checked(self, response: httpx.Response) -> Any | None:
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any | None:
+        """Airflow's JSON answer, None for a 404; its refusal passed on; no answer at all is a 502 naming the error
+        type only (the person's token never leaves in an error)."""
+        try:
+            response = self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as err:
+            raise HTTPException(status_code=502, detail=f"Airflow did not answer: {type(err).__name__}") from err
         if response.status_code == 404:
             return None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
         if response.status_code >= 400:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
+            detail = body.get("detail", response.text) if isinstance(body, dict) else response.text
             raise HTTPException(status_code=response.status_code, detail=f"Airflow answered: {detail}")
-        return response.json()
+        if body is None:
+            raise HTTPException(status_code=502, detail=f"Airflow answered {path} with no JSON")
+        return body
 
     def run_path(self, dag_id: str, run_id: str) -> str:
         return f"/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
@@ -105,18 +115,17 @@ class AirflowCalls:
     def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any | None:
         """The task's return value, or None when it has none (yet)."""
         path = f"{self.run_path(dag_id, run_id)}/taskInstances/{task_id}/xcomEntries/return_value"
-        entry = self._checked(self.client.get(path, params={"deserialize": "true"}))
-        return None if entry is None else entry.get("value")
+        entry = self._call("GET", path, params={"deserialize": "true"})
+        return entry.get("value") if isinstance(entry, dict) else None
 
-    def hitl(self, dag_id: str, run_id: str) -> Any | None:
-        return self._checked(
-            self.client.get(f"{self.run_path(dag_id, run_id)}/taskInstances/{APPROVAL_TASK}/-1/hitlDetails")
-        )
+    def hitl(self, dag_id: str, run_id: str) -> dict[str, Any] | None:
+        entry = self._call("GET", f"{self.run_path(dag_id, run_id)}/taskInstances/{APPROVAL_TASK}/-1/hitlDetails")
+        return entry if isinstance(entry, dict) else None
 
     def answer(self, dag_id: str, run_id: str, chosen: list[str], params: dict[str, Any]) -> Any | None:
         body = {"chosen_options": chosen, "params_input": params}
         path = f"{self.run_path(dag_id, run_id)}/taskInstances/{APPROVAL_TASK}/-1/hitlDetails"
-        return self._checked(self.client.patch(path, json=body))
+        return self._call("PATCH", path, json=body)
 
 
 def decision_state(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any]:
@@ -125,7 +134,7 @@ def decision_state(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any
     if hitl is None:
         return {"state": "not asked", "message": "the approval step has not asked yet (the review is still running)"}
     if not hitl.get("response_received"):
-        users = ", ".join(u.get("name") or u.get("id") for u in hitl.get("assigned_users") or [])
+        users = ", ".join(str(u.get("name") or u.get("id")) for u in hitl.get("assigned_users") or [])
         return {"state": "awaiting", "approvers": users}
     user = hitl.get("responded_by_user") or {}
     params = hitl.get("params_input") or {}
@@ -155,21 +164,32 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
             raise HTTPException(status_code=404, detail=f"run {run_id!r} of {dag_id!r} has no review yet")
         return value
 
+    def airflow(request: Request) -> Iterator[AirflowCalls]:
+        api = AirflowCalls(request)
+        try:
+            yield api
+        finally:  # one client per request: closed with it, not left to the garbage collector
+            api.client.close()
+
     @app.get("/decide/{dag_id}/{run_id}")
-    def decide_page(dag_id: str, run_id: str, request: Request) -> FileResponse:
-        snapshot_id = str(reviewed(AirflowCalls(request), dag_id, run_id)["snapshot_id"])
+    def decide_page(dag_id: str, run_id: str, api: AirflowCalls = Depends(airflow)) -> FileResponse:  # noqa: B008
+        snapshot_id = str(reviewed(api, dag_id, run_id)["snapshot_id"])
         path = decision_path(reports, snapshot_id)
         if "/" in snapshot_id or not path.is_file():
             raise HTTPException(status_code=404, detail=f"no decision page for snapshot {snapshot_id!r}")
         return FileResponse(path, media_type="text/html")
 
     @app.get("/decide/{dag_id}/{run_id}/state")
-    def decide_state(dag_id: str, run_id: str, request: Request) -> dict[str, Any]:
-        return decision_state(AirflowCalls(request), dag_id, run_id)
+    def decide_state(dag_id: str, run_id: str, api: AirflowCalls = Depends(airflow)) -> dict[str, Any]:  # noqa: B008
+        return decision_state(api, dag_id, run_id)
 
     @app.post("/decide/{dag_id}/{run_id}")
-    def decide(dag_id: str, run_id: str, request: Request, answer: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
-        api = AirflowCalls(request)
+    def decide(
+        dag_id: str,
+        run_id: str,
+        answer: dict[str, Any] = Body(...),  # noqa: B008
+        api: AirflowCalls = Depends(airflow),  # noqa: B008
+    ) -> dict[str, Any]:
         candidates = dict(reviewed(api, dag_id, run_id).get("candidates") or {})
         reason = str(answer.get("reason") or "").strip() or None
         if answer.get("option") == "approve":

@@ -27,24 +27,20 @@ from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration.decision import DecisionError, decision, duration, in_filter
 from jobs.pipeline import registry
-from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest, fingerprint, short
+from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest
 from jobs.pipeline.plan_bodies import plan_bodies
 from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import main_script_hidden
-from jobs.report import Report, build_report, report_path, run_report, write_report
-from jobs.report.approval import md, summary_markdown
+from jobs.report import build_report, report_path, run_report, write_report
+from jobs.report.approval import approval_body, approval_subject
 from jobs.report.decide_page import write_decision_page
-from jobs.report.gaps import gaps_markdown
 from jobs.report.links import data_docs_url, decide_url, report_url
-from jobs.report.numbers import plural
-from jobs.report.triage import triage
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 KAFKA_CONN_ID = "rbp_kafka"
 SPARK_CONN_ID = "rbp_spark_connect"
-BODY_ROWS = 15  # the approval page lists the groups with the most to restore; the HTML report has them all
 T = TypeVar("T")
 
 
@@ -199,71 +195,6 @@ def _links(rt: Runtime, snapshot_id: str, report: Path, run: tuple[str, str] | N
     )
 
 
-def subject_title(snapshot_id: str) -> str:
-    """``Rebalance 2026-11-26 14:22``: the snapshot's time (its id starts with it), else the id."""
-    try:
-        return "Rebalance " + datetime.strptime(snapshot_id[:15], "%Y%m%dT%H%M%S").strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return f"Rebalance {snapshot_id}"
-
-
-def digests_markdown(offered: Mapping[str, ApprovedDigest]) -> list[str]:
-    """What an approval binds: each offered plan's digest (short form, the first groups) and one fingerprint of all."""
-    if not offered:
-        return []
-    entries = sorted(offered.values(), key=lambda e: e.group_id)
-    lines = [
-        "",
-        f"**What you approve**: {plural(len(entries), 'plan')}, fingerprint "
-        f"`{short(fingerprint((e.plan_id, e.plan_digest) for e in entries))}`. Each plan is bound to its digest "
-        "(target, settings, move order, validity): a plan changed after this page was made is not signed.",
-        "",
-        "| group | plan digest | valid until (epoch ms) |",
-        "|---|---|---|",
-        *(f"| {md(e.group_id)} | `{short(e.plan_digest)}` | {e.valid_until} |" for e in entries[:BODY_ROWS]),
-    ]
-    if len(entries) > BODY_ROWS:
-        lines.append(f"\n{plural(len(entries) - BODY_ROWS, 'more plan')}: their digests are in the approval record.")
-    return lines
-
-
-def approval_body(
-    report: Report,
-    report_link: str,
-    data_docs_link: str,
-    filtered_out: int,
-    timeout_s: float,
-    offered: Mapping[str, ApprovedDigest] | None = None,
-    decide_link: str = "",
-) -> str:
-    """The approval page (Markdown): the decision (what changes, what is kept, what needs nothing), the changing
-    groups ranked with their why and risk, the fleet beside Kafka's assignors, what an approval binds, the links."""
-    lines = [
-        f"### Decide: snapshot `{report.snapshot_id}`",
-        "",
-        *([decide_link + ": filter, tick the plans, confirm with the counts.", ""] if decide_link else []),
-        summary_markdown(report.fleet, report.rows, BODY_ROWS),
-        *gaps_markdown(report.reporting_gaps, md),
-        *digests_markdown(offered or {}),
-    ]
-    if filtered_out:
-        lines.append(
-            f"\n{plural(filtered_out, 'plan')} outside this run's group filter {'is' if filtered_out == 1 else 'are'} "
-            "not offered and will be rejected."
-        )
-    lines += [
-        "",
-        f"**HTML report** (every group, sortable, with each group's steps): {report_link}  ",
-        f"**Great Expectations Data Docs**: {data_docs_link}",
-        "",
-        "*Approve all validated* approves every VALIDATED plan above (keep and no-change plans included); *Approve "
-        "selected groups* approves the groups listed in the form (the others are rejected); *Reject all* publishes "
-        "nothing. "
-        f"Without an answer within {duration(timeout_s)} every plan is rejected.",
-    ]
-    return "\n".join(lines)
-
-
 def _refresh_report(lake: Lake, snapshot_id: str) -> None:
     """Write the snapshot's report again so its statuses are the lake's now (approved, published, realized)."""
     try:
@@ -324,7 +255,7 @@ def review(
             "data_docs": str(rt.settings.data_docs / "index.html"),
             "approval_timeout_s": timeout,
             "approvers": list(rt.settings.approvers),
-            "subject": triage(report.rows).subject(subject_title(snapshot_id)),
+            "subject": approval_subject(report),
             "body": approval_body(report, report_link, docs_link, len(outside), timeout, offered, decide_link),
         }
 

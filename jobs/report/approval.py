@@ -1,17 +1,21 @@
-"""The approval page's summary in Markdown (Airflow renders the HITL body as Markdown): the decision first (what
-changes, what is kept, what needs nothing), the changing groups ranked with their why and risk, then the fleet beside
-Kafka's own assignors."""
+"""The approval page in Markdown (Airflow renders the HITL body as Markdown) and its subject: the decision first (what
+changes, what is kept, what needs nothing), the changing groups ranked with their why and risk, the fleet beside
+Kafka's own assignors, what an approval binds, the links. Pure: the review task hands it the report."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 
+from jobs.orchestration.decision import duration as timeout_text
+from jobs.pipeline.approval_record import ApprovedDigest, fingerprint, short
 from jobs.report import numbers
 from jobs.report.fleet import headline_value
-from jobs.report.model import Assignor, Fleet, GroupRow
+from jobs.report.gaps import gaps_markdown
+from jobs.report.model import Assignor, Fleet, GroupRow, Report
 from jobs.report.triage import Choice, Triage, triage, versus
 
-TOP_ROWS = 15
+TOP_ROWS = 15  # groups the approval page lists per kind; the decision page and the HTML report have them all
 
 
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#~!"})
@@ -63,7 +67,7 @@ def _names(choices: Sequence[Choice], top: int, extra: Callable[[Choice], str] |
 def _notes(r: GroupRow) -> str:
     """What the row's status adds: drains, report-only, settings (the why column says the rest)."""
     notes = [r.drain_note, r.source_note]
-    if r.report_only and r.report_only not in r.source_note:
+    if r.report_only and r.report_only not in (r.reason or ""):  # holding the plan copies it into the reason
         notes.append(r.report_only)
     return "; ".join(n for n in notes if n)
 
@@ -178,3 +182,75 @@ def settings_changes_markdown(rows: Sequence[GroupRow]) -> list[str]:
     ]
     lines += [f"| {md(r.group_id)} | {md(r.status)} | {md(r.settings_changes)} |" for r in changed]
     return lines
+
+
+def subject_title(snapshot_id: str) -> str:
+    """``Rebalance 2026-11-26 14:22``: the snapshot's time (its id starts with it), else the id."""
+    try:
+        return "Rebalance " + datetime.strptime(snapshot_id[:15], "%Y%m%dT%H%M%S").strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return f"Rebalance {snapshot_id}"
+
+
+def digests_markdown(offered: Mapping[str, ApprovedDigest]) -> list[str]:
+    """What an approval binds: each offered plan's digest (short form, the first groups) and one fingerprint of all."""
+    if not offered:
+        return []
+    entries = sorted(offered.values(), key=lambda e: e.group_id)
+    lines = [
+        "",
+        f"**What you approve**: {numbers.plural(len(entries), 'plan')}, fingerprint "
+        f"`{short(fingerprint((e.plan_id, e.plan_digest) for e in entries))}`. Each plan is bound to its digest "
+        "(target, settings, move order, validity): a plan changed after this page was made is not signed.",
+        "",
+        "| group | plan digest | valid until (epoch ms) |",
+        "|---|---|---|",
+        *(f"| {md(e.group_id)} | `{short(e.plan_digest)}` | {e.valid_until} |" for e in entries[:TOP_ROWS]),
+    ]
+    if len(entries) > TOP_ROWS:
+        lines.append(
+            f"\n{numbers.plural(len(entries) - TOP_ROWS, 'more plan')}: their digests are in the approval record."
+        )
+    return lines
+
+
+def approval_body(
+    report: Report,
+    report_link: str,
+    data_docs_link: str,
+    filtered_out: int,
+    timeout_s: float,
+    offered: Mapping[str, ApprovedDigest] | None = None,
+    decide_link: str = "",
+) -> str:
+    """The approval page (Markdown): the decision (what changes, what is kept, what needs nothing), the changing
+    groups ranked with their why and risk, the fleet beside Kafka's assignors, what an approval binds, the links."""
+    lines = [
+        f"### Decide: snapshot `{report.snapshot_id}`",
+        "",
+        *([decide_link + ": filter, tick the plans, confirm with the counts.", ""] if decide_link else []),
+        summary_markdown(report.fleet, report.rows, TOP_ROWS),
+        *gaps_markdown(report.reporting_gaps, md),
+        *digests_markdown(offered or {}),
+    ]
+    if filtered_out:
+        lines.append(
+            f"\n{numbers.plural(filtered_out, 'plan')} outside this run's group filter "
+            f"{'is' if filtered_out == 1 else 'are'} not offered and will be rejected."
+        )
+    lines += [
+        "",
+        f"**HTML report** (every group, sortable, with each group's steps): {report_link}  ",
+        f"**Great Expectations Data Docs**: {data_docs_link}",
+        "",
+        "*Approve all validated* approves every VALIDATED plan above (keep and no-change plans included); *Approve "
+        "selected groups* approves the groups listed in the form (the others are rejected); *Reject all* publishes "
+        "nothing. "
+        f"Without an answer within {timeout_text(timeout_s)} every plan is rejected.",
+    ]
+    return "\n".join(lines)
+
+
+def approval_subject(report: Report) -> str:
+    """The Required Actions subject: the snapshot's time and the decision's counts."""
+    return triage(report.rows).subject(subject_title(report.snapshot_id))

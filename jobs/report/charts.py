@@ -96,11 +96,12 @@ def binned(values: pd.Series, bins: int = 10) -> tuple[pd.Series, list[str]]:
     if whole and high - low < bins:
         labels = [f"{v:,.0f}" for v in range(int(low), int(high) + 1)]
         return values.map("{:,.0f}".format), labels
-    step = nice_step(high - low, bins)
+    # One value (a single group, or all alike) spans nothing: a bin of a round width around it, not of 1e-10.
+    step = nice_step(high - low if high > low else max(abs(high), 1.0), bins)
     if whole:
         step = max(1.0, float(round(step)))
     start = math.floor(low / step) * step
-    count = math.floor((high - start) / step) + 1
+    count = max(1, math.floor((high - start) / step) + 1)
     edges = [start + i * step for i in range(count + 1)]
     digits = 0 if step >= 1 else -math.floor(math.log10(step))
     if whole:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as sf
 
 from assignor.cost import COST_COLUMNS, PlanCost
@@ -38,25 +38,25 @@ def _int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
-def group_risks(lake: Lake, snapshot_id: str, plans: DataFrame) -> dict[str, GroupRisk]:
+def group_risks(lake: Lake, snapshot_id: str, chosen: Sequence[Row]) -> dict[str, GroupRisk]:
     """Per plan id: report completeness (fresh reports vs the broker's members), idle instances, actives placed on an
-    instance not caught up at the first rebalance, the largest single restore, and the assumptions used."""
-    groups = plans.select("group_id").distinct()
+    instance not caught up at the first rebalance, the largest single restore, and the assumptions used (``chosen``:
+    the plans rows group_rows read, with whichever ASSUMED columns the table has)."""
+    groups = sorted({r["group_id"] for r in chosen})
     reporting: dict[str, list[tuple[str, bool, bool]]] = {}
-    reports = lake.read("member_reports", snapshot_id).join(groups, "group_id", "left_semi")
+    reports = _in(lake.read("member_reports", snapshot_id), "group_id", groups)
     for r in reports.select("group_id", "process_id", "stale", "active_tasks", "standby_tasks").collect():
         holds = bool(r["active_tasks"]) or bool(r["standby_tasks"])
         reporting.setdefault(r["group_id"], []).append((r["process_id"], bool(r["stale"]), holds))
     members = {
         r["group_id"]: int(r["n"])
-        for r in lake.read("group_members", snapshot_id)
-        .join(groups, "group_id", "left_semi")
+        for r in _in(lake.read("group_members", snapshot_id), "group_id", groups)
         .groupBy("group_id")
         .agg(sf.countDistinct(sf.coalesce("process_id", "member_id")).alias("n"))
         .collect()
     }
     lags = lake.read("task_lags", snapshot_id).select("group_id", "process_id", "task_id", "lag", "caught_up")
-    placed = lake.read("plan_assignments").join(plans.select("plan_id"), "plan_id", "left_semi")
+    placed = _in(lake.read("plan_assignments"), "plan_id", [r["plan_id"] for r in chosen])
     first = placed.groupBy("plan_id").agg(sf.min("step").alias("first_step"))
     joined = placed.join(lags, ["group_id", "process_id", "task_id"], "left").join(first, "plan_id")
     figures = {
@@ -73,13 +73,13 @@ def group_risks(lake: Lake, snapshot_id: str, plans: DataFrame) -> dict[str, Gro
         )
         .collect()
     }
-    columns = [c for c in ASSUMED if c in plans.columns]
     out = {}
-    for r in plans.select("plan_id", "group_id", *columns).collect():
+    for r in chosen:
         seen = reporting.get(r["group_id"], [])
         fresh = [(p, holds) for p, stale, holds in seen if not stale]
         unsafe, largest = figures.get(r["plan_id"], (None, None))
-        assumed = {c: r[c] if c in columns else None for c in ASSUMED}
+        values = r.asDict()  # a lake older than a column has None for it
+        assumed = {c: values.get(c) for c in ASSUMED}
         out[r["plan_id"]] = GroupRisk(
             members_reporting=len(fresh),
             members_in_group=members.get(r["group_id"]),
@@ -112,9 +112,10 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         plans = _in(plans, "group_id", group_ids)
     # Plans rows written before the settings columns existed change nothing.
     changes = ["settings_changes"] if "settings_changes" in plans.columns else []
+    assumed = [c for c in ASSUMED if c in plans.columns]
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
-        "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes,
+        "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes, *assumed,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, PlanCost]] = {}
@@ -125,7 +126,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         if r["assignor"] in known and cost is not None:
             baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = cost
     reach = plan_reach(lake, snapshot_id)
-    risks = group_risks(lake, snapshot_id, plans)
+    risks = group_risks(lake, snapshot_id, chosen)  # the plans rows read once
     checks = {
         r["plan_id"]: (int(r["passed"]), int(r["total"]))
         for r in _in(lake.read("validation_results"), "plan_id", ids)

@@ -5,14 +5,13 @@ relays the answer."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.report.model import Report
-from jobs.report.numbers import count, duration
 from jobs.report.render import page
-from jobs.report.triage import Choice, Kind, Triage, triage, versus
+from jobs.report.triage import Triage, triage, versus
 
 
 @dataclass(frozen=True)
@@ -31,29 +30,25 @@ class FleetRisk:
 
 def fleet_risk(t: Triage) -> FleetRisk:
     """Fleet-wide risk of approving the changing groups, and the assumptions of every offered plan."""
-    risky = [c for c in t.change if c.row.risk is not None]
-    largest = max(risky, key=lambda c: c.row.risk.largest_restore or 0 if c.row.risk else 0, default=None)
+    risks = [(c.group_id, c.row.risk) for c in t.change if c.row.risk is not None]
+    largest = max(risks, key=lambda gr: gr[1].largest_restore or 0, default=None)
     ages = [c.row.source_age_ms / 1000 for c in t.change if c.row.source_age_ms is not None]
     settings: Counter[str] = Counter()
     rates: Counter[str] = Counter()
-    for c in (*t.change, *t.keep, *(n for n in t.nothing if n.kind is Kind.NOTHING)):
+    for c in t.awaiting:  # NOOP groups are not offered: their assumptions decide nothing
         a = c.row.risk.assumptions if c.row.risk else None
         if a is None:
             continue
-        settings[
-            f"acceptable lag {count(a.acceptable_recovery_lag)} offsets, {count(a.num_standby_replicas)} standby, "
-            f"{count(a.max_warmup_replicas)} warmups at a time, probing every "
-            f"{duration((a.probing_rebalance_interval_ms or 0) / 1000)}"
-        ] += 1
-        rates[f"{count(a.restore_rate)} offsets/s ({a.restore_rate_source or 'default'})"] += 1
-    top = largest.row.risk if largest is not None and largest.row.risk is not None else None
+        settings[a.settings_text] += 1
+        rates[a.rate_text] += 1
+    top = largest[1].largest_restore if largest is not None else None
     return FleetRisk(
-        unsafe_moves=sum(c.row.risk.unsafe_moves or 0 for c in risky if c.row.risk),
-        unsafe_groups=sum(1 for c in risky if c.row.risk and c.row.risk.unsafe_moves),
-        largest_restore=top.largest_restore if top else None,
-        largest_group=largest.group_id if largest is not None and top and top.largest_restore else None,
+        unsafe_moves=sum(r.unsafe_moves or 0 for _, r in risks),
+        unsafe_groups=sum(1 for _, r in risks if r.unsafe_moves),
+        largest_restore=top,
+        largest_group=largest[0] if largest is not None and top else None,
         oldest_report_s=max(ages, default=None),
-        incomplete=sum(1 for c in risky if c.row.risk and not c.row.risk.complete),
+        incomplete=sum(1 for _, r in risks if not r.complete),
         settings=tuple(settings.most_common()),
         rates=tuple(rates.most_common()),
     )
@@ -67,7 +62,7 @@ def decision_path(reports: Path, snapshot_id: str) -> Path:
 def render_decision_page(report: Report, valid_until: int, timeout: str, links: Mapping[str, str] | None = None) -> str:
     """The decision page of a snapshot; ``valid_until`` (epoch ms) when the offered plans expire."""
     t = triage(report.rows)
-    offered: Sequence[Choice] = (*t.change, *t.keep, *(c for c in t.nothing if c.row.status == "VALIDATED"))
+    offered = t.awaiting
     return page(
         "decide.html.j2",
         snapshot_id=report.snapshot_id,

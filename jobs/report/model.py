@@ -49,6 +49,20 @@ class Assumptions:
     restore_rate: float | None  # offsets per second per restoring replica
     restore_rate_source: str | None  # measured, configured or default
 
+    @property
+    def settings_text(self) -> str:
+        """``acceptable lag 10,000 offsets, 1 standby, 2 warmups at a time, probing every 10 min``."""
+        return (
+            f"acceptable lag {count(self.acceptable_recovery_lag)} offsets, {count(self.num_standby_replicas)} "
+            f"standby, {count(self.max_warmup_replicas)} warmups at a time, probing every "
+            f"{duration((self.probing_rebalance_interval_ms or 0) / 1000)}"
+        )
+
+    @property
+    def rate_text(self) -> str:
+        """``5,000 offsets/s (measured)``."""
+        return f"{count(self.restore_rate)} offsets/s ({self.restore_rate_source or 'default'})"
+
 
 @dataclass(frozen=True)
 class GroupRisk:

@@ -93,7 +93,8 @@ class Triage:
     keep: tuple[Choice, ...]
     nothing: tuple[Choice, ...]
     decided: tuple[Choice, ...]
-    offered: Scope  # every VALIDATED plan (change + keep + validated-nothing)
+    awaiting: tuple[Choice, ...]  # every VALIDATED plan, as offered: the changing ones, the keep-plans, the rest
+    offered: Scope  # over ``awaiting``
     changing: Scope  # the change groups only
 
     @property
@@ -230,14 +231,17 @@ def triage(rows: Sequence[GroupRow]) -> Triage:
     """The snapshot's groups sorted into the decision."""
     choices = [choice(r) for r in rows]
     by_kind = {k: [c for c in choices if c.kind is k] for k in Kind}
-    change = sorted(by_kind[Kind.CHANGE], key=rank)
-    offered = [c for c in choices if c.row.status == PlanStatus.VALIDATED]
+    change = tuple(sorted(by_kind[Kind.CHANGE], key=rank))
+    keep = tuple(sorted(by_kind[Kind.KEEP], key=lambda c: (-(c.kip441_moves or 0), c.group_id)))
+    nothing = tuple(sorted(by_kind[Kind.NOTHING], key=lambda c: c.group_id))
+    awaiting = (*change, *keep, *(c for c in nothing if c.row.status == PlanStatus.VALIDATED))
     return Triage(
-        change=tuple(change),
-        keep=tuple(sorted(by_kind[Kind.KEEP], key=lambda c: (-(c.kip441_moves or 0), c.group_id))),
-        nothing=tuple(sorted(by_kind[Kind.NOTHING], key=lambda c: c.group_id)),
+        change=change,
+        keep=keep,
+        nothing=nothing,
         decided=tuple(sorted(by_kind[Kind.DECIDED], key=lambda c: (c.row.status, c.group_id))),
-        offered=_scope(offered),
+        awaiting=awaiting,
+        offered=_scope(awaiting),
         changing=_scope(change),
     )
 

@@ -12,9 +12,9 @@ import pytest
 from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, TaskId
 from assignor.protocol.plans import ApprovedPlan
 from jobs.orchestration.decision import APPROVE_ALL, decision
-from jobs.orchestration.tasks import digests_markdown
 from jobs.pipeline import approval_files
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest, short
+from jobs.report.approval import digests_markdown
 from jobs.settings import Settings
 
 NOW = 1_764_000_000_000

@@ -34,6 +34,7 @@ def test_groups_are_sorted_into_change_keep_and_nothing_with_scoped_totals() -> 
     assert [c.group_id for c in t.decided] == ["g3"]
     assert (t.changing.groups, t.changing.moves, t.changing.warmups) == (2, 3, 3)
     assert t.offered.groups == 4 and t.offered.moves == 3  # keep and no-change plans move nothing
+    assert [c.group_id for c in t.awaiting] == ["a", "b", "keep", "idle"]  # what the page offers, in its order
     assert t.headline() == (
         "2 groups change (3 moves, 3 warmups); 1 plan keeps the current assignment and prevents 2 KIP-441 moves; "
         "2 groups need nothing"
@@ -63,6 +64,13 @@ def test_changing_groups_rank_by_risk_then_by_difference_from_kip441_and_say_why
     fr = fleet_risk(t)
     assert (fr.unsafe_moves, fr.unsafe_groups, fr.largest_restore, fr.largest_group) == (2, 1, 5_000_000, "slow")
     assert fr.rates == (("5,000 offsets/s (measured)", 5),) and fr.incomplete == 1
+    settings = "acceptable lag 10,000 offsets, 1 standby, 2 warmups at a time, probing every 10 min"
+    assert fr.settings == ((settings, 5),)
+    page = render_decision_page(report([calm]), 1_795_000_000_000, "12 h")
+    assert f"assumes {settings}, restore 5,000 offsets/s (measured)" in page  # the same words, per group
+    # A NOOP group is not offered: its assumptions are not among the offered plans'.
+    noop = replace(risky(0, "noop"), status="NOOP")
+    assert fleet_risk(triage([calm, far, unsafe, partial, slow, noop])).rates == fr.rates
 
 
 def test_a_selection_naming_a_group_without_a_validated_plan_is_refused_naming_it() -> None:
@@ -70,6 +78,8 @@ def test_a_selection_naming_a_group_without_a_validated_plan_is_refused_naming_i
     assert check_selection([" orders", "orders", ""], candidates) == ["orders"]
     with pytest.raises(DecisionError, match="groups without a validated plan in this run: nope, zz"):
         check_selection(["orders", "zz", "nope"], candidates)
+    with pytest.raises(DecisionError, match=r"run: x00, x01, .*, x09 and 9,990 more$"):
+        check_selection([f"x{i:02d}" for i in range(10_000)], candidates)  # a pasted list names the first few
     with pytest.raises(DecisionError, match="must be a list of group ids, not str"):
         check_selection("orders", candidates)
     answer = {"responded_by_user": {"id": "2", "name": "alice"}, "chosen_options": [APPROVE_SELECTED],

@@ -9,7 +9,6 @@ from dataclasses import replace
 import pytest
 
 from assignor.protocol.plans import Withdrawal
-from jobs.orchestration.tasks import approval_body
 from jobs.pipeline.intake import parse_records
 from jobs.pipeline.lifecycle import FINAL, TRANSITIONS, PlanEvent, moved_by, next_status
 from jobs.pipeline.plan_reality import (
@@ -21,6 +20,7 @@ from jobs.pipeline.plan_reality import (
 )
 from jobs.pipeline.report_only import GROUP_METADATA_REASON
 from jobs.pipeline.status import APPROVED_LATER, PlanStatus
+from jobs.report.approval import approval_body
 from schemas import read_json
 from tests.support.pipeline_kafka import report, stateful_topology
 from tests.support.report_views import report as view

@@ -3,6 +3,7 @@ request, and no path leaves the reports or Data Docs folders (Airflow itself run
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,23 @@ def test_files_are_served_from_their_folders_only(folders: tuple[Path, Path]) ->
     ):
         response = client.get(url)
         assert response.status_code == 404 and "password" not in response.text, url
+
+
+def test_the_decision_routes_answer_502_when_airflow_does_not_answer_and_never_echo_the_token(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on: the connection is refused for real
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", f"http://127.0.0.1:{port}")
+    client = TestClient(reports_app(*folders))
+    token = {"Authorization": "Bearer secret-token-123"}
+    answer = {"option": "approve", "groups": ["orders"]}
+    for response in (
+        client.get("/decide/rebalance_planning/r1", headers=token),
+        client.get("/decide/rebalance_planning/r1/state", headers=token),
+        client.post("/decide/rebalance_planning/r1", json=answer, headers=token),
+    ):
+        assert response.status_code == 502, response.text
+        assert response.json()["detail"] == "Airflow did not answer: ConnectError"
+        assert "secret-token-123" not in response.text

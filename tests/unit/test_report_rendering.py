@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from jobs.orchestration.tasks import approval_body
+from jobs.pipeline.report_only import GROUP_METADATA_REASON
 from jobs.report import numbers
+from jobs.report.approval import approval_body
 from jobs.report.bench_page import Figures, render_bench_page
 from jobs.report.charts import Chart, binned, grouped_bars
 from jobs.report.detail import schedule
@@ -104,6 +105,9 @@ def test_approval_body_leads_with_the_decision_and_ranks_the_changing_groups() -
     assert "kept (KIP-441 would move 2)" in body and "**1 group needs nothing**: g0" in body
     assert "| g5 | REJECTED |" in body  # not awaiting a decision, listed apart
     assert "1 plan outside this run's group filter is not offered" in body
+    # A held report-only plan: its reason is the report-only note, said once.
+    held = replace(row(3, "HELD", group="legacy"), report_only=GROUP_METADATA_REASON, reason=GROUP_METADATA_REASON)
+    assert approval_body(report([held, row(1)]), *links, 0, 60).count(GROUP_METADATA_REASON) == 1
     assert "[open the report](http://x/r.html)" in body and "/docs/index.html" in body
 
 
@@ -146,6 +150,9 @@ def test_a_drain_plan_says_what_it_drains_and_when_the_instance_is_safe_to_stop(
 def test_histogram_bins_start_at_round_steps_and_never_overlap() -> None:
     assert binned(pd.Series([0, 1, 2, 3, 30]))[1][:2] == ["0-4", "5-9"]
     assert binned(pd.Series([0.5, 2.7, 3.1, 9.9, 12.5]))[1][:2] == ["0 to <2", "2 to <4"]
+    # One group, or all alike: one round bin (it was 1e-10 wide, or no bin at all and an IndexError).
+    assert binned(pd.Series([0.1234]))[1] == ["0.1 to <0.2"]
+    assert binned(pd.Series([3.3333, 3.3333]))[1] == ["3.0 to <3.5"]
     fractions = binned(pd.Series([0.0, 0.1, 0.33]))
     assert fractions[1][0] == "0.00 to <0.05" and list(fractions[0]) == [
         "0.00 to <0.05",
@@ -161,3 +168,6 @@ def test_a_realized_plan_shows_its_estimate_beside_what_it_took_in_the_past_tens
     assert "together made" in page and "would together make" not in page
     waiting = render_report(report([row(1)]))
     assert "would together make" in waiting and "it took at most" not in waiting
+    # The decision's headline only while a plan awaits one (decided, it read "0 groups change").
+    assert 'data-testid="decision"' not in page and "0 groups change" not in page
+    assert "1 group changes (1 move, 1 warmup)" in waiting

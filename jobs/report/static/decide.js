@@ -13,6 +13,7 @@
   const dialog = document.getElementById("confirm");
   const state = document.getElementById("state");
   const live = location.protocol.startsWith("http");
+  const candidates = new Set(data.candidates);  // a Set: 10,000 ticked ids checked against 10,000 offered
   let limit = PAGE;
   let pending = null;
 
@@ -139,7 +140,7 @@
     const ids = chosen();
     if (!ids.length) { show("refused", "<p>Select at least one plan, or reject all.</p>"); return; }
     const t = totals(ids);
-    const rest = data.offered - ids.filter((g) => data.candidates.includes(g)).length;
+    const rest = data.offered - ids.filter((g) => candidates.has(g)).length;
     ask(`Approve ${plural(ids.length, "plan")}, ${plural(t.moves, "move")}, ${plural(t.warmups, "warmup")}; `
       + `reject the other ${plural(Math.max(rest, 0), "plan")}.`,
       { option: "approve", groups: ids, reason: form.elements.reason.value });
