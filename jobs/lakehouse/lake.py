@@ -131,9 +131,8 @@ RETENTION = {
 DEFAULT_STAGING_GRACE_S = 3_600.0
 
 
-def retain(path: Path) -> None:
-    """Set the retention properties (RETENTION) on the Delta table at ``path`` unless it has them."""
-    table = DeltaTable(str(path))
+def retain(table: DeltaTable) -> None:
+    """Set the retention properties (RETENTION) on ``table`` unless it has them."""
     present = table.metadata().configuration
     missing = {k: v for k, v in RETENTION.items() if present.get(k) != v}
     if missing:
@@ -144,8 +143,8 @@ def vacuum(path: Path, dry_run: bool = False) -> list[str]:
     """VACUUM the Delta table at ``path`` within its retention (files older than
     delta.deletedFileRetentionDuration that no kept version reads) and drop log entries past
     delta.logRetentionDuration; the files removed (or that would be). Run under the lake's writer lock."""
-    retain(path)
     table = DeltaTable(str(path))
+    retain(table)
     removed = table.vacuum(dry_run=dry_run, enforce_retention_duration=True)
     if not dry_run:
         table.cleanup_metadata()
@@ -207,29 +206,22 @@ class Lake:
     def exists(self, name: str) -> bool:
         return (self.path(name) / "_delta_log").is_dir()
 
-    def ensure(self, name: str) -> TableSchema:
-        """Create the table, empty, from its schema file unless it exists; add columns the file gained since."""
+    def ensure(self, name: str) -> tuple[TableSchema, int]:
+        """Create the table, empty, from its schema file unless it exists; add columns the file gained since and
+        the retention properties; the schema and the table's version afterwards (its log read once)."""
         schema = table_schema(name)
         if not self.exists(name):
             self.root.mkdir(parents=True, exist_ok=True)
             empty = self.spark.createDataFrame([], schema=schema.ddl)
             empty.write.format("delta").mode("append").save(str(self.path(name)))
             log.info("created table %s", self.path(name))
-        else:
-            self._migrate(name, schema)
-        self._retain(name)
-        return schema
-
-    def _retain(self, name: str) -> None:
-        retain(self.path(name))
-
-    def vacuum(self, name: str, dry_run: bool = False) -> list[str]:
-        """Delete files no version within the retention window reads, and log entries past it; the files."""
-        return vacuum(self.path(name), dry_run) if self.exists(name) else []
-
-    def _migrate(self, name: str, schema: TableSchema) -> None:
-        """Add the schema file's new columns to an existing table (old rows read them as null)."""
         table = DeltaTable(str(self.path(name)))
+        self._migrate(table, name, schema)
+        retain(table)
+        return schema, table.version()  # delta-rs moves the table to each commit it makes
+
+    def _migrate(self, table: DeltaTable, name: str, schema: TableSchema) -> None:
+        """Add the schema file's new columns to an existing table (old rows read them as null)."""
         present = {field.name for field in table.schema().fields}
         missing = [c for c in schema.columns if c.name not in present]
         if not missing:
@@ -246,7 +238,7 @@ class Lake:
         if not self.exists(name):  # reading creates nothing: an absent table reads as empty
             return self.spark.createDataFrame([], schema=schema.ddl)
         if version is None:
-            self._migrate(name, schema)
+            self._migrate(DeltaTable(str(self.path(name))), name, schema)
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -286,9 +278,8 @@ class Lake:
         when the keys hold the scope's columns, and for plan ids, which name their snapshot and group): only that
         part of the table is read to find what changed, and the MERGE matches only there when the keys hold the
         scope's columns. OutsideScope, with nothing merged, for a new row outside it."""
-        schema = self.ensure(name)
         # What the rows are compared with, pinned: the write's id says which version it was computed from.
-        read_version = self.version(name)
+        schema, read_version = self.ensure(name)
         txn = (txn_app_id(name), read_version + 1)
         source = self.conform(name, rows).alias("s")
         target = self.read(name, version=read_version).alias("t")
