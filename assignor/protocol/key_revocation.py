@@ -22,6 +22,9 @@ RECORD_TYPE = "key_revocation"
 # never start with it (docs/operations.md, "Rotating and revoking keys").
 TOPIC_KEY_PREFIX = "_rbp_key_revocation/"
 MAX_REVOCATION_BYTES = 16 * 1024  # a revocation is a few hundred bytes; anything larger is not one
+# What one reader keeps of the revocation records it meets on the plans topic (about 3,000 real ones): only the
+# pipeline may write that topic, and a reader's memory stays bounded whatever it holds.
+MAX_HELD_BYTES = 1024 * 1024
 MAX_TEXT = 1024
 _FIELDS: dict[str, type] = {
     "schema_version": int,
@@ -117,6 +120,13 @@ def read_revocation(value: bytes, keys: VerifyKeys) -> KeyRevocation:
     if not signature_verifies(record, keys):
         raise PlanRejected(Reason.BAD_SIGNATURE, f"key revocation signature does not verify with key {key_id!r}")
     return KeyRevocation(record["revoked_key_id"], record["revoked_at"], record["revoked_by"], record["reason"])
+
+
+def kept_by_reader(value: bytes | None, held_bytes: int) -> bool:
+    """Whether a reader keeps a revocation record it met, holding ``held_bytes`` of them already: not one larger
+    than a revocation can be, nor any past MAX_HELD_BYTES (Java's TopicPlanSource keeps the same bound)."""
+    size = len(value or b"")
+    return size <= MAX_REVOCATION_BYTES and held_bytes + size <= MAX_HELD_BYTES
 
 
 def revoked_key_ids(values: Iterable[bytes | None], keys: VerifyKeys) -> frozenset[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -9,8 +10,10 @@ from typing import Any, TypeVar
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in __all__
 
-from assignor.protocol.key_revocation import is_revocation_key
+from assignor.protocol.key_revocation import MAX_HELD_BYTES, is_revocation_key, kept_by_reader
 from assignor.protocol.state_report import StateReport
+
+log = logging.getLogger("assignor.runtime")
 
 
 class TopicReadError(RuntimeError):
@@ -155,11 +158,19 @@ class PlanSource:
         them (protocol.plan_ledger) to learn the highest verified sequence, not only the latest record."""
         key = group_id.encode("utf-8")
         revocations: list[bytes | None] = []
+        held = dropped = 0
         for _, _, k, value in iter_records(self.bootstrap, self.topic, self.config):
             if k == key:
                 yield value
-            elif is_revocation_key(k):
-                revocations.append(value)  # the same scan: revocations are rare and tiny
+            elif is_revocation_key(k):  # the same scan: revocations are rare and tiny
+                if kept_by_reader(value, held):
+                    revocations.append(value)
+                    held += len(value or b"")
+                else:
+                    dropped += 1
+        if dropped:
+            log.warning("%s: %d key-revocation record(s) too large or past %d bytes in all, not read", self.topic,
+                        dropped, MAX_HELD_BYTES)  # fmt: skip
         self._revocations = revocations
 
 

@@ -124,3 +124,19 @@ def test_publish_refuses_to_sign_with_a_revoked_key(broker: EmbeddedBroker, tmp_
     other = PlanSigner.generate("k-other")
     keys = VerifyKeys({**OLD.verify_keys().keys, **other.verify_keys().keys})
     assert assign_sequences(properties, PLANS, keys, ["orders"], 5, 30.0, other.key_id) == {"orders": 5}
+
+
+def test_a_reader_keeps_no_revocation_record_larger_than_a_revocation(broker: EmbeddedBroker) -> None:
+    from assignor.protocol.key_revocation import MAX_REVOCATION_BYTES, KeyRevocation  # noqa: PLC0415
+
+    _plans_topic(broker)
+    real = json.dumps(KeyRevocation(OLD.key_id, 2, "security", "").to_record(OLD)).encode()
+    huge = b"x" * (MAX_REVOCATION_BYTES + 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(PLANS, key=b"_rbp_key_revocation/huge", value=huge)
+    producer.produce(PLANS, key=b"_rbp_key_revocation/" + OLD.key_id.encode(), value=real)
+    assert producer.flush(10) == 0
+    source = PlanSource(broker.bootstrap, PLANS)
+    list(source.records("orders"))
+    kept = source.key_revocations()
+    assert real in kept and huge not in kept

@@ -20,6 +20,11 @@ public final class KeyRevocation {
     public static final String TOPIC_KEY_PREFIX = "_rbp_key_revocation/";
     public static final long SCHEMA_VERSION = 1;
     public static final int MAX_BYTES = 16 * 1024;
+    /**
+     * What one reader keeps of the revocation records it meets on the plans topic (about 3,000 real ones): only the
+     * pipeline may write that topic, and a reader's memory stays bounded whatever it holds (Python: same bound).
+     */
+    public static final int MAX_HELD_BYTES = 1024 * 1024;
     public static final int MAX_TEXT = 1024;
     private static final Pattern KEY_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
     private static final Pattern SIGNATURE = Pattern.compile("[0-9a-f]{128}");

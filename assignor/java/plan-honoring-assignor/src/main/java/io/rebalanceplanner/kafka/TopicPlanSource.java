@@ -39,6 +39,8 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
     private final Map<Integer, ConsumerRecord<byte[], byte[]>> lastByPartition = new java.util.HashMap<>();
     /** Every key-revocation record met, by record key (one per revoked key id; a rewrite replaces nothing). */
     private final Map<String, List<byte[]>> revocationsByKey = new java.util.LinkedHashMap<>();
+    private long heldRevocationBytes;
+    private boolean revocationDropLogged;
 
     TopicPlanSource(Map<String, Object> clientProperties, String topic, String clientId) {
         this.clientProperties = clientProperties;
@@ -99,12 +101,7 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
             while (!caughtUp(ends, deadline)) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(pollTime(deadline))) {
                     if (record.value() != null && KeyRevocation.isRevocationKey(record.key())) {
-                        List<byte[]> seen = revocationsByKey.computeIfAbsent(
-                                new String(record.key(), java.nio.charset.StandardCharsets.UTF_8),
-                                k -> new ArrayList<>());
-                        if (seen.size() < MAX_REVOCATIONS_PER_KEY) {
-                            seen.add(record.value());
-                        }
+                        keepRevocation(record.key(), record.value());
                         continue;
                     }
                     if (record.value() == null || record.key() == null
@@ -128,6 +125,24 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
             throw new PlansUnreadableException("the plans topic '" + topic + "' could not be read: "
                     + e.getClass().getSimpleName() + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Kept within bounds: a record larger than a revocation can be, or past what a reader holds, is dropped. */
+    void keepRevocation(byte[] key, byte[] value) {
+        String name = new String(key, java.nio.charset.StandardCharsets.UTF_8);
+        List<byte[]> seen = revocationsByKey.get(name);
+        boolean fits = value.length <= KeyRevocation.MAX_BYTES
+                && heldRevocationBytes + value.length <= KeyRevocation.MAX_HELD_BYTES;
+        if (!fits || (seen != null && seen.size() >= MAX_REVOCATIONS_PER_KEY)) {
+            if (!revocationDropLogged) {
+                revocationDropLogged = true;
+                LOG.warn("the plans topic '{}' holds key-revocation records too large, too many for one key or past "
+                        + "{} bytes in all: those are not read", topic, KeyRevocation.MAX_HELD_BYTES);
+            }
+            return;
+        }
+        revocationsByKey.computeIfAbsent(name, k -> new ArrayList<>()).add(value);
+        heldRevocationBytes += value.length;
     }
 
     @Override
@@ -190,6 +205,8 @@ final class TopicPlanSource implements PlanSource, AutoCloseable {
             consumer = null;
             assigned.clear();
             lastByPartition.clear();
+            revocationsByKey.clear(); // read again from the log start by the next consumer
+            heldRevocationBytes = 0;
         }
     }
 }
