@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -46,6 +47,8 @@ class LocalAirflow:
     extra_env: Mapping[str, str | None] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _tokens: dict[str, str] = field(default_factory=dict)
+    # How the REST client verifies an HTTPS api-server (httpx's `verify`): the deployment's CA context there.
+    verify: ssl.SSLContext | bool = True
     _what: str = "standalone"
 
     @property
@@ -114,7 +117,7 @@ class LocalAirflow:
                 code = None if self.process is None else self.process.returncode
                 raise AirflowError(f"airflow {self._what} exited ({code}); see {self.home / (self._what + '.log')}")
             try:
-                if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2, verify=self.verify).status_code == 200:
                     self.token()
                     return True
             except (httpx.HTTPError, AirflowError):
@@ -165,7 +168,10 @@ class LocalAirflow:
     def token(self, user: str = "admin") -> str:
         if user not in self._tokens:
             response = httpx.post(
-                f"{self.url}/auth/token", json={"username": user, "password": self.password(user)}, timeout=10
+                f"{self.url}/auth/token",
+                json={"username": user, "password": self.password(user)},
+                timeout=10,
+                verify=self.verify,
             )
             if response.status_code >= 300:
                 raise AirflowError(f"token for {user}: HTTP {response.status_code} {response.text[:200]}")
@@ -187,6 +193,7 @@ class LocalAirflow:
                     json=body,
                     headers={"Authorization": f"Bearer {self.token(user)}"},
                     timeout=30,
+                    verify=self.verify,
                 )
                 break
             except httpx.TransportError as err:

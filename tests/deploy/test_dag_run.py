@@ -5,6 +5,7 @@ approver answers through the API and publish runs in the scheduler. Not yet: a p
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +46,8 @@ class StackAirflow(LocalAirflow):
 
 
 @pytest.fixture(scope="module")
-def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str]) -> StackAirflow:
-    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]))
+def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str], ca: ssl.SSLContext) -> StackAirflow:
+    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]), verify=ca)
 
 
 def wait_for_dag(airflow: StackAirflow, dag_id: str, timeout_s: float) -> None:
