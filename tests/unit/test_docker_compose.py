@@ -319,15 +319,23 @@ def test_airflow_uses_the_fab_auth_manager_with_an_admin_from_required_settings(
     ]
     # The provider is installed in the image, pinned, from the file the Dockerfile copies.
     dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
-    assert "uv pip install --system -r docker/requirements-fab.txt" in dockerfile
-    pins = [line for line in (DOCKER / "requirements-fab.txt").read_text().splitlines() if line and line[0] != "#"]
-    assert all(re.fullmatch(r"[a-z0-9.-]+==[0-9][0-9a-z.]*", pin) for pin in pins), pins
-    assert "apache-airflow-providers-fab==3.10.2" in pins
-    lock = (DOCKER.parent / "requirements.lock").read_text()
-    assert "apache-airflow==3.3.2" in lock.splitlines()  # the Airflow this provider release was resolved with
-    locked = dict(line.split("==") for line in lock.splitlines() if "==" in line and line[0] != " ")
-    changed = {pin.split("==")[0] for pin in pins if pin.split("==")[0] in locked and pin not in lock.splitlines()}
-    assert changed == {"python-dateutil"}  # what FAB moves (see docker/requirements-fab.txt); nothing else
+    # The image's own lock: hashed, runtime only (no dev extra), the project's versions except what FAB moves.
+    assert "uv pip install --system --require-hashes -r docker/requirements.lock" in dockerfile
+    assert "COPY requirements.lock" not in dockerfile  # the project's (dev) lock is not copied in
+    image_lock = (DOCKER / "requirements.lock").read_text()
+    pins = dict(re.findall(r"^([a-z0-9.-]+)==([^ \\]+) \\$", image_lock, flags=re.MULTILINE))
+    blocks = re.split(r"\n(?=[a-z0-9])", image_lock.split("\n", 2)[2])
+    assert all("--hash=sha256:" in block for block in blocks if "==" in block)
+    dev = re.search(r"dev = \[(.*?)\]", (DOCKER.parent / "pyproject.toml").read_text(), flags=re.DOTALL)
+    assert dev is not None
+    for name in re.findall(r'"([a-z0-9-]+)==', dev.group(1)):
+        if name != "psutil":  # also one of Airflow's own runtime dependencies
+            assert name not in pins, f"dev tool {name} in the image"
+    assert pins["apache-airflow"] == "3.3.2" and pins["apache-airflow-providers-fab"] == "3.10.2"
+    assert {"psycopg2-binary", "asyncpg"} <= pins.keys()
+    project = dict(re.findall(r"^([a-z0-9.-]+)==(\S+)$", (DOCKER.parent / "requirements.lock").read_text(), re.M))
+    changed = {name for name, version in pins.items() if name in project and project[name] != version}
+    assert changed == {"python-dateutil"}  # what FAB moves (Flask-AppBuilder needs <3); nothing else
 
 
 def test_no_secret_has_a_default_and_none_is_written_in_the_file(compose: dict[str, Any]) -> None:
