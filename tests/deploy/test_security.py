@@ -219,3 +219,12 @@ def test_only_the_pipeline_may_alter_a_groups_configs(stack: Stack) -> None:
     assert kafka_probe(stack, pipeline, "alter-group", "group-1") == "altered"
     app = scram("rbp-demo-fleet", app_password(stack))
     assert kafka_probe(stack, app, "alter-group", "someone-elses-group") == "GROUP_AUTHORIZATION_FAILED"
+
+
+def test_the_image_holds_no_development_tools(stack: Stack) -> None:
+    """The image installs docker/requirements.lock (runtime only, hashed): none of the dev extra's tools."""
+    probe = (
+        "import importlib.util as u; "
+        "print(sorted(m for m in ('pytest', 'ruff', 'mypy', 'playwright', 'hypothesis', 'atheris') if u.find_spec(m)))"
+    )
+    assert stack.run("airflow-scheduler", "python", "-c", probe).strip() == "[]"
