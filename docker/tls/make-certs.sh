@@ -14,6 +14,10 @@ umask 077
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 days=${RBP_TLS_DAYS:-90}
+if [[ ! "$days" =~ ^[1-9][0-9]{0,3}$ ]]; then
+  echo "make-certs.sh: RBP_TLS_DAYS must be a whole number of days from 1 to 9999, not '$days'" >&2
+  exit 2
+fi
 
 openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout "$work/ca.key" -out "$out/ca.crt" \
   -days "$days" -subj "/CN=rebalance-planner deployment CA $(date -u +%Y%m%dT%H%M%SZ)" \
