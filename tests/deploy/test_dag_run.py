@@ -1,6 +1,7 @@
 """The nightly DAG carried out through the running stack: the demo fleet reports to the containerised Kafka over
-SASL, a real login triggers the run through the REST API, the stages run on the Spark Connect container, an allowed
-approver answers through the API and publish runs in the scheduler. Not yet: a plan with moves observed REALIZED."""
+SASL_SSL, a real login triggers the run through the REST API over HTTPS, the stages run on the Spark Connect
+container, an allowed approver answers through the API and publish runs in the scheduler, its tasks calling the
+execution API over HTTPS. Not yet: a plan with moves observed REALIZED."""
 
 from __future__ import annotations
 
