@@ -22,7 +22,7 @@ JAVA_JARS := $(JAVA_DIR)/target/.built
 CORE := assignor/compiled.sha256
 MVN := mvn -q -B -Dstyle.color=never
 
-.PHONY: install core core-clean jdk jvm java java-test lint test test-fast deploy-tools deploy-test browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
+.PHONY: install core core-clean jdk jvm java java-test lint test test-fast deploy-tools deploy-test image-lock browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
 
 install: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
@@ -64,6 +64,14 @@ core-clean:
 
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
+
+# The image's lock (docker/Dockerfile): runtime dependencies only (no dev extra) plus docker/image.in, with sha256
+# hashes, at requirements.lock's versions except python-dateutil (Flask-AppBuilder needs <3).
+image-lock:
+	grep -v '^python-dateutil==' requirements.lock >docker/.constraints.txt
+	$(BIN)/uv pip compile pyproject.toml docker/image.in --python-version 3.11 --generate-hashes --no-annotate \
+	  --custom-compile-command 'make image-lock' -c docker/.constraints.txt -o docker/requirements.lock; \
+	  status=$$?; rm -f docker/.constraints.txt; exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,5 +1,6 @@
-"""Airflow on one machine for the demo and the tests: a temporary AIRFLOW_HOME on SQLite, `airflow standalone`
-or an api-server in its own process group, and a REST client that triggers runs and answers approvals."""
+"""Airflow on one machine for the demo and the tests: a temporary AIRFLOW_HOME on SQLite, standalone's parts (every
+listener on 127.0.0.1) or an api-server in its own process group, and a REST client that triggers runs and answers
+approvals."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -24,6 +26,23 @@ from jobs.processes import free_port
 log = logging.getLogger(__name__)
 DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
 FINISHED = {"success", "failed"}
+
+
+# What `airflow standalone` runs, but every listener on 127.0.0.1: standalone's scheduler and triggerer start
+# Airflow's log servers, which bind every interface with no setting to change it. They are skipped: the api-server
+# reads the task logs from the same disk. The first part to exit stops the rest (and so shows in process.poll()).
+STANDALONE = """
+trap 'kill 0' TERM INT
+"$1" api-server --port "$2" --host 127.0.0.1 &
+"$1" scheduler --skip-serve-logs &
+"$1" dag-processor &
+"$1" triggerer --skip-serve-logs &
+wait -n
+kill 0
+"""
+
+
+SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 
 
 class AirflowError(RuntimeError):
@@ -46,6 +65,8 @@ class LocalAirflow:
     extra_env: Mapping[str, str | None] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _tokens: dict[str, str] = field(default_factory=dict)
+    # How the REST client verifies an HTTPS api-server (httpx's `verify`): the deployment's CA context there.
+    verify: ssl.SSLContext | bool = True
     _what: str = "standalone"
 
     @property
@@ -60,6 +81,9 @@ class LocalAirflow:
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            # What `airflow standalone` would force (launch runs the parts itself; see STANDALONE).
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
@@ -95,11 +119,14 @@ class LocalAirflow:
         return done.stdout
 
     def launch(self, what: str = "standalone") -> LocalAirflow:
-        """Start ``airflow standalone`` (or ``api-server``) in its own process group without waiting for it."""
+        """Start Airflow's parts (``standalone``: api-server, scheduler, dag-processor, triggerer; or ``api-server``
+        alone) in their own process group without waiting for them."""
         self.migrate()
         self._what = what
         logfile = (self.home / f"{what}.log").open("ab")
-        args = [_airflow_bin(), what] + (["--port", str(self.port)] if what == "api-server" else [])
+        args = [_airflow_bin(), "api-server", "--port", str(self.port), "--host", "127.0.0.1"]
+        if what == "standalone":
+            args = ["bash", "-c", STANDALONE, "standalone", _airflow_bin(), str(self.port)]
         self.process = subprocess.Popen(
             args, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -114,7 +141,7 @@ class LocalAirflow:
                 code = None if self.process is None else self.process.returncode
                 raise AirflowError(f"airflow {self._what} exited ({code}); see {self.home / (self._what + '.log')}")
             try:
-                if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/api/v2/monitor/health", timeout=2, verify=self.verify).status_code == 200:
                     self.token()
                     return True
             except (httpx.HTTPError, AirflowError):
@@ -165,7 +192,10 @@ class LocalAirflow:
     def token(self, user: str = "admin") -> str:
         if user not in self._tokens:
             response = httpx.post(
-                f"{self.url}/auth/token", json={"username": user, "password": self.password(user)}, timeout=10
+                f"{self.url}/auth/token",
+                json={"username": user, "password": self.password(user)},
+                timeout=10,
+                verify=self.verify,
             )
             if response.status_code >= 300:
                 raise AirflowError(f"token for {user}: HTTP {response.status_code} {response.text[:200]}")
@@ -187,6 +217,7 @@ class LocalAirflow:
                     json=body,
                     headers={"Authorization": f"Bearer {self.token(user)}"},
                     timeout=30,
+                    verify=self.verify,
                 )
                 break
             except httpx.TransportError as err:

@@ -4,6 +4,7 @@ by a plain pytest run (tests/conftest.py), because only that script brings the c
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 from dataclasses import dataclass
 
@@ -38,6 +39,12 @@ class Stack:
 @pytest.fixture(scope="session")
 def stack() -> Stack:
     return Stack(project=os.environ["RBP_DEPLOY_PROJECT"], url=os.environ["RBP_DEPLOY_URL"])
+
+
+@pytest.fixture(scope="session")
+def ca() -> ssl.SSLContext:
+    """Trusts the CA run.sh made for this deployment (docker/tls/make-certs.sh), and nothing else."""
+    return ssl.create_default_context(cafile=os.environ["RBP_DEPLOY_CA"])
 
 
 @pytest.fixture(scope="session")

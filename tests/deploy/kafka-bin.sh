@@ -16,6 +16,11 @@ args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 props = dict(line.split("=", 1) for line in open(args["--command-config"]).read().splitlines() if "=" in line)
 jaas = props.pop("sasl.jaas.config")
 user, password = (re.search(f'{key}="([^"]*)"', jaas).group(1) for key in ("username", "password"))
+# The Java client's PEM truststore is librdkafka's CA location; hostname verification is on in both by default.
+if props.pop("ssl.truststore.type", "PEM") != "PEM":
+    sys.exit("kafka-broker-api-versions stand-in: only a PEM truststore is supported")
+if "ssl.truststore.location" in props:
+    props["ssl.ca.location"] = props.pop("ssl.truststore.location")
 config = {"bootstrap.servers": args["--bootstrap-server"], "sasl.username": user, "sasl.password": password, **props}
 AdminClient(config).list_topics(timeout=10)
 PY

@@ -93,12 +93,24 @@ podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E 'rbp-|reba
   | sed 's/^/image /' | tee -a "$report" >&2
 phase_end
 
-# Secrets: fresh for every run, never written outside $work. The key file is readable by the Airflow user only.
+# Secrets: fresh for every run, never written outside $work. Key files and passwords are readable by the
+# containers' user (uid 50000) only. The signing key is encrypted at rest (production mode refuses a plain one);
+# its passphrase is a second file, mounted into the scheduler only.
 secret() { openssl rand -hex 16; }
-"$root/.venv/bin/rebalance-planner" keys generate --dir "$work/keys" --key-id deploy-test >"$work/keys.txt"
-chown 50000 "$work/keys/deploy-test.pem"
-chmod 755 "$work/keys"
+mkdir -m 700 "$work/secrets"
+(umask 077; openssl rand -hex 24 >"$work/secrets/plan_signing_passphrase")
+"$root/.venv/bin/rebalance-planner" keys generate --dir "$work/keys" --key-id deploy-test \
+  --passphrase-file "$work/secrets/plan_signing_passphrase" >"$work/keys.txt"
+chown 50000 "$work/keys/deploy-test.pem" "$work/secrets/plan_signing_passphrase"
+chmod 755 "$work/keys" "$work/secrets"
 export RBP_PLAN_SIGNING_KEY_PEM=$work/keys/deploy-test.pem RBP_PLAN_KEY_ID=deploy-test
+export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
+# TLS: a CA made for this run, Kafka's keystore and the api-server's certificate (docker/tls/make-certs.sh); the
+# checks verify both servers against this CA and no other.
+docker/tls/make-certs.sh "$work/tls" >/dev/null
+chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key"
+chmod 755 "$work/tls"
+export RBP_TLS_DIR=$work/tls RBP_DEPLOY_CA=$work/tls/ca.crt
 RBP_PLAN_VERIFY_KEYS=$(sed -n 's/^groups: *RBP_PLAN_VERIFY_KEYS=//p' "$work/keys.txt")
 export RBP_PLAN_VERIFY_KEYS
 # FAB ids: the admin is 1, the approver created below is 2.
@@ -108,7 +120,7 @@ export AIRFLOW_JWT_SECRET=$(secret) AIRFLOW_API_SECRET_KEY=$(secret) AIRFLOW_ADM
   RBP_KAFKA_ADMIN_PASSWORD=$(secret) RBP_KAFKA_PIPELINE_PASSWORD=$(secret) RBP_KAFKA_APP_PASSWORD=$(secret)
 export AIRFLOW_HOST_PORT=${RBP_DEPLOY_PORT:-$("$root/.venv/bin/python" -c \
   'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-export AIRFLOW_BASE_URL=http://localhost:$AIRFLOW_HOST_PORT
+export AIRFLOW_BASE_URL=https://localhost:$AIRFLOW_HOST_PORT
 
 phase up
 # No systemd here, so nothing runs the healthchecks that `depends_on: service_healthy` waits for: this loop does.
@@ -143,10 +155,10 @@ healthy kafka postgres
 up kafka-init airflow-init
 completed kafka-init airflow-init
 up airflow-apiserver airflow-scheduler airflow-dag-processor airflow-triggerer demo-fleet
-url=http://127.0.0.1:$AIRFLOW_HOST_PORT
+url=https://127.0.0.1:$AIRFLOW_HOST_PORT
 # Generous: on a loaded shared machine (load 30+ on 2 cores was seen) the api-server takes minutes to start.
 deadline=$(( $(date +%s) + 900 ))
-until curl -sf -o /dev/null "$url/api/v2/monitor/health"; do
+until curl -sf --cacert "$RBP_DEPLOY_CA" -o /dev/null "$url/api/v2/monitor/health"; do
   (( $(date +%s) < deadline )) || { echo "Airflow's API did not answer within 900 s" >&2; exit 1; }
   sleep 2
 done

@@ -1,10 +1,12 @@
 """The nightly DAG carried out through the running stack: the demo fleet reports to the containerised Kafka over
-SASL, a real login triggers the run through the REST API, the stages run on the Spark Connect container, an allowed
-approver answers through the API and publish runs in the scheduler. Not yet: a plan with moves observed REALIZED."""
+SASL_SSL, a real login triggers the run through the REST API over HTTPS, the stages run on the Spark Connect
+container, an allowed approver answers through the API and publish runs in the scheduler, its tasks calling the
+execution API over HTTPS. Not yet: a plan with moves observed REALIZED."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +47,8 @@ class StackAirflow(LocalAirflow):
 
 
 @pytest.fixture(scope="module")
-def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str]) -> StackAirflow:
-    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]))
+def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str], ca: ssl.SSLContext) -> StackAirflow:
+    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]), verify=ca)
 
 
 def wait_for_dag(airflow: StackAirflow, dag_id: str, timeout_s: float) -> None:

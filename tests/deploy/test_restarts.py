@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import time
 
@@ -27,27 +28,34 @@ def healthy(stack: Stack, service: str) -> bool:
     return state.stdout.strip() == "healthy"
 
 
-def test_airflow_recovers_after_postgres_restarts(stack: Stack, admin: tuple[str, str]) -> None:
+def test_airflow_recovers_after_postgres_restarts(stack: Stack, admin: tuple[str, str], ca: ssl.SSLContext) -> None:
     restart(stack, "postgres")
     started = time.monotonic()
 
     def logged_in() -> bool:
         try:
-            login = httpx.post(f"{stack.url}/auth/token", json={"username": admin[0], "password": admin[1]}, timeout=10)
+            login = httpx.post(
+                f"{stack.url}/auth/token", json={"username": admin[0], "password": admin[1]}, timeout=10, verify=ca
+            )
             if login.status_code not in (200, 201):
                 return False
             token = login.json()["access_token"]
-            dags = httpx.get(f"{stack.url}/api/v2/dags", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+            dags = httpx.get(
+                f"{stack.url}/api/v2/dags", headers={"Authorization": f"Bearer {token}"}, timeout=10, verify=ca
+            )
             return dags.status_code == 200
         except httpx.TransportError:
             return False
 
     wait_until(logged_in, 300, "Airflow to answer logins again after PostgreSQL restarted", poll_s=2)
-    health = httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=10).json()
+
+    def health() -> dict[str, dict[str, str]]:
+        return httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=10, verify=ca).json()  # type: ignore[no-any-return]
+
     wait_until(
-        lambda: httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=10).json()["scheduler"]["status"] == "healthy",
+        lambda: health()["scheduler"]["status"] == "healthy",
         300,
-        f"the scheduler to report healthy again (last: {health})",
+        "the scheduler to report healthy again",
         poll_s=3,
     )
     record(f"Airflow recovered {time.monotonic() - started:.0f} s after PostgreSQL restarted")

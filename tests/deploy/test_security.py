@@ -1,9 +1,11 @@
-"""Security of the running stack, checked live: what is published, who may log in, what Kafka refuses, where the
-signing key is."""
+"""Security of the running stack, checked live: what is published, who may log in, what Kafka refuses (no TLS, an
+unknown CA, no login, an ACL), that the api-server speaks HTTPS only with the deployment's certificate, where the
+signing key and its passphrase are."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 
 import httpx
@@ -45,9 +47,15 @@ else:
 """
 
 
-def scram(user: str, password: str) -> dict[str, str]:
+# The deployment's CA as the containers see it (a compose secret); what every client of the stack verifies with.
+CA_IN_CONTAINERS = "/run/secrets/tls_ca"
+
+
+def scram(user: str, password: str, ca: str = CA_IN_CONTAINERS) -> dict[str, str]:
+    """A client config as the stack's own clients have it: SCRAM inside TLS, the broker verified against ``ca``."""
     return {
-        "security.protocol": "SASL_PLAINTEXT",
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": ca,
         "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": user,
         "sasl.password": password,
@@ -89,8 +97,8 @@ def test_only_the_airflow_api_is_published_on_the_host(stack: Stack) -> None:
     assert isinstance(ports, list) and [p["container_port"] for p in ports] == [8080]
 
 
-def test_rest_api_refuses_calls_without_a_valid_login(stack: Stack, admin: tuple[str, str]) -> None:
-    with httpx.Client(base_url=stack.url, timeout=30) as http:
+def test_rest_api_refuses_calls_without_a_valid_login(stack: Stack, admin: tuple[str, str], ca: ssl.SSLContext) -> None:
+    with httpx.Client(base_url=stack.url, timeout=30, verify=ca) as http:
         assert http.get("/api/v2/dags").status_code == 401
         # Airflow 3.3 answers a token it cannot verify with 403, no token at all with 401: both refuse.
         assert http.get("/api/v2/dags", headers={"Authorization": "Bearer not-a-token"}).status_code in (401, 403)
@@ -98,8 +106,8 @@ def test_rest_api_refuses_calls_without_a_valid_login(stack: Stack, admin: tuple
         assert wrong.status_code == 401, wrong.text
 
 
-def test_a_real_login_lists_the_dags(stack: Stack, admin: tuple[str, str]) -> None:
-    with httpx.Client(base_url=stack.url, timeout=30) as http:
+def test_a_real_login_lists_the_dags(stack: Stack, admin: tuple[str, str], ca: ssl.SSLContext) -> None:
+    with httpx.Client(base_url=stack.url, timeout=30, verify=ca) as http:
         login = http.post("/auth/token", json={"username": admin[0], "password": admin[1]})
         assert login.status_code in (200, 201), login.text
         token = login.json()["access_token"]
@@ -110,6 +118,43 @@ def test_a_real_login_lists_the_dags(stack: Stack, admin: tuple[str, str]) -> No
 
 def test_kafka_refuses_a_client_without_a_login(stack: Stack) -> None:
     assert kafka_probe(stack, {}, "list").startswith("refused"), "a client without SASL got an answer"
+
+
+def test_kafka_refuses_a_plaintext_connection_even_with_a_valid_login(stack: Stack) -> None:
+    """The only listener the network reaches is SASL_SSL: SCRAM without TLS does not get through the handshake."""
+    plaintext = {**scram("rbp-demo-fleet", app_password(stack)), "security.protocol": "SASL_PLAINTEXT"}
+    plaintext.pop("ssl.ca.location")
+    assert kafka_probe(stack, plaintext, "list").startswith("refused"), "a SASL_PLAINTEXT client got an answer"
+    # The same login over TLS is answered: the refusal above is the missing TLS.
+    assert kafka_probe(stack, scram("rbp-demo-fleet", app_password(stack)), "list").startswith("topics")
+
+
+def test_a_kafka_client_trusting_another_ca_refuses_the_broker(stack: Stack) -> None:
+    """The clients verify the broker: with the system's CAs (a valid login, but not the deployment's CA) the TLS
+    handshake fails, so a man in the middle with any public certificate would be refused the same way."""
+    wrong_ca = scram("rbp-demo-fleet", app_password(stack), ca="/etc/ssl/certs/ca-certificates.crt")
+    assert kafka_probe(stack, wrong_ca, "list").startswith("refused"), "the broker was trusted without its CA"
+
+
+def test_every_kafka_client_of_the_stack_uses_tls_with_the_deployments_ca(stack: Stack) -> None:
+    for service in ("airflow-scheduler", "demo-fleet"):
+        config = json.loads(stack.run(service, "printenv", "RBP_KAFKA_CONFIG"))
+        assert config["security.protocol"] == "SASL_SSL" and config["ssl.ca.location"] == CA_IN_CONTAINERS, service
+    connection = json.loads(stack.run("airflow-scheduler", "printenv", "AIRFLOW_CONN_RBP_KAFKA"))["extra"]
+    assert connection["security.protocol"] == "SASL_SSL" and connection["ssl.ca.location"] == CA_IN_CONTAINERS
+
+
+def test_the_airflow_api_speaks_https_only_with_the_deployments_certificate(stack: Stack, ca: ssl.SSLContext) -> None:
+    assert stack.url.startswith("https://")
+    assert httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=30, verify=ca).status_code == 200
+    # Plain HTTP on the same port: no answer (the server expects a TLS handshake).
+    with pytest.raises(httpx.TransportError):
+        httpx.get(stack.url.replace("https://", "http://") + "/api/v2/monitor/health", timeout=30)
+    # A client trusting only the public CAs (certifi) refuses the certificate: it is the deployment's own.
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=30)
+    # Inside the stack, the tasks' execution API is HTTPS too, verified against the CA.
+    assert stack.run("airflow-scheduler", "printenv", "AIRFLOW__CORE__EXECUTION_API_SERVER_URL").startswith("https://")
 
 
 def test_kafka_refuses_a_wrong_password(stack: Stack) -> None:
@@ -128,17 +173,44 @@ def test_an_application_login_cannot_write_plans(stack: Stack) -> None:
     "service", ["kafka", "postgres", "spark-connect", "demo-fleet", "airflow-apiserver", "airflow-dag-processor"]
 )
 def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) -> None:
-    """LocalExecutor runs every task, publish included, in the scheduler: no other container gets the key."""
-    probe = "test -e /run/secrets/plan_signing_key && echo present || echo absent; printenv | cut -d= -f1"
-    lines = stack.run(service, "sh", "-c", probe).split()
-    assert lines[0] == "absent"
-    assert "RBP_PLAN_SIGNING_KEY_FILE" not in lines[1:]
+    """LocalExecutor runs every task, publish included, in the scheduler: no other container gets the key, its
+    passphrase, or a TLS private key it does not serve with."""
+    probe = (
+        "for f in plan_signing_key plan_signing_passphrase airflow_tls_key kafka_tls_keystore_password; do"
+        " test -e /run/secrets/$f && echo $f; done; echo --; printenv | cut -d= -f1"
+    )
+    present, names = stack.run(service, "sh", "-c", probe).split("--")
+    allowed = {"kafka": {"kafka_tls_keystore_password"}, "airflow-apiserver": {"airflow_tls_key"}}.get(service, set())
+    assert set(present.split()) == allowed, present
+    assert not {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_SIGNING_PASSPHRASE_FILE"} & set(names.split())
 
 
-def test_the_scheduler_holds_the_signing_key_readable_by_airflow_only(stack: Stack) -> None:
-    listing = stack.run("airflow-scheduler", "sh", "-c", "id -u; cat /run/secrets/plan_signing_key | head -c 27")
-    assert listing.split("\n")[0] == "50000"
-    assert "BEGIN PRIVATE KEY" in listing
+# Run in the scheduler: the signer publish uses, from the container's own settings; prints its key id.
+OPEN_SIGNER = """
+from jobs.settings import Settings
+print(Settings().plan_signer().key_id)
+"""
+
+
+def test_the_scheduler_holds_the_signing_key_encrypted_with_its_passphrase_apart(stack: Stack) -> None:
+    listing = stack.run(
+        "airflow-scheduler",
+        "sh",
+        "-c",
+        "id -u; head -c 37 /run/secrets/plan_signing_key; echo; stat -c %a /run/secrets/plan_signing_passphrase",
+    )
+    uid, head, mode = listing.split("\n")[:3]
+    assert uid == "50000" and mode == "600", listing
+    assert "BEGIN ENCRYPTED PRIVATE KEY" in head, head
+    # The key opens with the mounted passphrase, as publish opens it...
+    assert stack.run("airflow-scheduler", "python", "-", stdin=OPEN_SIGNER).strip() == "deploy-test"
+    # ...and not without it: the key file alone signs nothing.
+    refused = subprocess.run(
+        ["podman", "exec", "-i", stack.container("airflow-scheduler"),
+         "env", "-u", "RBP_PLAN_SIGNING_PASSPHRASE_FILE", "python", "-"],
+        input=OPEN_SIGNER, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "plan_signing_key" in refused.stderr, refused.stderr[-800:]
 
 
 def test_only_the_pipeline_may_alter_a_groups_configs(stack: Stack) -> None:
@@ -147,3 +219,12 @@ def test_only_the_pipeline_may_alter_a_groups_configs(stack: Stack) -> None:
     assert kafka_probe(stack, pipeline, "alter-group", "group-1") == "altered"
     app = scram("rbp-demo-fleet", app_password(stack))
     assert kafka_probe(stack, app, "alter-group", "someone-elses-group") == "GROUP_AUTHORIZATION_FAILED"
+
+
+def test_the_image_holds_no_development_tools(stack: Stack) -> None:
+    """The image installs docker/requirements.lock (runtime only, hashed): none of the dev extra's tools."""
+    probe = (
+        "import importlib.util as u; "
+        "print(sorted(m for m in ('pytest', 'ruff', 'mypy', 'playwright', 'hypothesis', 'atheris') if u.find_spec(m)))"
+    )
+    assert stack.run("airflow-scheduler", "python", "-c", probe).strip() == "[]"

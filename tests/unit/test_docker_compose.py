@@ -26,14 +26,15 @@ AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processo
 # and Airflow reaches Spark through its Connection.
 # Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code;
 # broker_assignor: read from the brokers' group.streams.assignors).
-# plan_signing_passphrase_file: unset means an unencrypted key (refused in production mode); wiring it into the
-# signer's container belongs to the deployment work (issue 30, item 7).
+# plan_signing_passphrase_file: set in the scheduler only (the signer's container), asserted below.
 OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assignor", "plan_signing_passphrase_file"}
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
     "RBP_PLAN_KEY_ID": "k1",
     "RBP_APPROVERS": "3,4",
     "RBP_PLAN_SIGNING_KEY_PEM": "/etc/rbp/k1.pem",
+    "RBP_PLAN_SIGNING_PASSPHRASE_PATH": "/etc/rbp/k1.passphrase",
+    "RBP_TLS_DIR": "/etc/rbp/tls",
     "AIRFLOW_JWT_SECRET": "j",
     "AIRFLOW_API_SECRET_KEY": "s",
     "AIRFLOW_ADMIN_USERNAME": "root",
@@ -45,7 +46,11 @@ SECRETS = {  # what an operator's .env provides
     "RBP_KAFKA_APP_PASSWORD": "kf",
 }
 FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
-SIGNING_ONLY = {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_KEY_ID"}  # the pipeline's: a live group must not hold them
+SIGNING_ONLY = {
+    "RBP_PLAN_SIGNING_KEY_FILE",
+    "RBP_PLAN_KEY_ID",
+    "RBP_PLAN_SIGNING_PASSPHRASE_FILE",
+}  # the pipeline's: a live group must not hold them
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +115,7 @@ def test_ports_and_hostnames_point_at_services_that_exist(compose: dict[str, Any
     airflow = env(services["airflow-scheduler"])
     assert airflow["RBP_KAFKA_BOOTSTRAP"] == "kafka:9092"
     assert airflow["SPARK_REMOTE"] == "sc://spark-connect:15002"
-    assert airflow["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("http://airflow-apiserver:8080/")
+    assert airflow["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("https://airflow-apiserver:8080/")
     assert "@postgres:5432/" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
     assert f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}" in airflow
     assert f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}" in airflow
@@ -147,11 +152,16 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
     fleet, airflow = env(services["demo-fleet"]), env(services["airflow-scheduler"])
     assert fleet["RBP_PLAN_VERIFY_KEYS"].startswith(airflow["RBP_PLAN_KEY_ID"] + "=")
     assert not SIGNING_ONLY & set(fleet)  # the fleet can verify, never sign
-    assert "secrets" not in services["demo-fleet"]
-    assert services["airflow-scheduler"]["secrets"] == ["plan_signing_key"]
-    # LocalExecutor: publish runs in the scheduler; no other Airflow part holds the key or its settings.
-    for name in AIRFLOW_PARTS[:1] + AIRFLOW_PARTS[2:]:
-        assert "secrets" not in services[name] and not SIGNING_ONLY & set(env(services[name])), name
+    assert services["demo-fleet"]["secrets"] == ["tls_ca"]  # the CA it verifies Kafka with, no key
+    assert services["airflow-scheduler"]["secrets"] == ["tls_ca", "plan_signing_key", "plan_signing_passphrase"]
+    assert (
+        env(services["airflow-scheduler"])["RBP_PLAN_SIGNING_PASSPHRASE_FILE"] == "/run/secrets/plan_signing_passphrase"
+    )
+    # LocalExecutor: publish runs in the scheduler; no other part holds the key, its passphrase or their settings.
+    for name, service in services.items():
+        if name != "airflow-scheduler":
+            held = set(service.get("secrets", [])) & {"plan_signing_key", "plan_signing_passphrase"}
+            assert not held and not SIGNING_ONLY & set(env(service)), name
     assert fleet["RBP_KAFKA_BOOTSTRAP"] == airflow["RBP_KAFKA_BOOTSTRAP"]
     command = services["demo-fleet"]["command"]
     for flag in (
@@ -208,11 +218,15 @@ def test_kafka_is_reachable_only_with_sasl_scram_and_denies_what_no_acl_allows(c
             assert address.startswith("127.0.0.1:"), address
             assert config["controller.quorum.voters"] == f"1@{address}"
         else:
-            assert protocols[name] == "SASL_PLAINTEXT", name
+            assert protocols[name] == "SASL_SSL", name
     advertised = config["advertised.listeners"].split(",")
-    assert advertised == ["SASL_PLAINTEXT://kafka:9092"]
-    assert "PLAINTEXT://" not in config["listeners"].replace("SASL_PLAINTEXT://", "")
-    assert protocols[config["inter.broker.listener.name"]] == "SASL_PLAINTEXT"
+    assert advertised == ["SASL_SSL://kafka:9092"]
+    assert "PLAINTEXT" not in config["listeners"] and "PLAINTEXT" not in config["advertised.listeners"]
+    assert protocols[config["inter.broker.listener.name"]] == "SASL_SSL"
+    # The broker's certificate and the CA come from the deploy-time secrets (docker/tls/make-certs.sh).
+    assert config["ssl.keystore.location"] == "/run/secrets/kafka_tls_keystore"
+    assert config["ssl.truststore.location"] == "/run/secrets/tls_ca"
+    assert set(kafka["secrets"]) == {"kafka_tls_keystore", "kafka_tls_keystore_password", "tls_ca"}
     assert config["sasl.enabled.mechanisms"] == config["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
     assert config["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
     assert config["allow.everyone.if.no.acl.found"] == "false"
@@ -237,7 +251,8 @@ def scram_users(compose: dict[str, Any]) -> dict[str, str]:
 
 
 def sasl_login(config: dict[str, str]) -> tuple[str, str]:
-    assert config["security.protocol"] == "SASL_PLAINTEXT" and config["sasl.mechanism"] == "SCRAM-SHA-512", config
+    assert config["security.protocol"] == "SASL_SSL" and config["sasl.mechanism"] == "SCRAM-SHA-512", config
+    assert config["ssl.ca.location"] == "/run/secrets/tls_ca", config  # the broker verified against the CA
     return config["sasl.username"], config["sasl.password"]
 
 
@@ -304,15 +319,23 @@ def test_airflow_uses_the_fab_auth_manager_with_an_admin_from_required_settings(
     ]
     # The provider is installed in the image, pinned, from the file the Dockerfile copies.
     dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
-    assert "uv pip install --system -r docker/requirements-fab.txt" in dockerfile
-    pins = [line for line in (DOCKER / "requirements-fab.txt").read_text().splitlines() if line and line[0] != "#"]
-    assert all(re.fullmatch(r"[a-z0-9.-]+==[0-9][0-9a-z.]*", pin) for pin in pins), pins
-    assert "apache-airflow-providers-fab==3.10.2" in pins
-    lock = (DOCKER.parent / "requirements.lock").read_text()
-    assert "apache-airflow==3.3.2" in lock.splitlines()  # the Airflow this provider release was resolved with
-    locked = dict(line.split("==") for line in lock.splitlines() if "==" in line and line[0] != " ")
-    changed = {pin.split("==")[0] for pin in pins if pin.split("==")[0] in locked and pin not in lock.splitlines()}
-    assert changed == {"python-dateutil"}  # what FAB moves (see docker/requirements-fab.txt); nothing else
+    # The image's own lock: hashed, runtime only (no dev extra), the project's versions except what FAB moves.
+    assert "uv pip install --system --require-hashes -r docker/requirements.lock" in dockerfile
+    assert "COPY requirements.lock" not in dockerfile  # the project's (dev) lock is not copied in
+    image_lock = (DOCKER / "requirements.lock").read_text()
+    pins = dict(re.findall(r"^([a-z0-9.-]+)==([^ \\]+) \\$", image_lock, flags=re.MULTILINE))
+    blocks = re.split(r"\n(?=[a-z0-9])", image_lock.split("\n", 2)[2])
+    assert all("--hash=sha256:" in block for block in blocks if "==" in block)
+    dev = re.search(r"dev = \[(.*?)\]", (DOCKER.parent / "pyproject.toml").read_text(), flags=re.DOTALL)
+    assert dev is not None
+    for name in re.findall(r'"([a-z0-9-]+)==', dev.group(1)):
+        if name != "psutil":  # also one of Airflow's own runtime dependencies
+            assert name not in pins, f"dev tool {name} in the image"
+    assert pins["apache-airflow"] == "3.3.2" and pins["apache-airflow-providers-fab"] == "3.10.2"
+    assert {"psycopg2-binary", "asyncpg"} <= pins.keys()
+    project = dict(re.findall(r"^([a-z0-9.-]+)==(\S+)$", (DOCKER.parent / "requirements.lock").read_text(), re.M))
+    changed = {name for name, version in pins.items() if name in project and project[name] != version}
+    assert changed == {"python-dateutil"}  # what FAB moves (Flask-AppBuilder needs <3); nothing else
 
 
 def test_no_secret_has_a_default_and_none_is_written_in_the_file(compose: dict[str, Any]) -> None:
@@ -334,3 +357,21 @@ def test_no_secret_has_a_default_and_none_is_written_in_the_file(compose: dict[s
                     assert required.fullmatch(login["sasl.password"]), (name, key)
     airflow = compose["x-airflow-env"]
     assert "://airflow:${POSTGRES_PASSWORD:?" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+
+
+def test_the_api_server_serves_https_and_every_airflow_part_verifies_it(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    api = env(services["airflow-apiserver"])
+    assert api["AIRFLOW__API__SSL_CERT"] == "/run/secrets/airflow_tls_cert"
+    assert api["AIRFLOW__API__SSL_KEY"] == "/run/secrets/airflow_tls_key"
+    for name in AIRFLOW_PARTS:
+        settings = env(services[name])
+        assert settings["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("https://airflow-apiserver:"), name
+        assert settings["AIRFLOW__API__SSL_CA_FILE"] == "/run/secrets/tls_ca", name
+        assert "tls_ca" in services[name]["secrets"], name
+        # Only the api-server holds its certificate's key.
+        assert ("airflow_tls_key" in services[name]["secrets"]) == (name == "airflow-apiserver"), name
+    # The TLS material is made at deploy time, never committed (docker/tls holds only the script).
+    assert sorted(p.name for p in (DOCKER / "tls").iterdir()) == ["make-certs.sh"]
+    declared = compose["secrets"]
+    assert all(declared[n]["file"].startswith("${RBP_TLS_DIR:?") for n in declared if "tls" in n)
