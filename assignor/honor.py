@@ -13,7 +13,7 @@ from assignor.lags import LagIndex
 from assignor.movement import WarmupBudget
 from assignor.placement import Placement
 from assignor.state import GroupState
-from assignor.task import LATEST_OFFSET, TaskId
+from assignor.task import TaskId
 
 
 def honor_plan(
@@ -169,28 +169,16 @@ class Honoring:
         lenders: list[tuple[str, TaskId]] = []
         copies = 1 + configs.num_standby_replicas
         caught_up = lags.caught_up
-        reported, ends, acceptable = lags.reported, lags.ends, lags.acceptable_recovery_lag
-        active, standby = placement.active, placement.standby
         no_standbys: frozenset[str] = frozenset()
-        no_lags: Mapping[str, int] = {}
         kept: set[TaskId] = set()  # tasks already on `copies` caught-up clients: K1 holds for them as placed
         waiting = 0
         for task in pending:
             owner = owners[task]
             standbys = standby_holders.get(task, no_standbys)
-            # caught_up(), assign_active() and standby_of() inlined for the common case, a task that stays where
-            # it is: every step of a schedule passes every task and replica through here.
-            task_lags, end = reported.get(task, no_lags), ends.get(task, 0)
-            lag = task_lags.get(owner, end)
-            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
-                active[owner].add(task)
-                placement.owner[task] = owner
-                up = 1
-                for pid in standbys:
-                    standby[pid].add(task)
-                    lag = task_lags.get(pid, end)
-                    up += lag == LATEST_OFFSET or 0 <= lag <= acceptable
-                if up >= copies:
+            if caught_up(owner, task):
+                placement.assign_active(owner, task)
+                placement.standby_of(task, standbys)
+                if 1 + sum(caught_up(p, task) for p in standbys) >= copies:
                     kept.add(task)
                 continue
             if lags.rank(owner, task) == lags.best_rank(task):
