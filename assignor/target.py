@@ -466,7 +466,8 @@ def _solve(
     return owner, (restore, sum(costs.move(t, p) for t, p in owner.items()))
 
 
-EXACT_STANDBY_MAX_EDGES = 60_000
+EXACT_STANDBY_MAX_EDGES = 60_000  # the model with an edge per (task, client)
+POOLED_STANDBY_MAX_EDGES = 60_000  # the model with clients without state pooled (larger groups)
 
 
 def solve_standby_target(
@@ -476,15 +477,17 @@ def solve_standby_target(
     (actives + standbys) within the floor/ceiling of its capacity share; None when the model is too big
     or infeasible.
 
-    A transportation problem (task -> client, never its active's client), solved as a min-cost flow.
+    A transportation problem (task -> client, never its active's client), solved as a min-cost flow. Up to
+    EXACT_STANDBY_MAX_EDGES edges, one per (task, client); above, the clients without state for a task share one
+    pooled edge (_solve_pooled_standbys).
     """
     stateful = [t for t in costs.tasks if t in costs.stateful]
     pids = list(costs.process_ids)
-    if replicas <= 0 or not stateful or len(stateful) * len(pids) > EXACT_STANDBY_MAX_EDGES:
+    if replicas <= 0 or not stateful:
         return None
+    if len(stateful) * len(pids) > EXACT_STANDBY_MAX_EDGES:
+        return _solve_pooled_standbys(costs, owners, replicas, held_before, stateful)
     weight = len(stateful) * replicas + 1  # new copies never outweigh one restored offset
-    copies = len(stateful) * (1 + replicas)
-    all_capacity = sum(costs.capacity[p] for p in pids)
     active_count = dict.fromkeys(pids, 0)
     for task in stateful:
         active_count[owners[task]] += 1
@@ -506,13 +509,8 @@ def solve_standby_target(
             flow = 1 if rank < replicas else 0
             edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
             inflow[pid] += flow
-    sink = net.node(supply=-len(stateful) * replicas)
-    for pid in pids:
-        low, high = _share(copies, costs.capacity[pid], all_capacity)
-        low, high = max(0, low - active_count[pid]), high - active_count[pid]
-        if high < low:
-            return None  # the proportional window is infeasible for these actives; the greedy placement decides
-        net.arc(clients[pid], sink, low, high, 0, min(max(inflow[pid], low), high))
+    if not _standby_windows(net, costs, clients, inflow, active_count, len(stateful) * replicas):
+        return None
     if not net.solve():
         return None
     chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
@@ -520,3 +518,137 @@ def solve_standby_target(
         if net.flow(arc):
             chosen[pid].add(task)
     return {p: frozenset(t) for p, t in chosen.items()}
+
+
+def _standby_windows(
+    net: FlowNetwork,
+    costs: ActiveCosts,
+    clients: Mapping[str, int],
+    inflow: Mapping[str, int],
+    active_count: Mapping[str, int],
+    standbys: int,
+) -> bool:
+    """Every client's arc to the sink, bounded by its share of all stateful copies less its actives; False if a
+    window is empty (the proportional window is infeasible for these actives: the greedy placement decides)."""
+    copies = standbys + sum(active_count.values())
+    all_capacity = sum(costs.capacity[p] for p in clients)
+    sink = net.node(supply=-standbys)
+    for pid, node in clients.items():
+        low, high = _share(copies, costs.capacity[pid], all_capacity)
+        low, high = max(0, low - active_count[pid]), high - active_count[pid]
+        if high < low:
+            return False
+        net.arc(node, sink, low, high, 0, min(max(inflow[pid], low), high))
+    return True
+
+
+def _solve_pooled_standbys(
+    costs: ActiveCosts,
+    owners: Mapping[TaskId, str],
+    replicas: int,
+    held_before: Mapping[str, frozenset[TaskId]],
+    stateful: list[TaskId],
+) -> dict[str, frozenset[TaskId]] | None:
+    """solve_standby_target's model with, per task, one edge for all clients that neither reported state for it
+    nor held it before (they all cost the same: the whole changelog, a new copy) to a pool of the tasks with the
+    same active's client, which feeds every other client.
+
+    Every placement of the full model is one of this model at the same cost, so an optimum here whose pooled
+    copies can each go to a distinct client that costs no more than the pool is optimal there too; None when this
+    model is too big (POOLED_STANDBY_MAX_EDGES), infeasible, or that layout fails.
+    """
+    pids = list(costs.process_ids)
+    held_by: dict[TaskId, set[str]] = defaultdict(set)
+    for pid, tasks in held_before.items():
+        for task in tasks:
+            held_by[task].add(pid)
+    known_clients: dict[TaskId, set[str]] = {}
+    for task in stateful:
+        known = set(costs.restore_prices(task)[1])
+        known.update(held_by.get(task, ()))
+        known.discard(owners[task])
+        known_clients[task] = known
+    owners_used = {owners[t] for t in stateful}
+    size = sum(len(k) + 1 for k in known_clients.values()) + len(owners_used) * len(pids)
+    if size > POOLED_STANDBY_MAX_EDGES:
+        return None
+    weight = len(stateful) * replicas + 1
+    active_count = dict.fromkeys(pids, 0)
+    for task in stateful:
+        active_count[owners[task]] += 1
+    net = FlowNetwork()
+    clients = {pid: net.node() for pid in pids}
+    pools = {owner: net.node() for owner in sorted(owners_used)}
+    inflow = dict.fromkeys(pids, 0)
+    edges: list[tuple[int, TaskId, str]] = []
+    pooled: dict[str, list[tuple[int, TaskId]]] = defaultdict(list)
+    pool_cost: dict[TaskId, int] = {}
+    for task in stateful:
+        default, restores = costs.restore_prices(task)
+        owner = owners[task]
+        known = known_clients[task]
+        ranked = sorted(
+            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), i, pid)
+            for i, pid in enumerate(pids)
+            if pid in known
+        )
+        free = len(pids) - 1 - len(known)
+        pool_cost[task] = default * weight + 1
+        # The `replicas` cheapest units to start with: one per known client, then the pool's (one per free client).
+        units = sorted([(cost, 0) for cost, _, _ in ranked] + [(pool_cost[task], 1)] * min(free, replicas))[:replicas]
+        if len(units) < replicas:  # pragma: no cover - replicas < clients
+            return None
+        on_pool = sum(kind for _, kind in units)
+        node = net.node(supply=replicas, potential=-units[-1][0])
+        for rank, (cost, _, pid) in enumerate(ranked):
+            flow = 1 if rank < replicas - on_pool else 0
+            edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
+            inflow[pid] += flow
+        if free:
+            pooled[owner].append((net.arc(node, pools[owner], 0, min(free, replicas), pool_cost[task], on_pool), task))
+    spread = {
+        owner: {pid: net.arc(pool, clients[pid], 0, len(stateful) * replicas, 0, 0) for pid in pids if pid != owner}
+        for owner, pool in pools.items()
+    }
+    if not _standby_windows(net, costs, clients, inflow, active_count, len(stateful) * replicas):
+        return None
+    if not net.solve_in_phases():
+        return None
+    chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
+    for arc, task, pid in edges:
+        if net.flow(arc):
+            chosen[pid].add(task)
+    for owner, members in pooled.items():
+        slots = {pid: net.flow(arc) for pid, arc in spread[owner].items()}
+        waiting = [(net.flow(arc), task) for arc, task in members if net.flow(arc)]
+        if not _lay_out_pooled(waiting, slots, costs, weight, pool_cost, held_before, chosen):
+            return None
+    return {p: frozenset(t) for p, t in chosen.items()}
+
+
+def _lay_out_pooled(
+    waiting: list[tuple[int, TaskId]],
+    slots: dict[str, int],
+    costs: ActiveCosts,
+    weight: int,
+    pool_cost: Mapping[TaskId, int],
+    held_before: Mapping[str, frozenset[TaskId]],
+    chosen: dict[str, set[TaskId]],
+) -> bool:
+    """Put each pooled copy on a client with one of its pool's slots left, that does not hold the task yet and
+    costs no more than the pool: the client with most slots left first (ties by process id). False if a copy
+    finds none."""
+    for copies, task in waiting:
+        for _ in range(copies):
+            best = None
+            for pid, left in slots.items():
+                if not left or task in chosen[pid] or (best is not None and left <= slots[best]):
+                    continue
+                price = costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1)
+                if price <= pool_cost[task]:
+                    best = pid
+            if best is None:
+                return False
+            slots[best] -= 1
+            chosen[best].add(task)
+    return True
