@@ -120,8 +120,8 @@ class FlowNetwork:
     def solve_in_phases(self) -> bool:
         """solve()'s optimum (possibly another of equal cost), one Dijkstra per phase instead of per path.
 
-        Primal-dual: each phase settles distances up to the nearest deficit, raises the potentials so that every
-        shortest path is made of zero reduced-cost arcs, then routes as much excess as a depth-first search finds
+        Primal-dual: each phase settles every node as near as the nearest deficit, raises the potentials so that
+        every shortest path to a deficit is made of zero reduced-cost arcs, then routes as much excess as a depth-first search finds
         along such arcs (any of them is a shortest path, so optimality is kept). For the large standby models,
         where one search per unit of excess costs seconds.
         """
@@ -139,17 +139,17 @@ class FlowNetwork:
             heap = list(sources)  # d * n + node with d = 0, as in solve(); already sorted
             for v in sources:
                 distance[v] = 0
-            found = False
-            d = 0
+            reach = -1  # the nearest deficit's distance, once one is settled
             while heap:
                 d, u = divmod(heappop(heap), n)
                 if done[u]:
                     continue
+                if 0 <= reach < d:
+                    break  # every node as near as the nearest deficit is settled: the phase's shortest paths
                 done[u] = True
                 order.append(u)
-                if excess[u] < 0:
-                    found = True
-                    break
+                if excess[u] < 0 and reach < 0:
+                    reach = d
                 base = d + potential[u]
                 for a in adjacency[u]:
                     if residual[a] > 0:
@@ -159,9 +159,8 @@ class FlowNetwork:
                             if nd < distance[v]:
                                 distance[v] = nd
                                 heappush(heap, nd * n + v)
-            if not found:
+            if reach < 0:
                 return False
-            reach = d
             for v in order:
                 potential[v] += int(distance[v]) - reach
             self._route_along_zero_arcs(sources, done)
@@ -169,8 +168,7 @@ class FlowNetwork:
     def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> None:
         """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase).
 
-        The search stays within the phase's settled nodes (it may end at any deficit): beyond them lies nothing
-        nearer. A node it leaves without reaching a deficit is not tried again in this phase; the next phase's
+        The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves without reaching a deficit is not tried again in this phase; the next phase's
         Dijkstra finds whatever that missed.
         """
         excess = self.supply
@@ -198,7 +196,7 @@ class FlowNetwork:
                         if residual[a] > 0:
                             v = head[a]
                             if (
-                                (settled[v] or excess[v] < 0)
+                                settled[v]
                                 and not dead[v]
                                 and not on_path[v]
                                 and cost[a] + pu - potential[v] == 0
