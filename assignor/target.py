@@ -471,21 +471,25 @@ POOLED_STANDBY_MAX_EDGES = 60_000  # the model with clients without state pooled
 
 
 def solve_standby_target(
-    costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int, held_before: Mapping[str, frozenset[TaskId]]
+    costs: ActiveCosts,
+    owners: Mapping[TaskId, str],
+    replicas: int,
+    held_before: Mapping[str, frozenset[TaskId]],
+    full_model_max_edges: int = EXACT_STANDBY_MAX_EDGES,
 ) -> dict[str, frozenset[TaskId]] | None:
     """Standbys minimizing restore offsets, then new copies, with every client's stateful replicas
     (actives + standbys) within the floor/ceiling of its capacity share; None when the model is too big
     or infeasible.
 
     A transportation problem (task -> client, never its active's client), solved as a min-cost flow. Up to
-    EXACT_STANDBY_MAX_EDGES edges, one per (task, client); above, the clients without state for a task share one
-    pooled edge (_solve_pooled_standbys).
+    ``full_model_max_edges`` edges, one per (task, client); above, the clients without state for a task share one
+    pooled edge (_solve_pooled_standbys), whose optimum costs the same.
     """
     stateful = [t for t in costs.tasks if t in costs.stateful]
     pids = list(costs.process_ids)
     if replicas <= 0 or not stateful:
         return None
-    if len(stateful) * len(pids) > EXACT_STANDBY_MAX_EDGES:
+    if len(stateful) * len(pids) > full_model_max_edges:
         return _solve_pooled_standbys(costs, owners, replicas, held_before, stateful)
     weight = len(stateful) * replicas + 1  # new copies never outweigh one restored offset
     active_count = dict.fromkeys(pids, 0)
