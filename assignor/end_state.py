@@ -82,7 +82,12 @@ def _with_standbys(
     held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
     exact = solve_standby_target(costs, owners, replicas, held_before)
     large = len(group.stateful_tasks) * len(group.clients) > EXACT_STANDBY_MAX_EDGES
-    if exact is not None and large and not configs.rack_aware_assignment_tags and len(set(costs.capacity.values())) == 1:
+    if (
+        exact is not None
+        and large
+        and not configs.rack_aware_assignment_tags
+        and len(set(costs.capacity.values())) == 1
+    ):
         # Equal capacities, no rack tags: every balanced placement is within the model's windows, so nothing scores
         # better than its optimum (and a large group's greedy placement costs more time than the model).
         candidates = [exact]

@@ -121,9 +121,9 @@ class FlowNetwork:
         """solve()'s optimum (possibly another of equal cost), one Dijkstra per phase instead of per path.
 
         Primal-dual: each phase settles every node as near as the nearest deficit, raises the potentials so that
-        every shortest path to a deficit is made of zero reduced-cost arcs, then routes as much excess as a depth-first search finds
-        along such arcs (any of them is a shortest path, so optimality is kept). For the large standby models,
-        where one search per unit of excess costs seconds.
+        every shortest path to a deficit is made of zero reduced-cost arcs, then routes as much excess as a
+        depth-first search finds along such arcs (any of them is a shortest path, so optimality is kept). For the
+        large standby models, where one search per unit of excess costs seconds.
         """
         excess = self.supply
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
@@ -168,8 +168,9 @@ class FlowNetwork:
     def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> None:
         """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase).
 
-        The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves without reaching a deficit is not tried again in this phase; the next phase's
-        Dijkstra finds whatever that missed.
+        The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves
+        without reaching a deficit is not tried again in this phase; the next phase's Dijkstra finds what that
+        missed.
         """
         excess = self.supply
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
@@ -195,12 +196,7 @@ class FlowNetwork:
                         a = edges[i]
                         if residual[a] > 0:
                             v = head[a]
-                            if (
-                                settled[v]
-                                and not dead[v]
-                                and not on_path[v]
-                                and cost[a] + pu - potential[v] == 0
-                            ):
+                            if settled[v] and not dead[v] and not on_path[v] and cost[a] + pu - potential[v] == 0:
                                 nxt = a
                                 break
                         i += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import inf
+from math import inf, isqrt
 from typing import TYPE_CHECKING, overload
 
 from assignor.flow import FlowNetwork
@@ -610,10 +610,23 @@ def _solve_pooled_standbys(
             inflow[pid] += flow
         if free:
             pooled[owner].append((net.arc(node, pools[owner], 0, min(free, replicas), pool_cost[task], on_pool), task))
-    spread = {
-        owner: {pid: net.arc(pool, clients[pid], 0, len(stateful) * replicas, 0, 0) for pid in pids if pid != owner}
-        for owner, pool in pools.items()
-    }
+    # A pool reaches every client but its owner through blocks of about sqrt(clients) clients: the clients of the
+    # owner's block directly, every other block through one node (far fewer arcs than a pool-client pair each).
+    side = max(1, isqrt(len(pids)))
+    blocks = [pids[i : i + side] for i in range(0, len(pids), side)]
+    block_of = {pid: b for b, members in enumerate(blocks) for pid in members}
+    unbounded = len(stateful) * replicas
+    block_nodes = [net.node() for _ in blocks]
+    leaves = [
+        {pid: net.arc(block_nodes[b], clients[pid], 0, unbounded, 0, 0) for pid in members}
+        for b, members in enumerate(blocks)
+    ]
+    near: dict[str, dict[str, int]] = {}
+    far: dict[str, dict[int, int]] = {}
+    for owner, pool in pools.items():
+        home = block_of[owner]
+        near[owner] = {pid: net.arc(pool, clients[pid], 0, unbounded, 0, 0) for pid in blocks[home] if pid != owner}
+        far[owner] = {b: net.arc(pool, node, 0, unbounded, 0, 0) for b, node in enumerate(block_nodes) if b != home}
     if not _standby_windows(net, costs, clients, inflow, active_count, len(stateful) * replicas):
         return None
     if not net.solve_in_phases():
@@ -622,37 +635,53 @@ def _solve_pooled_standbys(
     for arc, task, pid in edges:
         if net.flow(arc):
             chosen[pid].add(task)
+    sent: list[list[TaskId]] = [[] for _ in blocks]  # pooled copies each block's clients must take
     for owner, members in pooled.items():
-        slots = {pid: net.flow(arc) for pid, arc in spread[owner].items()}
-        waiting = [(net.flow(arc), task) for arc, task in members if net.flow(arc)]
-        if not _lay_out_pooled(waiting, slots, costs, weight, pool_cost, held_before, chosen):
+        waiting = [task for arc, task in members for _ in range(net.flow(arc))]
+        direct = {pid: net.flow(arc) for pid, arc in near[owner].items()}
+        onward = {b: net.flow(arc) for b, arc in far[owner].items()}
+        layout = _PooledLayout(costs, weight, pool_cost, held_before, chosen)
+        rest = layout.place(waiting, direct)
+        if any(direct.values()):
+            return None  # a client of the owner's block would be left short
+        for task in rest:
+            block = max(onward, key=lambda b: onward[b])  # the block with most copies left to take (first on ties)
+            if not onward[block]:
+                return None
+            onward[block] -= 1
+            sent[block].append(task)
+    for b, members in enumerate(blocks):
+        slots = {pid: net.flow(leaves[b][pid]) for pid in members}
+        if _PooledLayout(costs, weight, pool_cost, held_before, chosen).place(sent[b], slots):
             return None
     return {p: frozenset(t) for p, t in chosen.items()}
 
 
-def _lay_out_pooled(
-    waiting: list[tuple[int, TaskId]],
-    slots: dict[str, int],
-    costs: ActiveCosts,
-    weight: int,
-    pool_cost: Mapping[TaskId, int],
-    held_before: Mapping[str, frozenset[TaskId]],
-    chosen: dict[str, set[TaskId]],
-) -> bool:
-    """Put each pooled copy on a client with one of its pool's slots left, that does not hold the task yet and
-    costs no more than the pool: the client with most slots left first (ties by process id). False if a copy
-    finds none."""
-    for copies, task in waiting:
-        for _ in range(copies):
+@dataclass
+class _PooledLayout:
+    """Puts pooled standby copies on clients: each on a client with a slot left that does not hold the task yet and
+    costs no more than the pool, the client with most slots left first (ties by process id order)."""
+
+    costs: ActiveCosts
+    weight: int
+    pool_cost: Mapping[TaskId, int]
+    held_before: Mapping[str, frozenset[TaskId]]
+    chosen: dict[str, set[TaskId]]
+
+    def place(self, copies: list[TaskId], slots: dict[str, int]) -> list[TaskId]:
+        """The copies that found no client (``slots`` counts down)."""
+        rest: list[TaskId] = []
+        for task in copies:
             best = None
             for pid, left in slots.items():
-                if not left or task in chosen[pid] or (best is not None and left <= slots[best]):
+                if not left or task in self.chosen[pid] or (best is not None and left <= slots[best]):
                     continue
-                price = costs.restore(task, pid) * weight + (0 if task in held_before[pid] else 1)
-                if price <= pool_cost[task]:
+                price = self.costs.restore(task, pid) * self.weight + (0 if task in self.held_before[pid] else 1)
+                if price <= self.pool_cost[task]:
                     best = pid
             if best is None:
-                return False
+                rest.append(task)
+                continue
             slots[best] -= 1
-            chosen[best].add(task)
-    return True
+            self.chosen[best].add(task)
+        return rest
