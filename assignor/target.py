@@ -645,13 +645,13 @@ def _solve_pooled_standbys(
         if any(direct.values()):
             return None  # a client of the owner's block would be left short
         for task in rest:
-            block = max(onward, key=lambda b: onward[b])  # the block with most copies left to take (first on ties)
-            if not onward[block]:
+            block = max(onward, key=onward.__getitem__, default=-1)  # most copies left to take, first on ties
+            if block < 0 or not onward[block]:
                 return None
             onward[block] -= 1
             sent[block].append(task)
-    for b, members in enumerate(blocks):
-        slots = {pid: net.flow(leaves[b][pid]) for pid in members}
+    for b, block_clients in enumerate(blocks):
+        slots = {pid: net.flow(leaves[b][pid]) for pid in block_clients}
         if _PooledLayout(costs, weight, pool_cost, held_before, chosen).place(sent[b], slots):
             return None
     return {p: frozenset(t) for p, t in chosen.items()}
