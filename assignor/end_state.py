@@ -13,7 +13,13 @@ from assignor.lags import LagIndex
 from assignor.placement import Placement
 from assignor.standby import place_standbys
 from assignor.state import ClientState, GroupState
-from assignor.target import ActiveCosts, solve_active_target, solve_active_targets_within, solve_standby_target
+from assignor.target import (
+    EXACT_STANDBY_MAX_EDGES,
+    ActiveCosts,
+    solve_active_target,
+    solve_active_targets_within,
+    solve_standby_target,
+)
 from assignor.task import TaskId
 
 
@@ -75,7 +81,17 @@ def _with_standbys(
     replicas = min(len(group.clients) - 1, configs.num_standby_replicas)
     held_before = {c.process_id: c.previous_standby | c.previous_active for c in group.clients}
     exact = solve_standby_target(costs, owners, replicas, held_before)
-    if exact is not None:
+    large = len(group.stateful_tasks) * len(group.clients) > EXACT_STANDBY_MAX_EDGES
+    if (
+        exact is not None
+        and large
+        and not configs.rack_aware_assignment_tags
+        and len(set(costs.capacity.values())) == 1
+    ):
+        # Equal capacities, no rack tags: every balanced placement is within the model's windows, so nothing scores
+        # better than its optimum (and a large group's greedy placement costs more time than the model).
+        candidates = [exact]
+    elif exact is not None:
         candidates = [_new_standbys(group, configs, costs, owners, replicas), exact]
     else:  # too large for the exact model: two refined greedy placements, the better one wins
         candidates = [

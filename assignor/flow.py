@@ -116,3 +116,113 @@ class FlowNetwork:
                 residual[a] -= amount
                 residual[a ^ 1] += amount
                 v = head[a ^ 1]
+
+    def solve_in_phases(self) -> bool:
+        """solve()'s optimum (possibly another of equal cost), one Dijkstra per phase instead of per path.
+
+        Primal-dual: each phase settles every node as near as the nearest deficit, raises the potentials so that
+        every shortest path to a deficit is made of zero reduced-cost arcs, then routes as much excess as a
+        depth-first search finds along such arcs (any of them is a shortest path, so optimality is kept). For the
+        large standby models, where one search per unit of excess costs seconds.
+        """
+        excess = self.supply
+        potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
+        heappush, heappop = heapq.heappush, heapq.heappop
+        n = len(excess)
+        while True:
+            sources = [v for v in range(n) if excess[v] > 0]
+            if not sources:
+                return True
+            distance: list[float] = n * [math.inf]
+            done = n * [False]
+            order: list[int] = []
+            heap = list(sources)  # d * n + node with d = 0, as in solve(); already sorted
+            for v in sources:
+                distance[v] = 0
+            reach = -1  # the nearest deficit's distance, once one is settled
+            while heap:
+                d, u = divmod(heappop(heap), n)
+                if done[u]:
+                    continue
+                if 0 <= reach < d:
+                    break  # every node as near as the nearest deficit is settled: the phase's shortest paths
+                done[u] = True
+                order.append(u)
+                if excess[u] < 0 and reach < 0:
+                    reach = d
+                base = d + potential[u]
+                for a in adjacency[u]:
+                    if residual[a] > 0:
+                        v = head[a]
+                        if not done[v]:
+                            nd = base + cost[a] - potential[v]
+                            if nd < distance[v]:
+                                distance[v] = nd
+                                heappush(heap, nd * n + v)
+            if reach < 0:
+                return False
+            for v in order:
+                potential[v] += int(distance[v]) - reach
+            self._route_along_zero_arcs(sources, done)
+
+    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> None:
+        """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase).
+
+        The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves
+        without reaching a deficit is not tried again in this phase; the next phase's Dijkstra finds what that
+        missed.
+        """
+        excess = self.supply
+        potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
+        n = len(excess)
+        pointer = n * [0]
+        dead = n * [False]
+        on_path = n * [False]
+        for s in sources:
+            while excess[s] > 0 and not dead[s]:
+                path = [s]
+                arcs: list[int] = []
+                on_path[s] = True
+                while path:
+                    u = path[-1]
+                    if excess[u] < 0:
+                        break
+                    edges = adjacency[u]
+                    i = pointer[u]
+                    nxt = -1
+                    pu = potential[u]
+                    end = len(edges)
+                    while i < end:
+                        a = edges[i]
+                        if residual[a] > 0:
+                            v = head[a]
+                            if settled[v] and not dead[v] and not on_path[v] and cost[a] + pu - potential[v] == 0:
+                                nxt = a
+                                break
+                        i += 1
+                    pointer[u] = i
+                    if nxt >= 0:
+                        v = head[nxt]
+                        path.append(v)
+                        arcs.append(nxt)
+                        on_path[v] = True
+                    else:
+                        dead[u] = True
+                        on_path[u] = False
+                        path.pop()
+                        if arcs:
+                            arcs.pop()
+                            pointer[path[-1]] += 1
+                for v in path:
+                    on_path[v] = False
+                if not path:
+                    break
+                t = path[-1]
+                amount = min(excess[s], -excess[t])
+                for a in arcs:
+                    amount = min(amount, residual[a])
+                for a in arcs:
+                    residual[a] -= amount
+                    residual[a ^ 1] += amount
+                excess[s] -= amount
+                excess[t] += amount

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import inf
+from math import inf, isqrt
 from typing import TYPE_CHECKING, overload
 
 from assignor.flow import FlowNetwork
@@ -466,25 +466,32 @@ def _solve(
     return owner, (restore, sum(costs.move(t, p) for t, p in owner.items()))
 
 
-EXACT_STANDBY_MAX_EDGES = 60_000
+EXACT_STANDBY_MAX_EDGES = 60_000  # the model with an edge per (task, client)
+POOLED_STANDBY_MAX_EDGES = 60_000  # the model with clients without state pooled (larger groups)
 
 
 def solve_standby_target(
-    costs: ActiveCosts, owners: Mapping[TaskId, str], replicas: int, held_before: Mapping[str, frozenset[TaskId]]
+    costs: ActiveCosts,
+    owners: Mapping[TaskId, str],
+    replicas: int,
+    held_before: Mapping[str, frozenset[TaskId]],
+    full_model_max_edges: int = EXACT_STANDBY_MAX_EDGES,
 ) -> dict[str, frozenset[TaskId]] | None:
     """Standbys minimizing restore offsets, then new copies, with every client's stateful replicas
     (actives + standbys) within the floor/ceiling of its capacity share; None when the model is too big
     or infeasible.
 
-    A transportation problem (task -> client, never its active's client), solved as a min-cost flow.
+    A transportation problem (task -> client, never its active's client), solved as a min-cost flow. Up to
+    ``full_model_max_edges`` edges, one per (task, client); above, the clients without state for a task share one
+    pooled edge (_solve_pooled_standbys), whose optimum costs the same.
     """
     stateful = [t for t in costs.tasks if t in costs.stateful]
     pids = list(costs.process_ids)
-    if replicas <= 0 or not stateful or len(stateful) * len(pids) > EXACT_STANDBY_MAX_EDGES:
+    if replicas <= 0 or not stateful:
         return None
+    if len(stateful) * len(pids) > full_model_max_edges:
+        return _solve_pooled_standbys(costs, owners, replicas, held_before, stateful)
     weight = len(stateful) * replicas + 1  # new copies never outweigh one restored offset
-    copies = len(stateful) * (1 + replicas)
-    all_capacity = sum(costs.capacity[p] for p in pids)
     active_count = dict.fromkeys(pids, 0)
     for task in stateful:
         active_count[owners[task]] += 1
@@ -506,13 +513,8 @@ def solve_standby_target(
             flow = 1 if rank < replicas else 0
             edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
             inflow[pid] += flow
-    sink = net.node(supply=-len(stateful) * replicas)
-    for pid in pids:
-        low, high = _share(copies, costs.capacity[pid], all_capacity)
-        low, high = max(0, low - active_count[pid]), high - active_count[pid]
-        if high < low:
-            return None  # the proportional window is infeasible for these actives; the greedy placement decides
-        net.arc(clients[pid], sink, low, high, 0, min(max(inflow[pid], low), high))
+    if not _standby_windows(net, costs, clients, inflow, active_count, len(stateful) * replicas):
+        return None
     if not net.solve():
         return None
     chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
@@ -520,3 +522,166 @@ def solve_standby_target(
         if net.flow(arc):
             chosen[pid].add(task)
     return {p: frozenset(t) for p, t in chosen.items()}
+
+
+def _standby_windows(
+    net: FlowNetwork,
+    costs: ActiveCosts,
+    clients: Mapping[str, int],
+    inflow: Mapping[str, int],
+    active_count: Mapping[str, int],
+    standbys: int,
+) -> bool:
+    """Every client's arc to the sink, bounded by its share of all stateful copies less its actives; False if a
+    window is empty (the proportional window is infeasible for these actives: the greedy placement decides)."""
+    copies = standbys + sum(active_count.values())
+    all_capacity = sum(costs.capacity[p] for p in clients)
+    sink = net.node(supply=-standbys)
+    for pid, node in clients.items():
+        low, high = _share(copies, costs.capacity[pid], all_capacity)
+        low, high = max(0, low - active_count[pid]), high - active_count[pid]
+        if high < low:
+            return False
+        net.arc(node, sink, low, high, 0, min(max(inflow[pid], low), high))
+    return True
+
+
+def _solve_pooled_standbys(
+    costs: ActiveCosts,
+    owners: Mapping[TaskId, str],
+    replicas: int,
+    held_before: Mapping[str, frozenset[TaskId]],
+    stateful: list[TaskId],
+) -> dict[str, frozenset[TaskId]] | None:
+    """solve_standby_target's model with, per task, one edge for all clients that neither reported state for it
+    nor held it before (they all cost the same: the whole changelog, a new copy) to a pool of the tasks with the
+    same active's client, which feeds every other client.
+
+    Every placement of the full model is one of this model at the same cost, so an optimum here whose pooled
+    copies can each go to a distinct client that costs no more than the pool is optimal there too; None when this
+    model is too big (POOLED_STANDBY_MAX_EDGES), infeasible, or that layout fails.
+    """
+    pids = list(costs.process_ids)
+    held_by: dict[TaskId, set[str]] = defaultdict(set)
+    for pid, tasks in held_before.items():
+        for task in tasks:
+            held_by[task].add(pid)
+    known_clients: dict[TaskId, set[str]] = {}
+    for task in stateful:
+        known = set(costs.restore_prices(task)[1])
+        known.update(held_by.get(task, ()))
+        known.discard(owners[task])
+        known_clients[task] = known
+    owners_used = {owners[t] for t in stateful}
+    size = sum(len(k) + 1 for k in known_clients.values()) + len(owners_used) * len(pids)
+    if size > POOLED_STANDBY_MAX_EDGES:
+        return None
+    weight = len(stateful) * replicas + 1
+    active_count = dict.fromkeys(pids, 0)
+    for task in stateful:
+        active_count[owners[task]] += 1
+    net = FlowNetwork()
+    clients = {pid: net.node() for pid in pids}
+    pools = {owner: net.node() for owner in sorted(owners_used)}
+    inflow = dict.fromkeys(pids, 0)
+    edges: list[tuple[int, TaskId, str]] = []
+    pooled: dict[str, list[tuple[int, TaskId]]] = defaultdict(list)
+    pool_cost: dict[TaskId, int] = {}
+    for task in stateful:
+        default, restores = costs.restore_prices(task)
+        owner = owners[task]
+        known = known_clients[task]
+        ranked = sorted(
+            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), i, pid)
+            for i, pid in enumerate(pids)
+            if pid in known
+        )
+        free = len(pids) - 1 - len(known)
+        pool_cost[task] = default * weight + 1
+        # The `replicas` cheapest units to start with: one per known client, then the pool's (one per free client).
+        units = sorted([(cost, 0) for cost, _, _ in ranked] + [(pool_cost[task], 1)] * min(free, replicas))[:replicas]
+        if len(units) < replicas:  # pragma: no cover - replicas < clients
+            return None
+        on_pool = sum(kind for _, kind in units)
+        node = net.node(supply=replicas, potential=-units[-1][0])
+        for rank, (cost, _, pid) in enumerate(ranked):
+            flow = 1 if rank < replicas - on_pool else 0
+            edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
+            inflow[pid] += flow
+        if free:
+            pooled[owner].append((net.arc(node, pools[owner], 0, min(free, replicas), pool_cost[task], on_pool), task))
+    # A pool reaches every client but its owner through blocks of about sqrt(clients) clients: the clients of the
+    # owner's block directly, every other block through one node (far fewer arcs than a pool-client pair each).
+    side = max(1, isqrt(len(pids)))
+    blocks = [pids[i : i + side] for i in range(0, len(pids), side)]
+    block_of = {pid: b for b, members in enumerate(blocks) for pid in members}
+    unbounded = len(stateful) * replicas
+    block_nodes = [net.node() for _ in blocks]
+    leaves = [
+        {pid: net.arc(block_nodes[b], clients[pid], 0, unbounded, 0, 0) for pid in members}
+        for b, members in enumerate(blocks)
+    ]
+    near: dict[str, dict[str, int]] = {}
+    far: dict[str, dict[int, int]] = {}
+    for owner, pool in pools.items():
+        home = block_of[owner]
+        near[owner] = {pid: net.arc(pool, clients[pid], 0, unbounded, 0, 0) for pid in blocks[home] if pid != owner}
+        far[owner] = {b: net.arc(pool, node, 0, unbounded, 0, 0) for b, node in enumerate(block_nodes) if b != home}
+    if not _standby_windows(net, costs, clients, inflow, active_count, len(stateful) * replicas):
+        return None
+    if not net.solve_in_phases():
+        return None
+    chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
+    for arc, task, pid in edges:
+        if net.flow(arc):
+            chosen[pid].add(task)
+    sent: list[list[TaskId]] = [[] for _ in blocks]  # pooled copies each block's clients must take
+    for owner, members in pooled.items():
+        waiting = [task for arc, task in members for _ in range(net.flow(arc))]
+        direct = {pid: net.flow(arc) for pid, arc in near[owner].items()}
+        onward = {b: net.flow(arc) for b, arc in far[owner].items()}
+        layout = _PooledLayout(costs, weight, pool_cost, held_before, chosen)
+        rest = layout.place(waiting, direct)
+        if any(direct.values()):
+            return None  # a client of the owner's block would be left short
+        for task in rest:
+            block = max(onward, key=onward.__getitem__, default=-1)  # most copies left to take, first on ties
+            if block < 0 or not onward[block]:
+                return None
+            onward[block] -= 1
+            sent[block].append(task)
+    for b, block_clients in enumerate(blocks):
+        slots = {pid: net.flow(leaves[b][pid]) for pid in block_clients}
+        if _PooledLayout(costs, weight, pool_cost, held_before, chosen).place(sent[b], slots):
+            return None
+    return {p: frozenset(t) for p, t in chosen.items()}
+
+
+@dataclass
+class _PooledLayout:
+    """Puts pooled standby copies on clients: each on a client with a slot left that does not hold the task yet and
+    costs no more than the pool, the client with most slots left first (ties by process id order)."""
+
+    costs: ActiveCosts
+    weight: int
+    pool_cost: Mapping[TaskId, int]
+    held_before: Mapping[str, frozenset[TaskId]]
+    chosen: dict[str, set[TaskId]]
+
+    def place(self, copies: list[TaskId], slots: dict[str, int]) -> list[TaskId]:
+        """The copies that found no client (``slots`` counts down)."""
+        rest: list[TaskId] = []
+        for task in copies:
+            best = None
+            for pid, left in slots.items():
+                if not left or task in self.chosen[pid] or (best is not None and left <= slots[best]):
+                    continue
+                price = self.costs.restore(task, pid) * self.weight + (0 if task in self.held_before[pid] else 1)
+                if price <= self.pool_cost[task]:
+                    best = pid
+            if best is None:
+                rest.append(task)
+                continue
+            slots[best] -= 1
+            self.chosen[best].add(task)
+        return rest

@@ -103,3 +103,28 @@ def test_standby_flow_restores_as_little_as_the_milp(case: Case) -> None:
     for task in stateful:
         holders = [p for p, tasks in standbys.items() if task in tasks]
         assert len(holders) == replicas and owners[task] not in holders
+
+
+@given(cases(max_clients=10, max_tasks=80))
+def test_pooled_standby_model_restores_as_little_as_the_milp(case: Case) -> None:
+    """The model for large groups (clients without state pooled, solved in phases) finds the same optimum, or
+    gives up (None) only when its pooled copies cannot be laid out."""
+    costs = active_costs(case)
+    owners = solve_active_target(costs)
+    replicas = min(len(case.group.clients) - 1, case.configs.num_standby_replicas)
+    stateful = [t for t in costs.tasks if t in costs.stateful]
+    if replicas <= 0 or not stateful:
+        return
+    held = {c.process_id: c.previous_standby | c.previous_active for c in case.group.clients}
+    pooled = solve_standby_target(costs, owners, replicas, held, full_model_max_edges=0)
+    expected = standby_objective_by_milp(costs, owners, replicas, held)
+    if expected is None:
+        assert pooled is None
+    if pooled is None or expected is None:
+        return
+    weight = len(stateful) * replicas + 1
+    found = sum(costs.restore(t, p) * weight + (0 if t in held[p] else 1) for p, tasks in pooled.items() for t in tasks)
+    assert found == round(expected)
+    for task in stateful:
+        holders = [p for p, tasks in pooled.items() if task in tasks]
+        assert len(holders) == replicas and owners[task] not in holders
