@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
-from assignor.invariants import validity_violations
+from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.placement import Placement
 from assignor.standby import place_standbys
@@ -66,6 +66,77 @@ def targets_within_moves(
     if costs is None:
         costs = active_costs(group, lags)
     return [_with_standbys(owners, group, configs, costs) for owners in solve_active_targets_within(costs, max_moves)]
+
+
+ENUMERATED_PLACEMENTS_MAX = 4_096  # balanced placements plan_group schedules one by one at most
+ENUMERATION_NODES_MAX = 50_000  # partial placements the enumeration visits before giving up
+
+
+def balanced_placements(
+    group: GroupState, lags: LagIndex, max_moves: int, max_restore: int
+) -> list[dict[TaskId, str]] | None:
+    """Every active placement meeting B1 (actives) and B2 that moves at most ``max_moves`` actives and whose actives
+    owe at most ``max_restore`` offsets, least owed first, then fewest moves, then by owners; None when there are more
+    than ENUMERATED_PLACEMENTS_MAX or finding them visits more than ENUMERATION_NODES_MAX partial placements.
+
+    A depth-first search over tasks in order, cut where the moves, the offsets owed so far plus the least the
+    remaining tasks owe, or a client's count of actives cannot stay within B1. What actives owe is a lower bound of
+    what their target restores (its standbys restore too), which is what lets plan_group stop early.
+    """
+    tasks = sorted(group.all_tasks)
+    pids = sorted(c.process_id for c in group.clients)
+    capacity = {c.process_id: c.capacity for c in group.clients}
+    owners_before = previous_owners(group)
+    all_capacity = sum(capacity.values())
+    # B1: every ratio lies in [L, L + 1] for some L <= the mean ratio, so no client holds more than this.
+    most = {p: (capacity[p] * (len(tasks) + all_capacity)) // all_capacity for p in pids}
+    owed = [{p: lags.owed(p, t) if t in group.stateful_tasks else 0 for p in pids} for t in tasks]
+    moved = [{p: 1 if owners_before.get(t) and p not in owners_before[t] else 0 for p in pids} for t in tasks]
+    least_after = [0] * (len(tasks) + 1)  # least the tasks from index i on owe
+    for i in range(len(tasks) - 1, -1, -1):
+        least_after[i] = least_after[i + 1] + min(owed[i].values(), default=0)
+    found: list[tuple[int, int, tuple[str, ...]]] = []
+    counts = dict.fromkeys(pids, 0)
+    chosen: list[str] = []
+    visited = 0
+
+    def visit(i: int, restore: int, moves: int) -> bool:
+        nonlocal visited
+        visited += 1
+        if visited > ENUMERATION_NODES_MAX:
+            return False
+        if i == len(tasks):
+            found.append((restore, moves, tuple(chosen)))
+            return len(found) <= ENUMERATED_PLACEMENTS_MAX
+        for pid in pids:
+            here, move = restore + owed[i][pid], moves + moved[i][pid]
+            if counts[pid] >= most[pid] or move > max_moves or here + least_after[i + 1] > max_restore:
+                continue
+            counts[pid] += 1
+            chosen.append(pid)
+            going = visit(i + 1, here, move)
+            chosen.pop()
+            counts[pid] -= 1
+            if not going:
+                return False
+        return True
+
+    if not visit(0, 0, 0):
+        return None
+    placements = []
+    for _, _, owners in sorted(found):
+        placement = dict(zip(tasks, owners, strict=True))
+        actives = {p: ClientAssignment(active=frozenset(t for t, o in placement.items() if o == p)) for p in pids}
+        if not balance_violations(GroupAssignment(actives), group, replicas=False):
+            placements.append(placement)
+    return placements
+
+
+def with_standbys(
+    owners: Mapping[TaskId, str], group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts
+) -> GroupAssignment:
+    """The end state with these actives and the standbys the planner places beside them (least restore)."""
+    return _with_standbys(owners, group, configs, costs)
 
 
 def _with_standbys(
