@@ -39,16 +39,20 @@ def brute_force(group: GroupState, configs: AssignmentConfigs, kip441: GroupPlan
     costs = active_costs(group, LagIndex.of(group, configs))
     found = [kip441]
     for owners in itertools.product(pids, repeat=len(tasks)):
-        actives = {p: ClientAssignment(active=frozenset(t for t, o in zip(tasks, owners) if o == p)) for p in pids}
+        placement = dict(zip(tasks, owners, strict=True))
+        actives = {p: ClientAssignment(active=frozenset(t for t, o in placement.items() if o == p)) for p in pids}
         if balance_violations(GroupAssignment(actives), group, replicas=False):
             continue
-        target = with_standbys(dict(zip(tasks, owners, strict=True)), group, configs, costs)
+        target = with_standbys(placement, group, configs, costs)
         if validity_violations(target, group, configs):
             continue
         candidate = plan_towards(target, group, configs)
         if within(candidate, kip441):
             found.append(candidate)
     return found
+
+
+Small = tuple[GroupState, AssignmentConfigs]
 
 
 @st.composite
@@ -70,7 +74,7 @@ def small_groups(draw: st.DrawFn) -> tuple[GroupState, AssignmentConfigs]:
 
 @settings(max_examples=60, deadline=None)
 @given(small_groups())
-def test_the_plan_restores_least_among_targets_within_kip441s_rounds(case: tuple[GroupState, AssignmentConfigs]) -> None:
+def test_the_plan_restores_least_among_targets_within_kip441s_rounds(case: Small) -> None:
     group, configs = case
     settled = settled_assignment(group, configs)
     # The planner only compares with a balanced KIP-441 end state (planner._baseline_target).
