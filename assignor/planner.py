@@ -119,7 +119,9 @@ def plan_group(
         return plan
     kip441 = _BaselineWalk(_Route.to(baseline, group, configs, lags))
     within = baseline == plan.target or kip441.beaten_by(plan)
-    placements = balanced_placements(group, lags, kip441.moves, plan.cost.restore_offsets if within else kip441.restore)
+    standbys = min(len(group.clients) - 1, configs.num_standby_replicas)
+    bound = plan.cost.restore_offsets if within else kip441.restore
+    placements = balanced_placements(group, lags, kip441.moves, bound, standbys)
     if placements is not None:
         return _cheapest_within(restore_rate, costs, kip441, placements, plan if within else kip441.plan(restore_rate))
     if within:
@@ -140,21 +142,24 @@ def _cheapest_within(
     restore_rate: float,
     costs: ActiveCosts,
     kip441: _BaselineWalk,
-    placements: Sequence[Mapping[TaskId, str]],
+    placements: Sequence[tuple[int, int, Mapping[TaskId, str]]],
     incumbent: GroupPlan,
 ) -> GroupPlan:
     """The least-restore plan, then fewest moves, among ``incumbent`` and the targets of ``placements``
-    (balanced_placements: least owed first) whose schedules are never worse than KIP-441's (_BaselineWalk.beaten_by).
+    (balanced_placements: least restore first) whose schedules are never worse than KIP-441's
+    (_BaselineWalk.beaten_by).
 
-    What a placement's actives owe is a lower bound of its target's restore, so the search stops at the first
-    placement owing more than the best plan found restores; a target no cheaper than that is not scheduled.
+    A placement's least restore is a lower bound of its target's, and its moves are the target's: the search stops at
+    the first placement that cannot restore less than the best plan found, and completes (with_standbys) and
+    schedules only those that could beat it.
     """
     group, configs, lags = kip441.route.group, kip441.route.configs, kip441.route.lags
     best = incumbent
-    for owners in placements:
-        owed = sum(lags.owed(pid, task) for task, pid in owners.items() if task in group.stateful_tasks)
-        if owed > best.cost.restore_offsets:
+    for least, moves_at_least, owners in placements:
+        if least > best.cost.restore_offsets:
             break
+        if (least, moves_at_least) >= (best.cost.restore_offsets, best.cost.moves):
+            continue
         target = with_standbys(owners, group, configs, costs)
         if target in (best.target, kip441.route.target) or validity_violations(target, group, configs):
             continue
