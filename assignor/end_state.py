@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.configs import AssignmentConfigs
-from assignor.invariants import validity_violations
+from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.placement import Placement
 from assignor.standby import place_standbys
@@ -72,6 +72,98 @@ def targets_within_moves(
     if costs is None:
         costs = active_costs(group, lags)
     return [_with_standbys(owners, group, configs, costs) for owners in solve_active_targets_within(costs, max_moves)]
+
+
+ENUMERATED_PLACEMENTS_MAX = 4_096  # balanced placements plan_group schedules one by one at most
+ENUMERATION_SPACE_MAX = 8_192  # placements the search may have to look at (product of each task's choices), at most
+ENUMERATION_NODES_MAX = 20_000  # partial placements the enumeration visits before giving up
+
+
+def balanced_placements(
+    group: GroupState, lags: LagIndex, max_moves: int, max_restore: int, standbys: int = 0
+) -> list[tuple[int, int, dict[TaskId, str]]] | None:
+    """(least restore, moves, placement) of every active placement meeting B1 (actives) and B2 that moves at most
+    ``max_moves`` actives and cannot restore less than ``max_restore`` offsets, least first, then fewest moves, then
+    by owners. The least restore counts what the actives owe and, per task, what its ``standbys`` least-owing other
+    clients owe: no target with these actives and that many standbys restores less. None when there are more
+    than ENUMERATED_PLACEMENTS_MAX, the clients each task could go to within ``max_restore`` multiply to more than
+    ENUMERATION_SPACE_MAX (checked first: most groups give up at once), or finding them visits more than
+    ENUMERATION_NODES_MAX partial placements.
+
+    A depth-first search over tasks in order, cut where the moves, the offsets owed so far plus the least the
+    remaining tasks owe at the least, or a client's count of actives cannot stay within B1. The least restore is what
+    lets plan_group stop early.
+    """
+    tasks = sorted(group.all_tasks)
+    pids = sorted(c.process_id for c in group.clients)
+    capacity = {c.process_id: c.capacity for c in group.clients}
+    owners_before = previous_owners(group)
+    all_capacity = sum(capacity.values())
+    # B1: every ratio lies in [L, L + 1] for some L <= the mean ratio, so no client holds more than this.
+    most = {p: (capacity[p] * (len(tasks) + all_capacity)) // all_capacity for p in pids}
+    owed = []
+    for task in tasks:
+        here = {p: lags.owed(p, task) if task in group.stateful_tasks else 0 for p in pids}
+        if task in group.stateful_tasks and standbys:
+            ranked = sorted((o, p) for p, o in here.items())
+            # The task's active on p, and its standbys on the least-owing clients other than p.
+            here = {p: here[p] + sum(o for o, q in [r for r in ranked if r[1] != p][:standbys]) for p in pids}
+        owed.append(here)
+    moved = [{p: 1 if owners_before.get(t) and p not in owners_before[t] else 0 for p in pids} for t in tasks]
+    least_after = [0] * (len(tasks) + 1)  # least the tasks from index i on owe
+    for i in range(len(tasks) - 1, -1, -1):
+        least_after[i] = least_after[i + 1] + min(owed[i].values(), default=0)
+    slack = max_restore - least_after[0]
+    if slack < 0:
+        return []
+    space = 1
+    for i in range(len(tasks)):
+        least = least_after[i] - least_after[i + 1]
+        space *= sum(1 for p in pids if owed[i][p] - least <= slack)
+        if space > ENUMERATION_SPACE_MAX:
+            return None
+    found: list[tuple[int, int, tuple[str, ...]]] = []
+    counts = dict.fromkeys(pids, 0)
+    chosen: list[str] = []
+    visited = 0
+
+    def visit(i: int, restore: int, moves: int) -> bool:
+        nonlocal visited
+        visited += 1
+        if visited > ENUMERATION_NODES_MAX:
+            return False
+        if i == len(tasks):
+            found.append((restore, moves, tuple(chosen)))
+            return len(found) <= ENUMERATED_PLACEMENTS_MAX
+        for pid in pids:
+            here, move = restore + owed[i][pid], moves + moved[i][pid]
+            if counts[pid] >= most[pid] or move > max_moves or here + least_after[i + 1] > max_restore:
+                continue
+            counts[pid] += 1
+            chosen.append(pid)
+            going = visit(i + 1, here, move)
+            chosen.pop()
+            counts[pid] -= 1
+            if not going:
+                return False
+        return True
+
+    if not visit(0, 0, 0):
+        return None
+    placements = []
+    for least, moves, owners in sorted(found):
+        placement = dict(zip(tasks, owners, strict=True))
+        actives = {p: ClientAssignment(active=frozenset(t for t, o in placement.items() if o == p)) for p in pids}
+        if not balance_violations(GroupAssignment(actives), group, replicas=False):
+            placements.append((least, moves, placement))
+    return placements
+
+
+def with_standbys(
+    owners: Mapping[TaskId, str], group: GroupState, configs: AssignmentConfigs, costs: ActiveCosts
+) -> GroupAssignment:
+    """The end state with these actives and the standbys the planner places beside them (least restore)."""
+    return _with_standbys(owners, group, configs, costs)
 
 
 def _with_standbys(

@@ -274,7 +274,9 @@ def restore_lower_bound(group: GroupState, lags: LagIndex, standbys: int, *, bal
         extra.append(empty - cheapest[-1] if cheapest else 0)
     silent = [c for c in group.clients if not c.task_offset_sums.keys() & group.stateful_tasks]
     if balanced and silent and extra and len({c.capacity for c in group.clients}) == 1:
-        # B1 with equal capacities c: a client holds at least (the most any client holds) - c stateful replicas.
-        share = max(0, -(-len(group.stateful_tasks) * copies // clients) - group.clients[0].capacity)
+        # B1 with equal capacities c: counts lie within c of each other, so the R replicas leave the least-loaded
+        # client at least ceil((R - (clients - 1) * c) / clients) of them (the others hold at most c more each).
+        replicas, capacity = len(group.stateful_tasks) * copies, group.clients[0].capacity
+        share = max(0, -(-(replicas - (clients - 1) * capacity) // clients))
         total += sum(heapq.nsmallest(min(share, len(extra)), extra))
     return total

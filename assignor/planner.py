@@ -13,7 +13,15 @@ from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.catch_up import roles_after
 from assignor.configs import AssignmentConfigs
 from assignor.cost import PlanCost
-from assignor.end_state import active_costs, plan_target, previous_owners, targets_within_moves, without_clients
+from assignor.end_state import (
+    active_costs,
+    balanced_placements,
+    plan_target,
+    previous_owners,
+    targets_within_moves,
+    with_standbys,
+    without_clients,
+)
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import Honoring, move_order
@@ -85,11 +93,13 @@ def plan_group(
 ) -> GroupPlan:
     """Plan a group: balanced target, then steps from the live assignment that are each safe (V1-V4, H1, K1).
 
-    The target is plan_target's (least restore, then fewest moves) unless following it would take more
-    moves, warmups, rounds or restore than KIP-441's own end state (groups up to EXACT_MODEL_MAX_TASKS
-    tasks): then the least-restore target within that end state's move count that is never worse in all four
-    (_within_moves), else that end state itself, so a plan is never worse than the baseline. With ``draining``
-    process ids, see drain_target: those processes end with nothing, reached by the same safe steps.
+    The target is plan_target's (least restore, then fewest moves). For groups up to EXACT_MODEL_MAX_TASKS tasks
+    with a balanced KIP-441 end state, the plan is never worse than following that end state in moves, warmups,
+    rounds and restore: among that end state and every balanced placement moving no more actives than it, each
+    completed with the planner's standbys (with_standbys), the least-restore target whose schedule is within all
+    four (_cheapest_within), when balanced_placements can list them; else plan_target's if within, else the first
+    within of a few targets moving no more (_within_moves), else KIP-441's end state. With ``draining`` process
+    ids, see drain_target: those processes end with nothing, reached by the same safe steps.
     """
     if restore_rate is None:  # nothing better known: estimate at the default rate (recorded in the plan)
         restore_rate = DEFAULT_RESTORE_RATE
@@ -102,14 +112,64 @@ def plan_group(
         return route.plan(restore_rate, draining=frozenset(draining))
     costs = active_costs(group, lags)
     plan = _Route.to(plan_target(group, configs, lags, costs), group, configs, lags).plan(restore_rate)
-    if len(group.all_tasks) <= EXACT_MODEL_MAX_TASKS:
-        baseline = _baseline_target(group, configs)
-        if baseline is not None and baseline != plan.target:
-            kip441 = _BaselineWalk(_Route.to(baseline, group, configs, lags))
-            if kip441.beaten_by(plan):
-                return plan
-            return _within_moves(restore_rate, costs, kip441) or kip441.plan(restore_rate)
-    return plan
+    if len(group.all_tasks) > EXACT_MODEL_MAX_TASKS:
+        return plan
+    baseline = _baseline_target(group, configs)
+    if baseline is None:
+        return plan
+    kip441 = _BaselineWalk(_Route.to(baseline, group, configs, lags))
+    within = baseline == plan.target or kip441.beaten_by(plan)
+    standbys = min(len(group.clients) - 1, configs.num_standby_replicas)
+    bound = plan.cost.restore_offsets if within else kip441.restore
+    placements = balanced_placements(group, lags, kip441.moves, bound, standbys)
+    if placements is not None:
+        return _cheapest_within(restore_rate, costs, kip441, placements, plan if within else kip441.plan(restore_rate))
+    if within:
+        return plan
+    return _within_moves(restore_rate, costs, kip441) or kip441.plan(restore_rate)
+
+
+def plan_towards(
+    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, *, restore_rate: float | None = None
+) -> GroupPlan:
+    """The plan that follows the safe steps from the live assignment to ``target`` (a valid end state for the
+    group), and what that costs: how plan_group prices every target it considers."""
+    lags = LagIndex.of(group, configs)
+    return _Route.to(target, group, configs, lags).plan(DEFAULT_RESTORE_RATE if restore_rate is None else restore_rate)
+
+
+def _cheapest_within(
+    restore_rate: float,
+    costs: ActiveCosts,
+    kip441: _BaselineWalk,
+    placements: Sequence[tuple[int, int, Mapping[TaskId, str]]],
+    incumbent: GroupPlan,
+) -> GroupPlan:
+    """The least-restore plan, then fewest moves, among ``incumbent`` and the targets of ``placements``
+    (balanced_placements: least restore first) whose schedules are never worse than KIP-441's
+    (_BaselineWalk.beaten_by).
+
+    A placement's least restore is a lower bound of its target's, and its moves are the target's: the search stops at
+    the first placement that cannot restore less than the best plan found, and completes (with_standbys) and
+    schedules only those that could beat it.
+    """
+    group, configs, lags = kip441.route.group, kip441.route.configs, kip441.route.lags
+    best = incumbent
+    for least, moves_at_least, owners in placements:
+        if least > best.cost.restore_offsets:
+            break
+        if (least, moves_at_least) >= (best.cost.restore_offsets, best.cost.moves):
+            continue
+        target = with_standbys(owners, group, configs, costs)
+        if target in (best.target, kip441.route.target) or validity_violations(target, group, configs):
+            continue
+        restore, moves = _cost(target, group, lags)
+        if (restore, moves) >= (best.cost.restore_offsets, best.cost.moves):
+            continue
+        candidate = _Route.to(target, group, configs, lags).plan(restore_rate)
+        if kip441.beaten_by(candidate):
+            best = candidate
+    return best
 
 
 def _within_moves(restore_rate: float, costs: ActiveCosts, kip441: _BaselineWalk) -> GroupPlan | None:

@@ -12,7 +12,8 @@ there is our broker-side assignor following a plan that names the fourth instanc
 bench with the planner core: the pipeline reads a streams group from the broker, which knows no member before it
 joins), its later steps triggered as `observe` triggers them (`streams_steps.decide_step`, every 5 s); `kafka` is the
 broker's own `sticky`. One JSON line per protocol and mode (`protocol`, `mode`, `restored_records`, `converged_s`,
-`rebalances`, `actives_started_behind`: active restorations of more than the acceptable lag), then a table.
+`rebalances`, `actives_started_behind`: active restorations of more than the acceptable lag, `restore_lower_bound`:
+the least any balanced assignment of the scale-out restores, scale_out_lower_bound), then a table.
 Rebalances are the generations the clients joined on `classic`, the group epochs the broker went through on
 `streams` (each an assignment it computed: the join, and each step triggered).
 
@@ -27,7 +28,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
+from assignor.lags import LagIndex, restore_lower_bound
 from assignor.protocol.plan_keys import PlanSigner
 from assignor.protocol.plans import ApprovedPlan, read_record
 from assignor.runtime.kafka_io import read_latest_by_key
@@ -302,6 +304,23 @@ def run_streams(mode: str, partitions: int, records: int, console: Console) -> d
             return result
 
 
+def scale_out_lower_bound(stateful: Collection[str], records: int, running: int, configs: AssignmentConfigs) -> int:
+    """The least any balanced assignment restores when an instance without state joins ``running`` instances caught
+    up on the tasks they run (GroupPlan.restore_lower_bound of that group), ``records`` spread evenly over the
+    changelogs as streams_plan assumes; in offsets, the measure restored records are compared with."""
+    tasks = sorted(TaskId.parse(t) for t in stateful)
+    pids = [f"i{n}" for n in range(1, running + 2)]
+    held: dict[str, set[TaskId]] = {p: set() for p in pids[:-1]}
+    for i, task in enumerate(tasks):
+        held[pids[i % running]].add(task)
+    clients = [
+        ClientState(p, previous_active=frozenset(ts), task_offset_sums=dict.fromkeys(ts, -2)) for p, ts in held.items()
+    ]
+    per_task = max(1, records // max(1, len(tasks)))
+    group = GroupState([*clients, ClientState(pids[-1])], frozenset(tasks), frozenset(), dict.fromkeys(tasks, per_task))
+    return restore_lower_bound(group, LagIndex.of(group, configs), configs.num_standby_replicas)
+
+
 def measured(
     fleet: StreamsFleet, protocol: str, mode: str, partitions: int, started: int, before: int,
     configs: AssignmentConfigs, config: StreamsFleetConfig, probing_s: int | None = None,
@@ -324,6 +343,9 @@ def measured(
         "restored_active_records": active,
         "restored_standby_records": standby,
         "restored_records": active + standby,
+        "restore_lower_bound": scale_out_lower_bound(
+            fleet.config.stateful_tasks, fleet.changelog_records(), len(members) - 1, configs
+        ),
         "rebalances": rebalances(members, before) if rebalance_count is None else rebalance_count,
         "actives_started_behind": started_behind(fleet, started, configs.acceptable_recovery_lag),
         "handovers": handovers(members, started),
@@ -387,9 +409,12 @@ def main() -> None:
         caption="classic plan: plugin + pipeline plan, probing 10 s; classic kafka: Kafka's assignor, probing at its "
         "60 s floor; streams plan: our broker assignor + a plan, steps every 5 s; streams kafka: the broker's sticky. "
         "restored = into active stores + into standby/warmup stores; behind = actives that restored more than the "
-        "acceptable lag",
+        "acceptable lag; vs bound = restored over the least any balanced assignment restores "
+        "(GroupPlan.restore_lower_bound)",
     )
-    columns = ("protocol", "mode", "probing s", "converged s", "restored active", "restored standby", "restored")
+    columns = (
+        "protocol", "mode", "probing s", "converged s", "restored active", "restored standby", "restored", "vs bound",
+    )  # fmt: skip
     for column in (*columns, "rebalances", "behind", "hand-overs", "max pause s"):
         table.add_column(column, justify="right")
     for row in rows:
@@ -401,6 +426,7 @@ def main() -> None:
             f"{row['restored_active_records']:,}",
             f"{row['restored_standby_records']:,}",
             f"{row['restored_records']:,}",
+            f"{row['restored_records'] / row['restore_lower_bound']:.2f}×" if row["restore_lower_bound"] else "-",
             str(row["rebalances"]),
             str(row["actives_started_behind"]),
             str(row["handovers"]),

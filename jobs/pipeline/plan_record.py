@@ -132,6 +132,7 @@ def plan_record(
         status=PlanStatus.NOOP if is_noop(plan, group) else PlanStatus.PENDING,
         max_load_skew_before=plan.max_load_skew_before,
         max_load_skew_after=plan.max_load_skew_after,
+        restore_lower_bound=plan.restore_lower_bound,
         restore_rate=float(plan.restore_rate),
         restore_rate_source=str(rate_source),
         move_order=[str(t) for t in plan.move_order] or None,

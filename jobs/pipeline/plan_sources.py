@@ -92,6 +92,7 @@ def with_source_facts(
     )
     missing_count = sf.coalesce(sf.col("missing_offset_sums"), sf.lit(0)).cast("int")
     restore = sf.col("restore_offsets") - sf.coalesce(sf.col("unpriced"), sf.lit(0))
+    bound = sf.col("restore_lower_bound")
     return (
         plans.join(source_ages(reports, earlier), _GROUP, "left")
         .join(counts, _GROUP, "left")
@@ -99,5 +100,7 @@ def with_source_facts(
         .withColumn("missing_offset_sums", missing_count)
         .withColumn("incomplete_offsets", missing_count > 0)
         .withColumn("restore_offsets", sf.when(restore.isNotNull(), sf.greatest(restore, sf.lit(0))).cast("bigint"))
+        # The planner's bound priced missing replicas as full restores too: kept at most the figure left.
+        .withColumn("restore_lower_bound", sf.when(bound.isNotNull(), sf.least(bound, sf.col("restore_offsets"))))
         .drop("unpriced")
     )

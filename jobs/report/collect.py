@@ -113,9 +113,11 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     # Plans rows written before the settings columns existed change nothing.
     changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     assumed = [c for c in ASSUMED if c in plans.columns]
+    bound = ["restore_lower_bound"] if "restore_lower_bound" in plans.columns else []  # older rows have none
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
         "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes, *assumed,
+        *bound,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, PlanCost]] = {}
@@ -155,6 +157,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             risk=risks.get(r["plan_id"]),
             published_at=_int(r["published_at"]),
             realized_at=_int(r["realized_at"]),
+            restore_lower_bound=_int(r["restore_lower_bound"]) if bound else None,
         )
         for r in chosen
     ]

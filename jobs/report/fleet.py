@@ -82,6 +82,12 @@ def summarize(snapshot_id: str, rows: Sequence[GroupRow]) -> Fleet:
         comparisons.append(
             MetricComparison(metric, label, headline, aggregate([plan_value(r) for r in rows]), tuple(sides))
         )
+    bounded = [r for r in rows if r.plan is not None and r.restore_vs_bound is not None]
+    restore_and_bound = (
+        (sum(r.plan.restore_offsets for r in bounded if r.plan), sum(r.restore_lower_bound or 0 for r in bounded))
+        if bounded
+        else None
+    )
     tonight = [r for r in rows if r.status in TONIGHT]
     by_status = sorted(Counter(r.status for r in rows).items(), key=lambda kv: (-kv[1], kv[0]))
     return Fleet(
@@ -93,6 +99,7 @@ def summarize(snapshot_id: str, rows: Sequence[GroupRow]) -> Fleet:
         comparisons=tuple(comparisons),
         coverage=coverage,
         top=tuple(sorted(rows, key=importance)[:TOP]),
+        restore_and_bound=restore_and_bound,
     )
 
 

@@ -107,6 +107,27 @@ class GroupRow:
     risk: GroupRisk | None = None  # what could go wrong and what the estimate assumes (None: not read)
     published_at: int | None = None  # epoch ms
     realized_at: int | None = None  # epoch ms: when observe first saw the group run the target (an upper bound)
+    restore_lower_bound: int | None = None  # what any assignment with the group's standbys must restore (None: unknown)
+
+    @property
+    def restore_vs_bound(self) -> float | None:
+        """The plan's restore over its lower bound (1.0: nothing to gain); None when either is unknown, the restore
+        is itself a lower bound (missing offset sums), or the bound is 0 while the plan restores something."""
+        if self.plan is None or self.restore_lower_bound is None or self.missing_offset_sums:
+            return None
+        if self.restore_lower_bound == 0:
+            return 1.0 if self.plan.restore_offsets == 0 else None
+        return self.plan.restore_offsets / self.restore_lower_bound
+
+    @property
+    def bound_figure(self) -> str:
+        """``1.08×``; ``above 0`` when the bound is 0 and the plan restores; ``-`` when unknown."""
+        ratio = self.restore_vs_bound
+        if ratio is not None:
+            return f"{ratio:.2f}×"
+        if self.plan is not None and self.restore_lower_bound == 0 and not self.missing_offset_sums:
+            return "above 0"
+        return count(None)
 
     @property
     def took_at_most_s(self) -> float | None:
@@ -300,6 +321,15 @@ class Fleet:
     comparisons: tuple[MetricComparison, ...]
     coverage: Mapping[Assignor, int]
     top: tuple[GroupRow, ...]  # the groups that matter most: most restore, then longest, then most moves
+    # (plans' restore, their lower bounds) summed over the groups whose both figures are known (restore_vs_bound)
+    restore_and_bound: tuple[int, int] | None = None
+
+    @property
+    def restore_vs_bound(self) -> float | None:
+        """Fleet-wide restore over its lower bound; None when no group has both or every bound is 0."""
+        if self.restore_and_bound is None or self.restore_and_bound[1] == 0:
+            return None
+        return self.restore_and_bound[0] / self.restore_and_bound[1]
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,9 @@ def test_report_only_plans_flag_missing_offset_sums_carry_their_age_and_are_held
     assert plans["runtime-app"]["restore_offsets"] == BIG_END
     assert (plans["runtime-app"]["missing_offset_sums"], plans["runtime-app"]["incomplete_offsets"]) == (0, False)
     assert plans["runtime-app"]["source_age_ms"] == 60_000
+    # The lower bound priced the missing sums as full restores too: capped at the restore left, never above it.
+    assert plans["legacy"]["restore_lower_bound"] == 0
+    assert all(0 <= int(str(p["restore_lower_bound"])) <= int(str(p["restore_offsets"])) for p in plans.values())
     assert plans["legacy"]["source_age_ms"] == 0  # first seen now: no older snapshot says how old it is
 
     # Validation flags the missing offset sums and does not reject the plan for them.

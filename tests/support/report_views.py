@@ -3,6 +3,8 @@ and the report served inside Airflow)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from assignor.cost import PlanCost
 from jobs.report.detail import placements, schedule
 from jobs.report.fleet import importance, summarize
@@ -15,7 +17,8 @@ HOSTILE = "<script>alert(1)</script>|*g*"
 def row(i: int, status: str = "VALIDATED", kip: bool = True, group: str | None = None) -> GroupRow:
     plan = PlanCost(moves=i, warmups=i, rounds=i + 1, restore_offsets=1_000 * i, estimated_seconds=60.0 * i)
     baselines = {Assignor.KIP441: PlanCost(i + 2, i + 3, i + 2, 3_000 * i + 500, 120.0 * i)} if kip else {}
-    return GroupRow(f"s/g{i}", group or f"g{i}", status, None, plan, baselines, 0.5, 0.0, 7, 7)
+    built = GroupRow(f"s/g{i}", group or f"g{i}", status, None, plan, baselines, 0.5, 0.0, 7, 7)
+    return replace(built, restore_lower_bound=800 * i)
 
 
 def report(rows: list[GroupRow]) -> Report:

@@ -50,3 +50,11 @@ def test_planned_rows_become_arrow_column_by_column_with_each_groups_steps(spark
     assert {k: v for k, v in rows[0].items() if k != "assignments"} == {
         k: v for k, v in good.items() if k != "assignments"
     }
+
+
+def test_the_plans_row_carries_the_restore_lower_bound() -> None:
+    # p2 has no state and B1 gives it one of p1's two tasks: a whole 100,000-offset changelog at the least.
+    record = plan_record(_group("g1", 100_000), AssignmentConfigs(), None, 1)
+    assert record["restore_lower_bound"] == 100_000 == record["restore_offsets"]
+    rejected = plan_record(_group("g2", 100).assign(task_id="nonsense"), AssignmentConfigs(), None, 1)
+    assert rejected["restore_lower_bound"] is None

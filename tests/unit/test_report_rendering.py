@@ -65,6 +65,24 @@ def test_summary_compares_with_kip441_on_the_groups_it_covers_and_says_when_not_
     assert fleet.tonight == 3 and dict(fleet.by_status) == {"VALIDATED": 3, "NOOP": 1}
 
 
+def test_restore_is_shown_against_its_lower_bound_per_group_and_fleet_wide() -> None:
+    rows = [row(1), row(2), row(0, "NOOP")]
+    # A bound of 0 under a plan that restores, and a restore that is itself a lower bound, give no ratio.
+    unbounded = replace(row(3, group="zero-bound"), restore_lower_bound=0)
+    incomplete = replace(row(4, group="incomplete"), missing_offset_sums=2)
+    unknown = replace(row(5, group="before-the-column"), restore_lower_bound=None)
+    assert [r.restore_vs_bound for r in rows] == [1_000 / 800, 2_000 / 1_600, 1.0]
+    assert [r.restore_vs_bound for r in (unbounded, incomplete, unknown)] == [None, None, None]
+    assert (rows[0].bound_figure, unbounded.bound_figure, incomplete.bound_figure) == ("1.25×", "above 0", "-")
+    fleet = summarize("s", [*rows, unbounded, incomplete, unknown])
+    assert fleet.restore_and_bound == (3_000, 2_400) and fleet.restore_vs_bound == 1.25
+    page = render_report(report([*rows, unbounded, incomplete, unknown]))
+    assert "The plans restore 1.25× the least any balanced" in page
+    assert 'data-value="1.25" title="lower bound 800 offsets">1.25×<' in page
+    assert summarize("s", [unknown]).restore_vs_bound is None
+    assert 'data-testid="restore-vs-bound"' not in render_report(report([unknown]))
+
+
 def test_report_page_is_self_contained_escaped_and_accessible() -> None:
     page = render_report(report([row(1), row(2), row(3, group=HOSTILE), row(0, "NOOP", kip=False)]))
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -1,0 +1,96 @@
+"""plan_group against brute force on small groups: never more rounds (nor moves, warmups, restore) than following
+KIP-441's end state, and the least restore among the targets that keep within those.
+
+The target space, the same definition the planner searches (planner.plan_group, end_state.balanced_placements):
+KIP-441's end state (high_availability.settled_assignment), and every map of the group's tasks to its clients whose
+actives meet B1 and B2 (invariants.balance_violations with replicas=False) and that moves no more actives than
+KIP-441's end state, each completed with the planner's standbys (end_state.with_standbys). A target keeps within
+KIP-441 when the schedule to it (planner.plan_towards) needs no more moves, warmups, rounds and restore than the
+schedule to KIP-441's end state. Here every map is enumerated (itertools.product), each target scheduled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, GroupState, plan_group
+from assignor.end_state import active_costs, balanced_placements, with_standbys
+from assignor.high_availability import settled_assignment
+from assignor.invariants import balance_violations, validity_violations
+from assignor.lags import LagIndex
+from assignor.planner import GroupPlan, plan_towards
+from tests.support.strategies import build_group
+
+METRICS = ("moves", "warmups", "rounds", "restore_offsets")
+
+
+def within(plan: GroupPlan, kip441: GroupPlan) -> bool:
+    return all(getattr(plan.cost, m) <= getattr(kip441.cost, m) for m in METRICS)
+
+
+def brute_force(group: GroupState, configs: AssignmentConfigs, kip441: GroupPlan) -> list[GroupPlan]:
+    """The schedule to every target of the space that keeps within KIP-441's figures, KIP-441's own first."""
+    tasks = sorted(group.all_tasks)
+    pids = sorted(c.process_id for c in group.clients)
+    costs = active_costs(group, LagIndex.of(group, configs))
+    found = [kip441]
+    for owners in itertools.product(pids, repeat=len(tasks)):
+        placement = dict(zip(tasks, owners, strict=True))
+        actives = {p: ClientAssignment(active=frozenset(t for t, o in placement.items() if o == p)) for p in pids}
+        if balance_violations(GroupAssignment(actives), group, replicas=False):
+            continue
+        target = with_standbys(placement, group, configs, costs)
+        if validity_violations(target, group, configs):
+            continue
+        candidate = plan_towards(target, group, configs)
+        if within(candidate, kip441):
+            found.append(candidate)
+    return found
+
+
+Small = tuple[GroupState, AssignmentConfigs]
+
+
+@st.composite
+def small_groups(draw: st.DrawFn) -> tuple[GroupState, AssignmentConfigs]:
+    """Up to 6 tasks on up to 3 clients, with standbys and a small warmup budget (so rounds differ)."""
+    n_clients = draw(st.integers(2, 3))
+    n_subs = draw(st.integers(1, 2))
+    partitions = draw(st.lists(st.integers(1, 6 // n_subs), min_size=n_subs, max_size=n_subs))
+    stateful = draw(st.lists(st.booleans(), min_size=n_subs, max_size=n_subs).filter(any))
+    configs = AssignmentConfigs(
+        acceptable_recovery_lag=draw(st.sampled_from((0, 10_000))),
+        num_standby_replicas=draw(st.integers(0, 1)),
+        max_warmup_replicas=draw(st.integers(1, 2)),
+    )
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    group = build_group(rng, n_clients, partitions, stateful, equal_capacity=draw(st.booleans()))
+    return group, configs
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_groups())
+def test_the_plan_restores_least_among_targets_within_kip441s_rounds(case: Small) -> None:
+    group, configs = case
+    settled = settled_assignment(group, configs)
+    # The planner only compares with a balanced KIP-441 end state (planner._baseline_target).
+    assume(not validity_violations(settled, group, configs))
+    assume(not balance_violations(settled, group, replicas=False))
+    kip441 = plan_towards(settled, group, configs)
+    plan = plan_group(group, configs)
+    assert plan.cost.rounds <= kip441.cost.rounds
+    assert within(plan, kip441)
+    assert plan.cost.restore_offsets == min(p.cost.restore_offsets for p in brute_force(group, configs, kip441))
+
+
+def test_small_groups_are_searched_whole() -> None:
+    # The property above holds for the planner's whole search only when it can list every placement: 3 ** 6.
+    rng = random.Random(3)
+    group = build_group(rng, 3, [3, 3], [True, True])
+    lags = LagIndex.of(group, AssignmentConfigs())
+    placements = balanced_placements(group, lags, max_moves=6, max_restore=10**12)
+    assert placements is not None and len(placements) > 0
