@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
-from deltalake.schema import ArrayType, Field, MapType, PrimitiveType
+from deltalake.schema import ArrayType, Field, MapType, PrimitiveType, Schema
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
@@ -212,8 +212,10 @@ class Lake:
         schema = table_schema(name)
         if not self.exists(name):
             self.root.mkdir(parents=True, exist_ok=True)
-            empty = self.spark.createDataFrame([], schema=schema.ddl)
-            empty.write.format("delta").mode("append").save(str(self.path(name)))
+            # delta-rs writes the first commit (protocol and schema, no files) itself: what the engine's empty
+            # append wrote, without a Spark job (seconds each on Apache Spark, for every table a lake starts with).
+            fields = [Field(c.name, delta_type(c.type), nullable=True) for c in schema.columns]  # DDL: all nullable
+            DeltaTable.create(str(self.path(name)), Schema(fields), mode="ignore")
             log.info("created table %s", self.path(name))
         table = DeltaTable(str(self.path(name)))
         self._migrate(table, name, schema)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -126,6 +127,13 @@ class LocalSparkConnect:
         return self.remote
 
     def _serves(self) -> bool:
+        # A client asked before the port is open retries inside itself with a backoff growing to a minute a try
+        # (pyspark's DefaultPolicy): the first query then waited up to 90 s past the server's start. A plain
+        # connect answers at once.
+        try:
+            socket.create_connection((self.host, self.port), timeout=1.0).close()
+        except OSError:
+            return False
         try:
             session = SparkSession.builder.remote(self.remote).create()
             try:

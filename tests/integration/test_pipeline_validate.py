@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -55,11 +56,33 @@ def planned_lake(
     return lake, {r["group_id"]: r["plan_id"] for r in lake.read("plans", "s1").collect()}
 
 
-def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(
-        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
-    )
-    lake, plans = planned_lake(spark, settings.lake_root, settings)
+def one_standby(root: Path) -> Settings:
+    return Settings(lake_root=root, kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1)
+
+
+@pytest.fixture(scope="module")
+def planned_once(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The four groups planned with one standby, once per engine (a planning is most of a test's time on Apache
+    Spark); each test tampers with its own copy. (lake root, group_id -> plan_id)."""
+    root = tmp_path_factory.mktemp("planned") / "lake"
+    _, plans = planned_lake(spark, root, one_standby(root))
+    return root, plans
+
+
+def copy_of(
+    spark: SparkSession, planned: tuple[Path, dict[str, str]], tmp_path: Path
+) -> tuple[Settings, Lake, dict[str, str]]:
+    """A test's own copy of the planned lake (Delta logs name their files relative to the table: a copy is whole)."""
+    root, plans = planned
+    settings = one_standby(tmp_path / "lake")
+    shutil.copytree(root, settings.lake_root, ignore=shutil.ignore_patterns(Lake.STAGING))
+    return settings, Lake(spark, settings.lake_root), dict(plans)
+
+
+def test_broken_plans_are_rejected_with_the_expectation_named(
+    spark: SparkSession, planned_once: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    settings, lake, plans = copy_of(spark, planned_once, tmp_path)
     step1 = lake.read("plan_assignments", "s1").where(sf.col("step") == 1).collect()
 
     def held(plan_id: str) -> dict[str, set[str]]:
@@ -103,11 +126,10 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
     assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")
 
 
-def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
-    settings = Settings(
-        lake_root=tmp_path / "lake", kip441_overrides=Kip441Overrides.fleet(num_standby_replicas=1), planner_processes=1
-    )
-    lake, plans = planned_lake(spark, settings.lake_root, settings)
+def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(
+    spark: SparkSession, planned_once: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    settings, lake, plans = copy_of(spark, planned_once, tmp_path)
     assignments = DeltaTable(str(lake.path("plan_assignments")))
     rows = lake.read("plan_assignments", "s1").collect()
     caught_up = {

@@ -1,6 +1,8 @@
 """The planning DAG under `airflow standalone` (scheduler, dag-processor, api-server): an unanswered approval times
 out and rejects every plan; a person approves in the Airflow UI with headless Chromium and the plans are published;
 a person decides on the decision page (filter, tick, confirm), an unknown group is refused before Airflow is answered.
+The rebalance_reports plugin serves reports and Data Docs to logged-in people only (on the same standalone: one
+Airflow start for the module, ~40 s, instead of one more in a module of its own).
 
 Screenshots at 1,600 x 1,000 go to var/test-artifacts/ (decide-*.png, airflow-*.png)."""
 
@@ -13,15 +15,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from jobs.local.airflow import LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, TIMEOUT_USER
-from jobs.report.links import decide_url
+from jobs.report.links import data_docs_url, decide_url, report_url
+from jobs.report.render import render_report
 from tests.support.airflow_harness import DAG_ID, plan_rows, published_plans, rbp_env, seed_groups, snapshot_of
 from tests.support.kafka_isolation import isolated
+from tests.support.report_views import report, row
 
 REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
@@ -46,6 +51,47 @@ def chromium() -> str:
     path = shutil.which("chromium")
     assert path, "Debian's chromium is needed for the browser test: `make test` installs it (apt-get install chromium)"
     return path
+
+
+def test_reports_are_served_inside_airflow_to_logged_in_people_only(
+    standalone: tuple[LocalAirflow, EmbeddedBroker, Path],
+) -> None:
+    # First in the module: the Data Docs written here are the DAG runs' own once the next tests have run.
+    airflow, _, lake = standalone
+    home = lake.parent  # the Airflow home: the reports and Data Docs sit beside the lake, airflow.cfg in it
+    (home / "reports").mkdir(exist_ok=True)
+    (home / "reports" / "s.html").write_text(render_report(report([row(1), row(2)])), encoding="utf-8")
+    (home / "data_docs").mkdir(exist_ok=True)
+    (home / "data_docs" / "index.html").write_text("<h1>Data Docs of the suites</h1>", encoding="utf-8")
+    url = report_url(airflow.url, "s")
+    assert httpx.get(url, timeout=30).status_code == 401  # no session, no report
+    assert httpx.get(data_docs_url(airflow.url), timeout=30).status_code == 401  # nor the Data Docs
+    served = httpx.get(url, headers={"Authorization": f"Bearer {airflow.token()}"}, timeout=30)
+    assert served.status_code == 200 and "Rebalance plans — snapshot" in served.text
+    assert (home / "airflow.cfg").is_file()  # what the path below reaches for, outside the reports directory
+    outside = httpx.get(
+        f"{airflow.url}/rebalance/reports/..%2Fairflow.cfg",
+        headers={"Authorization": f"Bearer {airflow.token()}"},
+        timeout=30,
+    )
+    assert outside.status_code == 404  # only the reports directory's own files
+    plugins = airflow.api("GET", "/plugins")["plugins"]
+    assert any(p["name"] == "rebalance_reports" for p in plugins)
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            _login(page, airflow)
+            page.goto(f"{airflow.url}/rebalance/reports/")  # the UI's session cookie is enough
+            page.get_by_role("link", name="snapshot s").click()
+            page.get_by_role("heading", name="The fleet").wait_for()
+            page.screenshot(path=str(ARTIFACTS / "report-in-airflow.png"))
+            page.goto(data_docs_url(airflow.url))
+            page.get_by_role("heading", name="Data Docs of the suites").wait_for()
+        finally:
+            browser.close()
 
 
 def test_an_unanswered_approval_times_out_and_rejects_every_plan(
