@@ -9,6 +9,7 @@ Screenshots at 1,600 x 1,000 go to var/test-artifacts/ (decide-*.png, airflow-*.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import psutil
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
@@ -51,6 +53,28 @@ def chromium() -> str:
     path = shutil.which("chromium")
     assert path, "Debian's chromium is needed for the browser test: `make test` installs it (apt-get install chromium)"
     return path
+
+
+def listening(pgid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket listened on by a process of the process group."""
+    found = set()
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) != pgid:
+                continue
+            found |= {(c.laddr.ip, c.laddr.port) for c in process.net_connections("tcp") if c.status == "LISTEN"}
+        except (psutil.Error, ProcessLookupError):
+            continue  # exited meanwhile
+    return found
+
+
+def test_every_local_airflow_listener_is_on_loopback(standalone: tuple[LocalAirflow, EmbeddedBroker, Path]) -> None:
+    airflow = standalone[0]
+    assert airflow.process is not None
+    sockets = listening(os.getpgid(airflow.process.pid))
+    assert ("127.0.0.1", airflow.port) in sockets, sockets
+    # No log server (8793/8794 by default, every interface) and nothing else on a non-loopback address.
+    assert {address for address, _ in sockets} == {"127.0.0.1"}, sockets
 
 
 def test_reports_are_served_inside_airflow_to_logged_in_people_only(
