@@ -15,6 +15,7 @@ from typing import Any
 import great_expectations as gx
 from great_expectations.checkpoint.checkpoint import Checkpoint
 from great_expectations.core.expectation_suite import ExpectationSuite
+from great_expectations.core.run_identifier import RunIdentifier
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 from pyspark.sql import DataFrame
@@ -120,9 +121,11 @@ class PlanValidator:
                 )
             )
 
-    def run(self, suite: Suite, frame: DataFrame) -> list[ExpectationOutcome]:
-        """Validate one dataset; every expectation's failing rows are attributed to their plan_id."""
-        result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame})
+    def run(self, suite: Suite, frame: DataFrame, run_name: str | None = None) -> list[ExpectationOutcome]:
+        """Validate one dataset (the Data Docs name the run ``run_name``, the snapshot id); every expectation's failing
+        rows are attributed to their plan_id."""
+        run_id = RunIdentifier(run_name=run_name) if run_name else None
+        result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame}, run_id=run_id)
         self._unrendered.extend(result.run_results)
         outcomes = []
         for run in result.run_results.values():
@@ -223,7 +226,7 @@ class _Validation:
             log.info("validate %s: %s, %d pending plans", snapshot_id, bucket, len(plans))
             outcomes: list[ExpectationOutcome] = []
             for suite in self.suites:
-                outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
+                outcomes.extend(self.validator.run(suite, frames[suite.dataset], snapshot_id))
             self.validator.build_docs()
             # Read before the staging goes: a rejection names the setting changed without an override.
             unexplained = {
