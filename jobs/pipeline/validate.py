@@ -126,6 +126,12 @@ class PlanValidator:
         rows are attributed to their plan_id."""
         run_id = RunIdentifier(run_name=run_name) if run_name else None
         result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame}, run_id=run_id)
+        for key, run in result.run_results.items():
+            # A Spark dataframe batch's spec has no asset name, so the Data Docs would say "Data asset: None".
+            spec = run.meta.get("batch_spec")
+            if isinstance(spec, dict) and not spec.get("data_asset_name"):
+                spec["data_asset_name"] = suite.dataset
+                self.context.validation_results_store.set(key, run)
         self._unrendered.extend(result.run_results)
         outcomes = []
         for run in result.run_results.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -105,6 +106,9 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
     pages = list((settings.data_docs / "validations").rglob("*.html"))
     assert pages and all("__none__" not in p.as_posix() for p in pages)
     assert all("/s1/" in p.as_posix() for p in pages)
+    text = pages[0].read_text(encoding="utf-8")
+    assert re.search(r"Run Name</div></td><td[^>]*><div[^>]*>s1<", text)
+    assert "Data asset: None" not in text and re.search(r"Data asset: \w+", text)
 
 
 def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
