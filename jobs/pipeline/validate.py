@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import time
 from collections import Counter
@@ -83,6 +84,13 @@ class ExpectationOutcome:
     advisory: bool = False  # meta.advisory: a failure flags the plan (reason, approval page), never rejects it
 
 
+# GX links its styles and scripts from CDNs; served beside the approval API they are third-party code on its origin
+# (and the CSP blocks them). Dropped until local copies are served: the pages stay readable, unstyled.
+_THIRD_PARTY_ASSET = re.compile(
+    r"<script\b[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>|<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>", re.I
+)
+
+
 class PlanValidator:
     """An ephemeral GX context with the suites registered and a Data Docs site at ``docs_dir``; ``run`` validates,
     ``build_docs`` renders what was validated since the last build."""
@@ -151,6 +159,11 @@ class PlanValidator:
             return
         suites = [ExpectationSuiteIdentifier(name=name) for name in self.checkpoints]
         self.context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=[*self._unrendered, *suites])
+        for html in self.docs_index.parent.rglob("*.html"):
+            text = html.read_text(encoding="utf-8")
+            local = _THIRD_PARTY_ASSET.sub("", text)
+            if local != text:
+                html.write_text(local, encoding="utf-8")
         self._unrendered = []
 
 

@@ -107,6 +107,9 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
     assert pages and all("__none__" not in p.as_posix() for p in pages)
     assert all("/s1/" in p.as_posix() for p in pages)
     text = pages[0].read_text(encoding="utf-8")
+    for page in [docs, *pages]:  # no third-party script or stylesheet left in any generated page
+        html = page.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]*src=\"https?://|<link[^>]*href=\"https?://", html), page
     assert re.search(r"Run Name</div></td><td[^>]*><div[^>]*>s1<", text)
     assert "Data asset: None" not in text and re.search(r"Data asset: \w+", text)
 
