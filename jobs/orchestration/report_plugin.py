@@ -38,6 +38,17 @@ def _authenticated() -> list[object]:
     return [Depends(requires_authenticated())]
 
 
+# The Data Docs share the approval API's origin: nothing but this origin may run script, load styles or be framed.
+# GX's pages carry inline <script> and style attributes, hence 'unsafe-inline' for those two only (no eval, no
+# other origin); the CDN assets GX links are blocked until they are served locally (not done yet, see operations.md).
+DATA_DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'self'"
+)
+DATA_DOCS_HEADERS = {"Content-Security-Policy": DATA_DOCS_CSP, "X-Content-Type-Options": "nosniff"}
+
+
 def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | None = None) -> FastAPI:
     """The reports (an index, newest first, and each file) and the Data Docs, read from disk on each request."""
     app = FastAPI(title="Rebalance reports", dependencies=dependencies or [])  # type: ignore[arg-type]
@@ -66,7 +77,7 @@ def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | Non
             target = target / "index.html"
         if not target.is_relative_to(root) or not target.is_file():
             raise HTTPException(status_code=404, detail=f"no {path!r} in the Data Docs")
-        return FileResponse(target)
+        return FileResponse(target, headers=DATA_DOCS_HEADERS)
 
     decide_routes(app, reports)
     return app

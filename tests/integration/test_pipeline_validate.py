@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -101,6 +102,16 @@ def test_broken_plans_are_rejected_with_the_expectation_named(spark: SparkSessio
     assert all(ok for (plan, _), (ok, _) in results.items() if plan == plans["g3"])
     docs = settings.data_docs / "index.html"
     assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")
+    # Each validation page is named after the snapshot it validated, not GX's "__none__".
+    pages = list((settings.data_docs / "validations").rglob("*.html"))
+    assert pages and all("__none__" not in p.as_posix() for p in pages)
+    assert all("/s1/" in p.as_posix() for p in pages)
+    text = pages[0].read_text(encoding="utf-8")
+    for page in [docs, *pages]:  # no third-party script or stylesheet left in any generated page
+        html = page.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]*src=\"https?://|<link[^>]*href=\"https?://", html), page
+    assert re.search(r"Run Name</div></td><td[^>]*><div[^>]*>s1<", text)
+    assert "Data asset: None" not in text and re.search(r"Data asset: \w+", text)
 
 
 def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
