@@ -38,12 +38,13 @@ def _authenticated() -> list[object]:
     return [Depends(requires_authenticated())]
 
 
-# The Data Docs share the approval API's origin: nothing but this origin may run script, load styles or be framed.
-# GX's pages carry inline <script> and style attributes, hence 'unsafe-inline' for those two only (no eval, no
-# other origin); the CDN assets GX links are blocked until they are served locally (not done yet, see operations.md).
+# The Data Docs share the approval API's origin: nothing but this origin may run script, load styles or fonts, or
+# frame them; validate serves GX's CDN assets from the site's static/vendor (jobs/pipeline/data_docs_assets.py).
+# GX's pages carry inline <script>, onclick and style attributes, hence 'unsafe-inline' for those two only (no eval,
+# no other origin); images may be data: URLs (bootstrap's CSS draws its icons so).
 DATA_DOCS_CSP = (
     "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; font-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'self'"
 )
 DATA_DOCS_HEADERS = {"Content-Security-Policy": DATA_DOCS_CSP, "X-Content-Type-Options": "nosniff"}

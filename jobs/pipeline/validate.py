@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import time
 from collections import Counter
@@ -35,6 +34,7 @@ from jobs.pipeline.checks import (
     step_task_checks,
     task_copy_checks,
 )
+from jobs.pipeline.data_docs_assets import localize_site
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import targets_of
@@ -84,18 +84,11 @@ class ExpectationOutcome:
     advisory: bool = False  # meta.advisory: a failure flags the plan (reason, approval page), never rejects it
 
 
-# GX links its styles and scripts from CDNs; served beside the approval API they are third-party code on its origin
-# (and the CSP blocks them). Dropped until local copies are served: the pages stay readable, unstyled.
-_THIRD_PARTY_ASSET = re.compile(
-    r"<script\b[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>|<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>", re.I
-)
-
-
 class PlanValidator:
     """An ephemeral GX context with the suites registered and a Data Docs site at ``docs_dir``; ``run`` validates,
     ``build_docs`` renders what was validated since the last build."""
 
-    def __init__(self, suites: Sequence[Suite], docs_dir: Path) -> None:
+    def __init__(self, suites: Sequence[Suite], docs_dir: Path, assets_dir: Path) -> None:
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         docs_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +101,7 @@ class PlanValidator:
             },
         )
         self.docs_index = docs_dir / "index.html"
+        self.assets_dir = assets_dir  # the pinned copies of what GX's pages link from CDNs (data_docs_assets)
         source = self.context.data_sources.add_spark("lake")
         self.checkpoints: dict[str, Checkpoint] = {}
         self._unrendered: list[Any] = []  # validation result ids not yet in the Data Docs
@@ -159,11 +153,7 @@ class PlanValidator:
             return
         suites = [ExpectationSuiteIdentifier(name=name) for name in self.checkpoints]
         self.context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=[*self._unrendered, *suites])
-        for html in self.docs_index.parent.rglob("*.html"):
-            text = html.read_text(encoding="utf-8")
-            local = _THIRD_PARTY_ASSET.sub("", text)
-            if local != text:
-                html.write_text(local, encoding="utf-8")
+        localize_site(self.docs_index.parent, self.assets_dir)
         self._unrendered = []
 
 
@@ -222,7 +212,7 @@ class _Validation:
     @property
     def validator(self) -> PlanValidator:
         if self._validator is None:
-            self._validator = PlanValidator(self.suites, self.settings.data_docs)
+            self._validator = PlanValidator(self.suites, self.settings.data_docs, self.settings.data_docs_assets_dir)
         return self._validator
 
     def bucket(self, pending: DataFrame, bucket: GroupBucket) -> BucketVerdicts | None:

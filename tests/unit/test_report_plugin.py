@@ -87,5 +87,6 @@ def test_data_docs_carry_a_same_origin_content_security_policy(folders: tuple[Pa
         assert policy["default-src"] == ["'self'"], url
         assert policy["script-src"] == ["'self'", "'unsafe-inline'"], url  # no other origin, no eval
         assert policy["object-src"] == ["'none'"] and policy["frame-ancestors"] == ["'self'"], url
+        assert policy["font-src"] == ["'self'"] and policy["connect-src"] == ["'self'"], url  # the vendored fonts
         assert response.headers["x-content-type-options"] == "nosniff", url
     assert client.get("/data-docs/missing.html").status_code == 404
