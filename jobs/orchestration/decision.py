@@ -115,15 +115,17 @@ def decision(
 
 
 # Airflow 3.x can mark the approval task FAILED when its answer arrives within about 3 s of the task starting to wait
-# (apache/airflow#71580): the answer races the task's own move to DEFERRED. The decision page holds an answer until
-# the task has been deferred this long.
+# (apache/airflow#71580): the answer races the task's own move to its waiting state. The decision page holds an answer
+# until the task has waited this long.
 SETTLE_S = 5.0
+# The waiting states: DEFERRED (a trigger waits), or AWAITING_INPUT (Airflow 3.3+ parks HITL tasks without one).
+WAITING_STATES = frozenset({"deferred", "awaiting_input"})
 
 
 def answer_hold_s(hitl: Mapping[str, Any], now: datetime) -> float | None:
-    """Seconds to hold an answer before it is safe to send (0: now); None while the approval task is not deferred."""
+    """Seconds to hold an answer before it is safe to send (0: now); None while the approval task is not waiting."""
     state = (hitl.get("task_instance") or {}).get("state")
-    if state != "deferred":
+    if state not in WAITING_STATES:
         return None
     try:
         asked = datetime.fromisoformat(str(hitl["created_at"]).replace("Z", "+00:00"))

@@ -170,7 +170,7 @@ def decision_state(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any
     }
 
 
-# How long the decision page holds an answer for the approval task to be deferred before refusing it.
+# How long the decision page holds an answer for the approval task to start waiting before refusing it.
 HOLD_LIMIT_S = 30.0
 
 
@@ -203,8 +203,8 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
         return decision_state(api, dag_id, run_id)
 
     def settled(api: AirflowCalls, dag_id: str, run_id: str) -> None:
-        """Return once the approval task has been deferred SETTLE_S (apache/airflow#71580), polling Airflow for up
-        to HOLD_LIMIT_S; refuse (409) if it is not waiting for an answer by then."""
+        """Return once the approval task has waited SETTLE_S (apache/airflow#71580), polling Airflow for up to
+        HOLD_LIMIT_S; refuse (409) if it is not waiting for an answer by then."""
         deadline = time.monotonic() + HOLD_LIMIT_S
         while True:
             hitl = api.hitl(dag_id, run_id)
@@ -217,7 +217,7 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
             if hold == 0:
                 return
             if time.monotonic() >= deadline:
-                raise HTTPException(status_code=409, detail="the approval step is not deferred yet: answer again")
+                raise HTTPException(status_code=409, detail="the approval step is not waiting yet: answer again")
             time.sleep(min(hold or 1.0, max(0.0, deadline - time.monotonic()), 1.0))
 
     @app.post("/decide/{dag_id}/{run_id}")
