@@ -21,13 +21,23 @@ JAVA_JARS := $(JAVA_DIR)/target/.built
 # while this record of its sources matches them, so an edited source runs as Python until the next build.
 CORE := assignor/compiled.sha256
 MVN := mvn -q -B -Dstyle.color=never
+# The styles and scripts GX's Data Docs link from CDNs, as pinned npm packages (sha512-checked) served from the Data
+# Docs' own folder: validate copies them in and points the pages at them (jobs/pipeline/data_docs_assets.py).
+DATA_DOCS_ASSETS := $(RBP_HOME)/data-docs-assets/.manifest.sha256
 
-.PHONY: install core core-clean jdk jvm java java-test lint test test-fast deploy-tools deploy-test image-lock browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
+.PHONY: install data-docs-assets core core-clean jdk jvm java java-test lint test test-fast deploy-tools deploy-test image-lock browser bench bench-pipeline bench-runtime bench-streams bench-streams-footprint bench-broker-assignor demo demo-spark simulate lock clean
 
-install: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
+install: $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS) $(DATA_DOCS_ASSETS)
 
 jdk:
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq openjdk-17-jdk-headless maven; }
+
+data-docs-assets: $(DATA_DOCS_ASSETS)
+
+$(DATA_DOCS_ASSETS): jobs/pipeline/data_docs_assets.py jobs/local/data_docs_assets.py $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq npm; }
+	$(BIN)/python -m jobs.local.data_docs_assets $(dir $@)
+	@touch $@
 
 jvm: $(KAFKA_JARS) $(DELTA_JARS) $(JAVA_JARS)
 
@@ -78,7 +88,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) java-test
+test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(DATA_DOCS_ASSETS) java-test
 	$(BIN)/pytest
 
 # The deployment tier: docker/ built and started with Podman (no registry needed: a debootstrap base image), checked

@@ -208,6 +208,10 @@ class Settings(BaseSettings):
         default=1_800, gt=0, description="how long a stage waits for another to finish writing the lake"
     )
     data_docs_dir: Path | None = Field(default=None, description="unset: data_docs beside the lake")
+    data_docs_assets_dir: Path = Field(
+        default_factory=lambda data: Path(data["home"]) / "data-docs-assets",
+        description="the Data Docs' styles and scripts from npm (`make data-docs-assets`; default RBP_HOME/...)",
+    )
     kafka_timeout_s: float = Field(default=30.0, gt=0, description="how long one Kafka request may take")
     kafka_connect_attempts: int = Field(default=5, ge=1, description="tries to reach Kafka before a stage gives up")
     kafka_retry_backoff_s: float = Field(default=1.0, gt=0, description="wait after the first failure; doubles")

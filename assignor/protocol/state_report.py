@@ -68,6 +68,11 @@ class ReportOrigin(StrEnum):
     BROKER_STREAMS = "broker-streams"  # extract, from the broker's description of a streams-protocol group
 
 
+# Origins whose ``generation`` is the group's (classic protocol, the instance's own report): a streams-protocol
+# member epoch is each member's own count, and group metadata is the broker's copy.
+GROUP_GENERATION_ORIGINS = frozenset({ReportOrigin.PYTHON_RUNTIME, ReportOrigin.KAFKA_STREAMS})
+
+
 @dataclass(frozen=True)
 class SubtopologyReport:
     """One subtopology as a report describes it."""

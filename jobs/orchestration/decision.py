@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple
 
 APPROVE_ALL = "Approve all validated"
@@ -111,3 +112,25 @@ def decision(
         rest = tuple(sorted(set(everything) - set(approve)))
         return Decision(by, approve, rest, reason, reason or "not among the selected groups", False)
     return Decision(by, (), everything, reason, reason, False)
+
+
+# Airflow 3.x can mark the approval task FAILED when its answer arrives within about 3 s of the task starting to wait
+# (apache/airflow#71580): the answer races the task's own move to its waiting state. The decision page holds an answer
+# until the task has waited this long.
+SETTLE_S = 5.0
+# The waiting states: DEFERRED (a trigger waits), or AWAITING_INPUT (Airflow 3.3+ parks HITL tasks without one).
+WAITING_STATES = frozenset({"deferred", "awaiting_input"})
+
+
+def answer_hold_s(hitl: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds to hold an answer before it is safe to send (0: now); None while the approval task is not waiting."""
+    state = (hitl.get("task_instance") or {}).get("state")
+    if state not in WAITING_STATES:
+        return None
+    try:
+        asked = datetime.fromisoformat(str(hitl["created_at"]).replace("Z", "+00:00"))
+    except (KeyError, ValueError) as err:
+        raise DecisionError(f"Airflow's approval entry has no readable created_at: {hitl.get('created_at')!r}") from err
+    if asked.tzinfo is None:
+        raise DecisionError(f"Airflow's approval created_at {hitl['created_at']!r} has no time zone")
+    return max(0.0, SETTLE_S - (now - asked).total_seconds())

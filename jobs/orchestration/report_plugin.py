@@ -5,7 +5,9 @@ names a group without a validated plan."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +24,7 @@ from jobs.orchestration.decision import (
     REJECT_ALL,
     REVIEW_TASK,
     DecisionError,
+    answer_hold_s,
     check_selection,
 )
 from jobs.report.decide_page import decision_path
@@ -36,6 +39,18 @@ def _authenticated() -> list[object]:
     from airflow.api_fastapi.core_api.security import requires_authenticated  # noqa: PLC0415
 
     return [Depends(requires_authenticated())]
+
+
+# The Data Docs share the approval API's origin: nothing but this origin may run script, load styles or fonts, or
+# frame them; validate serves GX's CDN assets from the site's static/vendor (jobs/pipeline/data_docs_assets.py).
+# GX's pages carry inline <script>, onclick and style attributes, hence 'unsafe-inline' for those two only (no eval,
+# no other origin); images may be data: URLs (bootstrap's CSS draws its icons so).
+DATA_DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'self'"
+)
+DATA_DOCS_HEADERS = {"Content-Security-Policy": DATA_DOCS_CSP, "X-Content-Type-Options": "nosniff"}
 
 
 def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | None = None) -> FastAPI:
@@ -66,7 +81,7 @@ def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | Non
             target = target / "index.html"
         if not target.is_relative_to(root) or not target.is_file():
             raise HTTPException(status_code=404, detail=f"no {path!r} in the Data Docs")
-        return FileResponse(target)
+        return FileResponse(target, headers=DATA_DOCS_HEADERS)
 
     decide_routes(app, reports)
     return app
@@ -155,6 +170,10 @@ def decision_state(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any
     }
 
 
+# How long the decision page holds an answer for the approval task to start waiting before refusing it.
+HOLD_LIMIT_S = 30.0
+
+
 def decide_routes(app: FastAPI, reports: Path) -> None:
     """The decision page of a planning run, its state, and the answer it relays."""
 
@@ -183,6 +202,24 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
     def decide_state(dag_id: str, run_id: str, api: AirflowCalls = Depends(airflow)) -> dict[str, Any]:  # noqa: B008
         return decision_state(api, dag_id, run_id)
 
+    def settled(api: AirflowCalls, dag_id: str, run_id: str) -> None:
+        """Return once the approval task has waited SETTLE_S (apache/airflow#71580), polling Airflow for up to
+        HOLD_LIMIT_S; refuse (409) if it is not waiting for an answer by then."""
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        while True:
+            hitl = api.hitl(dag_id, run_id)
+            if hitl is None or hitl.get("response_received"):
+                raise HTTPException(status_code=409, detail="the approval step is not waiting for an answer")
+            try:
+                hold = answer_hold_s(hitl, datetime.now(UTC))
+            except DecisionError as err:
+                raise HTTPException(status_code=502, detail=str(err)) from err
+            if hold == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise HTTPException(status_code=409, detail="the approval step is not waiting yet: answer again")
+            time.sleep(min(hold or 1.0, max(0.0, deadline - time.monotonic()), 1.0))
+
     @app.post("/decide/{dag_id}/{run_id}")
     def decide(
         dag_id: str,
@@ -199,8 +236,10 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
                 raise HTTPException(status_code=400, detail=str(err)) from err
             if not picked:
                 raise HTTPException(status_code=400, detail="no group selected: select plans, or reject all")
+            settled(api, dag_id, run_id)
             api.answer(dag_id, run_id, [APPROVE_SELECTED], {"selected_groups": picked, "reason": reason})
         elif answer.get("option") == "reject":
+            settled(api, dag_id, run_id)
             api.answer(dag_id, run_id, [REJECT_ALL], {"selected_groups": None, "reason": reason})
         else:
             raise HTTPException(status_code=400, detail="option must be 'approve' or 'reject'")

@@ -15,9 +15,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import ClientAssignment, GroupAssignment, TaskId
+from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.broker_reads import read_membership
@@ -53,6 +55,20 @@ def observed_rows(reports: Iterable[Report]) -> list[tuple[Any, ...]]:
     return rows
 
 
+# A report from before the origin field was an instance's own.
+_GENERATION_ORIGINS = {None, *(str(o) for o in GROUP_GENERATION_ORIGINS)}
+
+
+def group_generations(reports: Iterable[Report]) -> dict[str, int]:
+    """group_id -> the highest generation its members' own (classic-protocol) reports name."""
+    generations: dict[str, int] = {}
+    for report in reports:
+        f = report.fields
+        if f.get("origin") in _GENERATION_ORIGINS and int(f["generation"]) >= 0:
+            generations[f["group_id"]] = max(generations.get(f["group_id"], -1), int(f["generation"]))
+    return generations
+
+
 def live_assignments(reports: Iterable[Report]) -> dict[str, GroupAssignment]:
     """group_id -> what its instances report they hold (warmups included)."""
     groups: dict[str, dict[str, ClientAssignment]] = {}
@@ -83,6 +99,12 @@ def realized_plans(
 ) -> list[str]:
     """The published plans (plan_id -> group_id) whose group now runs their target."""
     return sorted(p for p, g in published.items() if p in targets and is_realized(targets[p], live.get(g)))
+
+
+def _generation_frame(lake: Lake, generations: Mapping[str, int], groups: Sequence[str]) -> DataFrame:
+    """(group_id, realized_generation) of the given groups whose reports name a generation."""
+    rows = [(g, generations[g]) for g in sorted(set(groups)) if g in generations]
+    return lake.spark.createDataFrame(rows, "group_id string, realized_generation bigint")
 
 
 def drained_departures(
@@ -135,6 +157,7 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     streams = streams_protocol_groups(lake, {r["snapshot_id"] for r in plan_rows}) if plan_rows else set()
     streams_read = read_streams_groups(settings, bootstrap, streams) if streams else []
     streams_reports = group_reports(streams_read)
+    generations = group_generations(fresh)  # before the streams groups' member epochs join them
     fresh += streams_reports
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
@@ -155,8 +178,11 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
             .withColumn("realized_at", sf.lit(now).cast("bigint"))
             # A fallback the group has since recovered from no longer says why the plan is where it is.
             .withColumn("reason", sf.when(~sf.col("reason").startswith(FALLBACK_PREFIX), sf.col("reason")))
+            .drop("realized_generation")
+            .join(_generation_frame(lake, generations, [published[p] for p in done]), "group_id", "left")
         )
-        outcomes.append(lake.merge("plans", updates, update=["status", "realized_at", "reason"]))
+        update = ["status", "realized_at", "reason", "realized_generation"]
+        outcomes.append(lake.merge("plans", updates, update=update))
     if left:
         why = lake.spark.createDataFrame(
             [(p, drain_left_reason(gone)) for p, gone in sorted(left.items())], "plan_id string, why string"

@@ -15,6 +15,7 @@ from typing import Any
 import great_expectations as gx
 from great_expectations.checkpoint.checkpoint import Checkpoint
 from great_expectations.core.expectation_suite import ExpectationSuite
+from great_expectations.core.run_identifier import RunIdentifier
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 from pyspark.sql import DataFrame
@@ -33,6 +34,7 @@ from jobs.pipeline.checks import (
     step_task_checks,
     task_copy_checks,
 )
+from jobs.pipeline.data_docs_assets import localize_site
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import targets_of
@@ -86,7 +88,7 @@ class PlanValidator:
     """An ephemeral GX context with the suites registered and a Data Docs site at ``docs_dir``; ``run`` validates,
     ``build_docs`` renders what was validated since the last build."""
 
-    def __init__(self, suites: Sequence[Suite], docs_dir: Path) -> None:
+    def __init__(self, suites: Sequence[Suite], docs_dir: Path, assets_dir: Path) -> None:
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         docs_dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +101,7 @@ class PlanValidator:
             },
         )
         self.docs_index = docs_dir / "index.html"
+        self.assets_dir = assets_dir  # the pinned copies of what GX's pages link from CDNs (data_docs_assets)
         source = self.context.data_sources.add_spark("lake")
         self.checkpoints: dict[str, Checkpoint] = {}
         self._unrendered: list[Any] = []  # validation result ids not yet in the Data Docs
@@ -120,9 +123,17 @@ class PlanValidator:
                 )
             )
 
-    def run(self, suite: Suite, frame: DataFrame) -> list[ExpectationOutcome]:
-        """Validate one dataset; every expectation's failing rows are attributed to their plan_id."""
-        result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame})
+    def run(self, suite: Suite, frame: DataFrame, run_name: str | None = None) -> list[ExpectationOutcome]:
+        """Validate one dataset (the Data Docs name the run ``run_name``, the snapshot id); every expectation's failing
+        rows are attributed to their plan_id."""
+        run_id = RunIdentifier(run_name=run_name) if run_name else None
+        result = self.checkpoints[suite.name].run(batch_parameters={"dataframe": frame}, run_id=run_id)
+        for key, run in result.run_results.items():
+            # A Spark dataframe batch's spec has no asset name, so the Data Docs would say "Data asset: None".
+            spec = run.meta.get("batch_spec")
+            if isinstance(spec, dict) and not spec.get("data_asset_name"):
+                spec["data_asset_name"] = suite.dataset
+                self.context.validation_results_store.set(key, run)
         self._unrendered.extend(result.run_results)
         outcomes = []
         for run in result.run_results.values():
@@ -142,6 +153,7 @@ class PlanValidator:
             return
         suites = [ExpectationSuiteIdentifier(name=name) for name in self.checkpoints]
         self.context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=[*self._unrendered, *suites])
+        localize_site(self.docs_index.parent, self.assets_dir)
         self._unrendered = []
 
 
@@ -200,7 +212,7 @@ class _Validation:
     @property
     def validator(self) -> PlanValidator:
         if self._validator is None:
-            self._validator = PlanValidator(self.suites, self.settings.data_docs)
+            self._validator = PlanValidator(self.suites, self.settings.data_docs, self.settings.data_docs_assets_dir)
         return self._validator
 
     def bucket(self, pending: DataFrame, bucket: GroupBucket) -> BucketVerdicts | None:
@@ -223,7 +235,7 @@ class _Validation:
             log.info("validate %s: %s, %d pending plans", snapshot_id, bucket, len(plans))
             outcomes: list[ExpectationOutcome] = []
             for suite in self.suites:
-                outcomes.extend(self.validator.run(suite, frames[suite.dataset]))
+                outcomes.extend(self.validator.run(suite, frames[suite.dataset], snapshot_id))
             self.validator.build_docs()
             # Read before the staging goes: a rejection names the setting changed without an override.
             unexplained = {

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as sf
 
 from assignor.cost import COST_COLUMNS, PlanCost
+from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.plan_record import cost_of
 from jobs.pipeline.report_only import plan_reach
@@ -103,6 +104,20 @@ def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
     return frame.where(sf.col(column).isin(list(values)))
 
 
+def snapshot_generations(lake: Lake, snapshot_id: str) -> dict[str, int]:
+    """group_id -> the highest generation in the snapshot's reports its instances wrote themselves (observe's
+    realized_generation counts the same way; group metadata and streams member epochs are left out)."""
+    own = sf.col("origin").isNull() | sf.col("origin").isin([str(o) for o in GROUP_GENERATION_ORIGINS])
+    rows = (
+        lake.read("member_reports", snapshot_id)
+        .where(own & (sf.col("generation") >= 0))
+        .groupBy("group_id")
+        .agg(sf.max("generation").alias("generation"))
+        .collect()
+    )
+    return {str(r["group_id"]): int(r["generation"]) for r in rows}
+
+
 def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) -> list[GroupRow]:
     """One row per plan of the snapshot (only ``group_ids`` when given), with its baselines and checks."""
     plans = lake.read("plans", snapshot_id)
@@ -114,10 +129,11 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     changes = ["settings_changes"] if "settings_changes" in plans.columns else []
     assumed = [c for c in ASSUMED if c in plans.columns]
     bound = ["restore_lower_bound"] if "restore_lower_bound" in plans.columns else []  # older rows have none
+    realized = ["realized_generation"] if "realized_generation" in plans.columns else []
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
         "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes, *assumed,
-        *bound,
+        *bound, *realized,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, PlanCost]] = {}
@@ -128,6 +144,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
         if r["assignor"] in known and cost is not None:
             baselines.setdefault(r["plan_id"], {})[Assignor(r["assignor"])] = cost
     reach = plan_reach(lake, snapshot_id)
+    generations = snapshot_generations(lake, snapshot_id) if realized else {}
     risks = group_risks(lake, snapshot_id, chosen)  # the plans rows read once
     checks = {
         r["plan_id"]: (int(r["passed"]), int(r["total"]))
@@ -158,6 +175,8 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             published_at=_int(r["published_at"]),
             realized_at=_int(r["realized_at"]),
             restore_lower_bound=_int(r["restore_lower_bound"]) if bound else None,
+            snapshot_generation=generations.get(r["group_id"]),
+            realized_generation=_int(r["realized_generation"]) if realized else None,
         )
         for r in chosen
     ]

@@ -107,6 +107,8 @@ class GroupRow:
     risk: GroupRisk | None = None  # what could go wrong and what the estimate assumes (None: not read)
     published_at: int | None = None  # epoch ms
     realized_at: int | None = None  # epoch ms: when observe first saw the group run the target (an upper bound)
+    snapshot_generation: int | None = None  # the group's generation in the snapshot's own reports (classic protocol)
+    realized_generation: int | None = None  # ... in the reports of the observe run that saw the target
     restore_lower_bound: int | None = None  # what any assignment with the group's standbys must restore (None: unknown)
 
     @property
@@ -135,6 +137,15 @@ class GroupRow:
         if self.realized_at is None or self.published_at is None or self.realized_at < self.published_at:
             return None
         return (self.realized_at - self.published_at) / 1000
+
+    @property
+    def rebalances_at_most(self) -> int | None:
+        """Generations the group went through from the snapshot to the observe run that saw the target: the plan's
+        rebalances plus any other in that time (None: a generation was not reported)."""
+        before, after = self.snapshot_generation, self.realized_generation
+        if before is None or after is None or after < before:
+            return None
+        return after - before
 
     def figure(self, metric: str) -> int | float | None:
         """One PlanCost field of the plan (``metric``: its name); None for a plan without a cost."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
@@ -24,6 +25,7 @@ from jobs.local.synthetic import (
     synthetic_group,
 )
 from jobs.pipeline.broker_reads import BrokerState
+from jobs.pipeline.data_docs_assets import assets_current
 from jobs.pipeline.extract import write_snapshot
 from jobs.pipeline.intake import intake_records
 from jobs.pipeline.lags import run_lags
@@ -124,6 +126,20 @@ def test_broken_plans_are_rejected_with_the_expectation_named(
     assert all(ok for (plan, _), (ok, _) in results.items() if plan == plans["g3"])
     docs = settings.data_docs / "index.html"
     assert docs.is_file() and "step_tasks" in docs.read_text(encoding="utf-8")
+    # Each validation page is named after the snapshot it validated, not GX's "__none__".
+    pages = list((settings.data_docs / "validations").rglob("*.html"))
+    assert pages and all("__none__" not in p.as_posix() for p in pages)
+    assert all("/s1/" in p.as_posix() for p in pages)
+    text = pages[0].read_text(encoding="utf-8")
+    assert assets_current(settings.data_docs_assets_dir), "`make data-docs-assets` installs the Data Docs' assets"
+    for page in [docs, *pages]:  # every script and stylesheet is a vendored file of the site, none from elsewhere
+        html = page.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]*src=\"https?://|<link[^>]*href=\"https?://", html), page
+        linked = re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"([^\"#]+)\"", html)
+        assert sum("static/vendor/" in u for u in linked) >= 10, page
+        assert all((page.parent / u).resolve().is_file() for u in linked), page
+    assert re.search(r"Run Name</div></td><td[^>]*><div[^>]*>s1<", text)
+    assert "Data asset: None" not in text and re.search(r"Data asset: \w+", text)
 
 
 def test_a_dropped_caught_up_copy_or_an_unbalanced_target_is_rejected(

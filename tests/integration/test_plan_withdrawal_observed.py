@@ -23,6 +23,7 @@ from jobs.pipeline.publish import publish_withdrawal, run_publish
 from jobs.pipeline.targets import plan_targets
 from jobs.pipeline.validate import run_validate
 from jobs.pipeline.withdraw import run_withdraw
+from jobs.report.collect import group_rows
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import produce, publish_reports, report, stateful_topology
 from tests.support.signing import FORGER
@@ -90,12 +91,18 @@ def test_observe_records_a_fallback_ignores_a_forged_withdrawal_and_marks_a_sign
     again = run_observe(lake, settings, bootstrap)
     assert not any(o.table == "plans" and o.changed for o in again.outcomes)  # nothing new to say
 
-    # The leader honors the plan at its next rebalance: now the group follows it, and the fallback is over.
-    honoring = [r | {"fallback_reason": None, "plan_id": plan_id, "reported_at": r["reported_at"] + 1} for r in reports]
+    # The leader honors the plan at its next rebalance: now the group follows it, and the fallback is over. Two
+    # rebalances later than the snapshot's generation 3 (the seeded reports'): observe records the generation.
+    honoring = [
+        r | {"fallback_reason": None, "plan_id": plan_id, "reported_at": r["reported_at"] + 1, "generation": 5}
+        for r in reports
+    ]
     publish_reports(bootstrap, settings.reports_topic, honoring)
     assert run_observe(lake, settings, bootstrap).counts["realized"] == 1
     realized = _plan(lake, plan_id)
-    assert (realized["status"], realized["reason"]) == ("REALIZED", None)
+    assert (realized["status"], realized["reason"], realized["realized_generation"]) == ("REALIZED", None, 5)
+    rows = group_rows(lake, str(realized["snapshot_id"]), ["orders"])
+    assert [(r.snapshot_generation, r.rebalances_at_most) for r in rows] == [(3, 2)]
 
     # A withdrawal signed with a key the pipeline does not hold withdraws nothing.
     forged = Withdrawal(plan_id, "orders", int(time.time() * 1000)).to_record(FORGER)

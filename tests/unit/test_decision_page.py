@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from assignor.cost import PlanCost
-from jobs.orchestration.decision import APPROVE_SELECTED, DecisionError, check_selection, decision
+from jobs.orchestration.decision import (
+    APPROVE_SELECTED,
+    SETTLE_S,
+    DecisionError,
+    answer_hold_s,
+    check_selection,
+    decision,
+)
 from jobs.report.decide_page import fleet_risk, render_decision_page
 from jobs.report.model import Assignor, Assumptions, GroupRisk, GroupRow
 from jobs.report.triage import Kind, Risk, triage, versus
@@ -108,3 +116,17 @@ def test_why_not_kafkas_assignors_names_where_the_plan_wins_and_where_a_baseline
     assert (streams.computed, streams.fewer_moves, streams.as_good, streams.faster) == (2, 1, ("quick",), 2)
     assert "it would finish sooner in 2, by moving actives before a caught-up copy exists" in streams.sentence()
     assert "It would do as well in 1 (quick)" in streams.sentence()
+
+
+def test_an_answer_is_held_until_the_approval_task_has_waited_a_few_seconds() -> None:
+    asked = datetime(2026, 11, 27, 9, 0, 0, tzinfo=UTC)
+    entry = {"created_at": "2026-11-27T09:00:00Z", "task_instance": {"state": "deferred"}}
+    assert answer_hold_s(entry, asked + timedelta(seconds=1)) == SETTLE_S - 1  # apache/airflow#71580: not yet
+    assert answer_hold_s(entry, asked + timedelta(seconds=SETTLE_S)) == 0
+    assert answer_hold_s({**entry, "task_instance": {"state": "running"}}, asked + timedelta(minutes=5)) is None
+    parked = {**entry, "task_instance": {"state": "awaiting_input"}}  # Airflow 3.3 parks HITL tasks so
+    assert answer_hold_s(parked, asked + timedelta(seconds=2)) == SETTLE_S - 2
+    with pytest.raises(DecisionError, match="created_at"):
+        answer_hold_s({**entry, "created_at": "yesterday"}, asked)
+    with pytest.raises(DecisionError, match="time zone"):
+        answer_hold_s({**entry, "created_at": "2026-11-27T09:00:00"}, asked)

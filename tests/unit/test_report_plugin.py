@@ -77,3 +77,16 @@ def test_the_decision_routes_answer_502_when_airflow_does_not_answer_and_never_e
         assert response.status_code == 502, response.text
         assert response.json()["detail"] == "Airflow did not answer: ConnectError"
         assert "secret-token-123" not in response.text
+
+
+def test_data_docs_carry_a_same_origin_content_security_policy(folders: tuple[Path, Path]) -> None:
+    client = TestClient(reports_app(*folders))
+    for url in ("/data-docs/", "/data-docs/validations/run.html"):
+        response = client.get(url)
+        policy = {d.split()[0]: d.split()[1:] for d in response.headers["content-security-policy"].split("; ") if d}
+        assert policy["default-src"] == ["'self'"], url
+        assert policy["script-src"] == ["'self'", "'unsafe-inline'"], url  # no other origin, no eval
+        assert policy["object-src"] == ["'none'"] and policy["frame-ancestors"] == ["'self'"], url
+        assert policy["font-src"] == ["'self'"] and policy["connect-src"] == ["'self'"], url  # the vendored fonts
+        assert response.headers["x-content-type-options"] == "nosniff", url
+    assert client.get("/data-docs/missing.html").status_code == 404

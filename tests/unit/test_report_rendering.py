@@ -189,3 +189,21 @@ def test_a_realized_plan_shows_its_estimate_beside_what_it_took_in_the_past_tens
     # The decision's headline only while a plan awaits one (decided, it read "0 groups change").
     assert 'data-testid="decision"' not in page and "0 groups change" not in page
     assert "1 group changes (1 move, 1 warmup)" in waiting
+
+
+def test_a_realized_plan_shows_the_rebalances_observed_beside_the_estimate() -> None:
+    done = replace(
+        row(2, "REALIZED", group="orders"),
+        published_at=1_795_000_000_000,
+        realized_at=1_795_000_036_000,
+        snapshot_generation=4,
+        realized_generation=7,
+    )
+    page = render_report(report([done]))
+    assert (
+        "Estimated 3 rebalances; the group went through at most 3 rebalances (generation 4 at the snapshot, 7" in page
+    )
+    assert "Offsets restored were not observed." in page and "Rebalances and offsets" not in page
+    unreported = render_report(report([replace(done, realized_generation=None)]))  # e.g. a streams-protocol group
+    assert "Rebalances and offsets restored were not observed." in unreported and "went through" not in unreported
+    assert replace(done, realized_generation=3).rebalances_at_most is None  # a restarted group's counter: unknown
