@@ -169,14 +169,17 @@ class FlowNetwork:
                 return False
             for v in order:
                 potential[v] += distance[v] - reach
-            self._route_along_zero_arcs(sources, done)
+            # A depth-first pass can give a node up only because the path it was on blocked it (zero-cost cycles):
+            # passes repeat while they route something, cheaper than the next phase's Dijkstra finding the same.
+            while self._route_along_zero_arcs(sources, done):
+                sources = [v for v in sources if excess[v] > 0]
 
-    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> None:
+    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> bool:
         """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase).
 
         The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves
         without reaching a deficit is not tried again in this phase; the next phase's Dijkstra finds what that
-        missed.
+        missed. True if it routed anything.
         """
         excess = self.supply
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
@@ -184,6 +187,7 @@ class FlowNetwork:
         pointer = n * [0]
         dead = n * [False]
         on_path = n * [False]
+        routed = False
         for s in sources:
             while excess[s] > 0 and not dead[s]:
                 path = [s]
@@ -232,3 +236,5 @@ class FlowNetwork:
                     residual[a ^ 1] += amount
                 excess[s] -= amount
                 excess[t] += amount
+                routed = True
+        return routed
