@@ -10,7 +10,6 @@ bounds. Integer costs make the optimum exact, so lexicographic objectives can be
 from __future__ import annotations
 
 import heapq
-import math
 
 
 class FlowNetwork:
@@ -35,9 +34,13 @@ class FlowNetwork:
     def arc(self, tail: int, head: int, low: int, high: int, cost: int, flow: int) -> int:
         """A new arc carrying ``flow`` (within its bounds) to start with; returns its id."""
         index = len(self.head) // 2
-        self.head.extend((head, tail))
-        self.residual.extend((high - flow, flow - low))
-        self.cost.extend((cost, -cost))
+        # Appends, not extend((a, b)): no tuple per arc (tens of thousands per model).
+        self.head.append(head)
+        self.head.append(tail)
+        self.residual.append(high - flow)
+        self.residual.append(flow - low)
+        self.cost.append(cost)
+        self.cost.append(-cost)
         self.adjacency[tail].append(2 * index)
         self.adjacency[head].append(2 * index + 1)
         self.supply[tail] -= flow
@@ -61,8 +64,9 @@ class FlowNetwork:
         while True:
             if not sources:
                 return True
-            # Lists indexed by node, not dicts: these networks are small and rebuilt per search.
-            distance: list[float] = n * [math.inf]
+            # Lists indexed by node, not dicts: these networks are small and rebuilt per search. Distances are ints
+            # (reduced costs are >= 0), -1 where none is known yet: no int/float comparison (slow compiled).
+            distance = n * [-1]
             done = n * [False]
             parent = n * [-1]
             order: list[int] = []
@@ -88,7 +92,8 @@ class FlowNetwork:
                         v = head[a]
                         if not done[v]:
                             nd = base + cost[a] - potential[v]
-                            if nd < distance[v]:
+                            dv = distance[v]
+                            if dv < 0 or nd < dv:
                                 distance[v] = nd
                                 parent[v] = a
                                 heappush(heap, nd * n + v)
@@ -98,7 +103,7 @@ class FlowNetwork:
             # only the settled nodes change.
             reach = d
             for v in order:
-                potential[v] += int(distance[v]) - reach
+                potential[v] += distance[v] - reach
             amount = -excess[target]
             v = target
             while parent[v] >= 0:
@@ -133,7 +138,7 @@ class FlowNetwork:
             sources = [v for v in range(n) if excess[v] > 0]
             if not sources:
                 return True
-            distance: list[float] = n * [math.inf]
+            distance = n * [-1]  # as in solve(): ints, -1 where none is known yet
             done = n * [False]
             order: list[int] = []
             heap = list(sources)  # d * n + node with d = 0, as in solve(); already sorted
@@ -156,21 +161,25 @@ class FlowNetwork:
                         v = head[a]
                         if not done[v]:
                             nd = base + cost[a] - potential[v]
-                            if nd < distance[v]:
+                            dv = distance[v]
+                            if dv < 0 or nd < dv:
                                 distance[v] = nd
                                 heappush(heap, nd * n + v)
             if reach < 0:
                 return False
             for v in order:
-                potential[v] += int(distance[v]) - reach
-            self._route_along_zero_arcs(sources, done)
+                potential[v] += distance[v] - reach
+            # A depth-first pass can give a node up only because the path it was on blocked it (zero-cost cycles):
+            # passes repeat while they route something, cheaper than the next phase's Dijkstra finding the same.
+            while self._route_along_zero_arcs(sources, done):
+                sources = [v for v in sources if excess[v] > 0]
 
-    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> None:
+    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> bool:
         """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase).
 
         The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves
         without reaching a deficit is not tried again in this phase; the next phase's Dijkstra finds what that
-        missed.
+        missed. True if it routed anything.
         """
         excess = self.supply
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
@@ -178,6 +187,7 @@ class FlowNetwork:
         pointer = n * [0]
         dead = n * [False]
         on_path = n * [False]
+        routed = False
         for s in sources:
             while excess[s] > 0 and not dead[s]:
                 path = [s]
@@ -226,3 +236,5 @@ class FlowNetwork:
                     residual[a ^ 1] += amount
                 excess[s] -= amount
                 excess[t] += amount
+                routed = True
+        return routed
