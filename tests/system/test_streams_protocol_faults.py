@@ -97,19 +97,27 @@ class Group:
         found = latest_decision(latest, APP, self.pids(), since_ms)
         return found if isinstance(found, dict) else None
 
-    def await_decision(self, since_ms: int, what: str, check: Any = lambda d: True) -> dict[str, Any]:
-        """The first decision since ``since_ms`` that passes ``check`` (polled, bounded)."""
+    def await_decision(
+        self, since_ms: int, what: str, check: Any = lambda d: True, retrigger_s: float | None = None
+    ) -> dict[str, Any]:
+        """The first decision since ``since_ms`` that passes ``check`` (polled, bounded); with ``retrigger_s``,
+        trigger again that often while only decisions failing ``check`` arrive."""
         seen: list[dict[str, Any]] = []
+        last = time.monotonic()
 
         def arrived() -> bool:
+            nonlocal last
             d = self.decision_since(since_ms)
             if d is not None and check(d):
                 seen.append(d)
                 return True
+            if d is not None and retrigger_s is not None and time.monotonic() - last >= retrigger_s:
+                self.trigger()
+                last = time.monotonic()
             return False
 
         try:
-            wait_until(arrived, 90, what, poll_s=1)
+            wait_until(arrived, 120, what, poll_s=1)
         except TimeoutError as err:
             raise AssertionError(f"{err}; newest decision: {self.decision_since(0)}") from None
         return seen[-1]
@@ -124,26 +132,7 @@ class Group:
         """Trigger, and again while the newest decision fails ``check``: the broker's plans reader follows the topic
         on a thread of its own, so an assignment right after a send may still decide on the record before it (in
         production, observe's later triggers play this part)."""
-        since = self.trigger()
-        last = time.monotonic()
-        seen: list[dict[str, Any]] = []
-
-        def arrived() -> bool:
-            nonlocal last
-            d = self.decision_since(since)
-            if d is not None and check(d):
-                seen.append(d)
-                return True
-            if d is not None and time.monotonic() - last >= 5:
-                self.trigger()
-                last = time.monotonic()
-            return False
-
-        try:
-            wait_until(arrived, 120, what, poll_s=1)
-        except TimeoutError as err:
-            raise AssertionError(f"{err}; newest decision: {self.decision_since(0)}") from None
-        return seen[-1]
+        return self.await_decision(self.trigger(), what, check, retrigger_s=5)
 
     def shows_fallback(self, prefix: str) -> bool:
         """What ``status`` shows for the group (the broker's description and our assignor's newest decision)."""
