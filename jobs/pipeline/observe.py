@@ -55,17 +55,14 @@ def observed_rows(reports: Iterable[Report]) -> list[tuple[Any, ...]]:
     return rows
 
 
-# A report from before the origin field was an instance's own.
-_GENERATION_ORIGINS = {None, *(str(o) for o in GROUP_GENERATION_ORIGINS)}
-
-
 def group_generations(reports: Iterable[Report]) -> dict[str, int]:
-    """group_id -> the highest generation its members' own (classic-protocol) reports name."""
+    """group_id -> the highest generation its members' own (classic-protocol) reports name; a report from before
+    the origin field was an instance's own."""
     generations: dict[str, int] = {}
     for report in reports:
-        f = report.fields
-        if f.get("origin") in _GENERATION_ORIGINS and int(f["generation"]) >= 0:
-            generations[f["group_id"]] = max(generations.get(f["group_id"], -1), int(f["generation"]))
+        r = report.record  # decoded and bounded by intake
+        if (r.origin is None or r.origin in GROUP_GENERATION_ORIGINS) and r.generation >= 0:
+            generations[r.group_id] = max(generations.get(r.group_id, -1), r.generation)
     return generations
 
 
