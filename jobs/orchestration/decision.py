@@ -62,6 +62,17 @@ def in_filter(group_id: str, patterns: Sequence[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(group_id, p) for p in patterns)
 
 
+MAX_REASON = 1024  # characters of a person's note with an answer: it lands in Airflow, the lake and the report
+
+
+def answer_reason(answer: Mapping[str, Any]) -> str | None:
+    """The note sent with an answer, stripped (None when empty); DecisionError past MAX_REASON characters."""
+    reason = str(answer.get("reason") or "").strip()
+    if len(reason) > MAX_REASON:
+        raise DecisionError(f"the reason is {len(reason):,} characters long; at most {MAX_REASON:,}")
+    return reason or None
+
+
 def check_selection(selected: object, candidates: Mapping[str, str]) -> list[str]:
     """The selected group ids, stripped and de-duplicated; DecisionError naming every group without a VALIDATED plan
     among ``candidates`` (group_id -> plan_id). The decision page checks before it answers; decide checks again."""

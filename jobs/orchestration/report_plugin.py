@@ -25,6 +25,7 @@ from jobs.orchestration.decision import (
     REVIEW_TASK,
     DecisionError,
     answer_hold_s,
+    answer_reason,
     check_selection,
 )
 from jobs.report.decide_page import decision_path
@@ -228,7 +229,10 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
         api: AirflowCalls = Depends(airflow),  # noqa: B008
     ) -> dict[str, Any]:
         candidates = dict(reviewed(api, dag_id, run_id).get("candidates") or {})
-        reason = str(answer.get("reason") or "").strip() or None
+        try:
+            reason = answer_reason(answer)
+        except DecisionError as err:
+            raise HTTPException(status_code=400, detail=str(err)) from err
         if answer.get("option") == "approve":
             try:
                 picked = check_selection(answer.get("groups"), candidates)

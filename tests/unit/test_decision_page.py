@@ -13,9 +13,11 @@ import pytest
 from assignor.cost import PlanCost
 from jobs.orchestration.decision import (
     APPROVE_SELECTED,
+    MAX_REASON,
     SETTLE_S,
     DecisionError,
     answer_hold_s,
+    answer_reason,
     check_selection,
     decision,
 )
@@ -130,3 +132,11 @@ def test_an_answer_is_held_until_the_approval_task_has_waited_a_few_seconds() ->
         answer_hold_s({**entry, "created_at": "yesterday"}, asked)
     with pytest.raises(DecisionError, match="time zone"):
         answer_hold_s({**entry, "created_at": "2026-11-27T09:00:00"}, asked)
+
+
+def test_an_answers_reason_is_stripped_and_bounded() -> None:
+    assert answer_reason({"reason": "  ok  "}) == "ok"
+    assert answer_reason({"reason": "   "}) is None and answer_reason({}) is None
+    assert answer_reason({"reason": "x" * MAX_REASON}) == "x" * MAX_REASON
+    with pytest.raises(DecisionError, match="at most"):
+        answer_reason({"reason": "x" * (MAX_REASON + 1)})
