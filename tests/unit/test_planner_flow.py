@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -81,8 +82,11 @@ def standby_objective_by_milp(
     return None if result.x is None else float(result.fun)
 
 
-@given(cases(max_clients=10, max_tasks=80))
-def test_standby_flow_restores_as_little_as_the_milp(case: Case) -> None:
+@pytest.mark.parametrize("pooled", [False, True], ids=["full model", "pooled model"])
+@given(case=cases(max_clients=10, max_tasks=80))
+def test_standby_flow_restores_as_little_as_the_milp(pooled: bool, case: Case) -> None:
+    """The full model, and the one for large groups (clients without state pooled, solved in phases), find the MILP's
+    optimum; the pooled one may give up (None) when its pooled copies cannot be laid out, the full one never."""
     costs = active_costs(case)
     owners = solve_active_target(costs)
     replicas = min(len(case.group.clients) - 1, case.configs.num_standby_replicas)
@@ -90,9 +94,13 @@ def test_standby_flow_restores_as_little_as_the_milp(case: Case) -> None:
     if replicas <= 0 or not stateful:
         return
     held = {c.process_id: c.previous_standby | c.previous_active for c in case.group.clients}
-    standbys = solve_standby_target(costs, owners, replicas, held)
+    extra = {"full_model_max_edges": 0} if pooled else {}
+    standbys = solve_standby_target(costs, owners, replicas, held, **extra)
     expected = standby_objective_by_milp(costs, owners, replicas, held)
-    assert (standbys is None) == (expected is None)
+    if expected is None:
+        assert standbys is None
+    elif not pooled:
+        assert standbys is not None
     if standbys is None or expected is None:
         return
     weight = len(stateful) * replicas + 1
@@ -102,29 +110,4 @@ def test_standby_flow_restores_as_little_as_the_milp(case: Case) -> None:
     assert found == round(expected)
     for task in stateful:
         holders = [p for p, tasks in standbys.items() if task in tasks]
-        assert len(holders) == replicas and owners[task] not in holders
-
-
-@given(cases(max_clients=10, max_tasks=80))
-def test_pooled_standby_model_restores_as_little_as_the_milp(case: Case) -> None:
-    """The model for large groups (clients without state pooled, solved in phases) finds the same optimum, or
-    gives up (None) only when its pooled copies cannot be laid out."""
-    costs = active_costs(case)
-    owners = solve_active_target(costs)
-    replicas = min(len(case.group.clients) - 1, case.configs.num_standby_replicas)
-    stateful = [t for t in costs.tasks if t in costs.stateful]
-    if replicas <= 0 or not stateful:
-        return
-    held = {c.process_id: c.previous_standby | c.previous_active for c in case.group.clients}
-    pooled = solve_standby_target(costs, owners, replicas, held, full_model_max_edges=0)
-    expected = standby_objective_by_milp(costs, owners, replicas, held)
-    if expected is None:
-        assert pooled is None
-    if pooled is None or expected is None:
-        return
-    weight = len(stateful) * replicas + 1
-    found = sum(costs.restore(t, p) * weight + (0 if t in held[p] else 1) for p, tasks in pooled.items() for t in tasks)
-    assert found == round(expected)
-    for task in stateful:
-        holders = [p for p, tasks in pooled.items() if task in tasks]
         assert len(holders) == replicas and owners[task] not in holders
