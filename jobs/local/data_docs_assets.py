@@ -18,6 +18,7 @@ from jobs.pipeline.data_docs_assets import PACKAGES, STAMP, NpmPackage, assets_c
 
 log = logging.getLogger(__name__)
 
+NPM_TIMEOUT_S = 300
 _LICENSES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "package.json")  # package.json names the license if no file
 
 
@@ -49,16 +50,23 @@ def install(target: Path) -> Path:
 def _pack(npm: str, package: NpmPackage, into: Path) -> Path:
     """The package's tarball from the registry, refused unless its sha512 is the pinned one."""
     spec = f"{package.name}@{package.version}"
-    done = subprocess.run(
-        [npm, "pack", "--json", "--silent", "--pack-destination", str(into), spec],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:  # a registry that stops answering must not hang `make test`
+        done = subprocess.run(
+            [npm, "pack", "--json", "--silent", "--pack-destination", str(into), spec],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=NPM_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise DataDocsAssetsError(f"npm did not fetch {spec} within {NPM_TIMEOUT_S} s") from None
     if done.returncode != 0:
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
         raise DataDocsAssetsError(f"npm could not fetch {spec} (exit {done.returncode}): {tail}")
-    tarball = into / str(json.loads(done.stdout)[0]["filename"])
+    try:
+        tarball = into / PurePosixPath(str(json.loads(done.stdout)[0]["filename"])).name
+    except (ValueError, LookupError, TypeError) as err:
+        raise DataDocsAssetsError(f"npm pack {spec} printed no tarball name: {done.stdout[:200]!r}") from err
     digest = "sha512-" + base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode()
     if digest != package.integrity:
         raise DataDocsAssetsError(f"{spec}: the registry's tarball has {digest}, expected {package.integrity}")
