@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from jobs.polling import wait_until
-from jobs.processes import free_port
+from jobs.processes import free_port, spawn
 
 log = logging.getLogger(__name__)
 DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
@@ -127,9 +127,8 @@ class LocalAirflow:
         args = [_airflow_bin(), "api-server", "--port", str(self.port), "--host", "127.0.0.1"]
         if what == "standalone":
             args = ["bash", "-c", STANDALONE, "standalone", _airflow_bin(), str(self.port)]
-        self.process = subprocess.Popen(
-            args, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        # spawn: its own process group, sent SIGTERM if we die (standalone's trap then stops every part)
+        self.process = spawn(args, env=self.env(), stdout=logfile, stderr=subprocess.STDOUT)
         log.info("airflow %s starting on %s (pid %d, log %s)", what, self.url, self.process.pid, logfile.name)
         return self
 
