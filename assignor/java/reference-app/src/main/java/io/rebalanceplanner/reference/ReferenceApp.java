@@ -1,5 +1,6 @@
 package io.rebalanceplanner.reference;
 
+import io.rebalanceplanner.RestoredOffsetsListener;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -169,7 +170,10 @@ public final class ReferenceApp {
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean closing = new AtomicBoolean();
-        streams.setGlobalStateRestoreListener(new RestoreEvents(events, storeSubtopology));
+        RestoreEvents restoreEvents = new RestoreEvents(events, storeSubtopology);
+        // With the plugin, the member also publishes what it restored (the leader's reports cannot say).
+        streams.setGlobalStateRestoreListener(plugin
+                ? RestoredOffsetsListener.of(streams, topology, props, restoreEvents) : restoreEvents);
         StandbyEvents standbyEvents = new StandbyEvents(events);
         streams.setStandbyUpdateListener(standbyEvents);
         streams.setStateListener((now, before) -> {
