@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
