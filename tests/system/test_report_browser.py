@@ -213,7 +213,7 @@ def test_a_realized_plan_shows_its_estimate_beside_what_it_took(
     expect(row).to_contain_text("REALIZED")
     expect(row).to_contain_text("took at most 36 s")
     expect(row.get_by_test_id("restored")).to_contain_text(
-        f"estimated {int(plan['restore_offsets']):,}; restored 1,234 offsets (all 3 instances reported)"
+        f"estimated {int(plan['restore_offsets']):,} offsets; restored 1,234 offsets (all 3 instances reported)"
     )
     expect(afterwards.locator("tbody tr")).to_have_count(1)  # only published plans have an outcome
     afterwards.scroll_into_view_if_needed()

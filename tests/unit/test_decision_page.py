@@ -166,7 +166,7 @@ def test_once_published_the_decision_page_shows_each_groups_estimate_beside_what
     assert afterwards.index("clicks") < afterwards.index("orders")  # realized ones by group
     assert "estimated 2 min; took at most 36 s" in afterwards
     assert "estimated 3 rebalances; went through at most 3 rebalances" in afterwards
-    assert "estimated 2,000; restored at least 1,234 offsets (2 of 3 instances reported)" in afterwards
-    assert "estimated 1,000; not observed" in afterwards and "went through at most" in afterwards
+    assert "estimated 2,000 offsets; restored at least 1,234 offsets (2 of 3 instances reported)" in afterwards
+    assert "estimated 1,000 offsets; not observed" in afterwards and "went through at most" in afterwards
     assert 'href="r.html"' in html  # written again with the links it was first written with
     assert refresh_decision_page(report([realized]), tmp_path / "elsewhere") is None
