@@ -19,25 +19,29 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyDescription;
+import org.apache.kafka.streams.processor.StandbyUpdateListener;
 import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.TaskId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What this member's active-task restoration replayed, per task, published as a restored-offsets report
- * ({@link RestoredOffsets}) on the reports topic: once at registration (nothing restored yet) and whenever a
- * restore of a changelog partition ends or is suspended. Per task it keeps the latest restore since the member
- * started: the records replayed and when it began (a task with several stores: from its first store's start
- * until all have ended). Standby and warmup loading is not restoration here (Kafka reports it to a
- * StandbyUpdateListener). Register with one line, before {@code streams.start()}:
+ * What this member's state restoration replayed, per task, published as a restored-offsets report
+ * ({@link RestoredOffsets}) on the reports topic: once at registration (nothing restored yet) and whenever the
+ * restore of a changelog partition ends or is suspended. Restoration here is every record loaded into a store the
+ * task does not yet process from: an active task's restore, and a standby's or warmup's loading (Kafka reports
+ * those to a StandbyUpdateListener; KIP-924 has one role for both). Per task it keeps the latest restore since
+ * the member started: the records loaded and when it began. A restore begins when a task's first changelog
+ * partition starts loading while none is; a warmup promoted to active continues its restore into the active's.
+ * Register both listeners with one line, before {@code streams.start()}:
  *
- * <pre>{@code streams.setGlobalStateRestoreListener(RestoredOffsetsListener.of(streams, topology, props));}</pre>
+ * <pre>{@code RestoredOffsetsListener.register(streams, topology, props);}</pre>
  *
- * <p>Kafka Streams takes one global restore listener: an application that has its own passes it as
- * {@code delegate}, which receives every callback too. Never throws into Kafka Streams: a failed publish is logged
- * and retried with the next restore.
+ * <p>Kafka Streams takes one global restore listener and one standby listener: an application with its own passes
+ * them as delegates, which receive every callback too. Never throws into Kafka Streams: a failed publish is logged
+ * and retried with the next one.
  */
-public final class RestoredOffsetsListener implements StateRestoreListener {
+public final class RestoredOffsetsListener implements StateRestoreListener, StandbyUpdateListener {
     private static final Logger LOG = LoggerFactory.getLogger(RestoredOffsetsListener.class);
 
     private final String groupId;
@@ -45,34 +49,40 @@ public final class RestoredOffsetsListener implements StateRestoreListener {
     private final Map<String, Integer> storeSubtopology;
     private final ReportSink sink;
     private final LongSupplier clock;
-    private final StateRestoreListener delegate;
+    private final StateRestoreListener restoreDelegate;
+    private final StandbyUpdateListener standbyDelegate;
     private final Map<Task, TaskRestore> restores = new TreeMap<>();
-    private final Map<Task, Set<TopicPartition>> restoring = new HashMap<>();
+    private final Map<Task, Set<TopicPartition>> loading = new HashMap<>();
+    private final Set<Task> promoted = new HashSet<>();
 
     RestoredOffsetsListener(String groupId, String processId, Map<String, Integer> storeSubtopology,
-            ReportSink sink, LongSupplier clock, StateRestoreListener delegate) {
+            ReportSink sink, LongSupplier clock, StateRestoreListener restoreDelegate,
+            StandbyUpdateListener standbyDelegate) {
         this.groupId = groupId;
         this.processId = processId;
         this.storeSubtopology = Map.copyOf(storeSubtopology);
         this.sink = sink;
         this.clock = clock;
-        this.delegate = delegate;
+        this.restoreDelegate = restoreDelegate;
+        this.standbyDelegate = standbyDelegate;
     }
 
-    /** The listener for {@code streams}, publishing with the plugin's settings in {@code props}. */
-    public static RestoredOffsetsListener of(KafkaStreams streams, Topology topology, Properties props) {
-        return of(streams, topology, props, null);
+    /** Registers the listener on {@code streams} (restore and standby), publishing with the plugin's settings. */
+    public static RestoredOffsetsListener register(KafkaStreams streams, Topology topology, Properties props) {
+        return register(streams, topology, props, null, null);
     }
 
-    /** As {@link #of(KafkaStreams, Topology, Properties)}, also calling {@code delegate} (may be null). */
-    public static RestoredOffsetsListener of(KafkaStreams streams, Topology topology, Properties props,
-            StateRestoreListener delegate) {
+    /** As {@link #register(KafkaStreams, Topology, Properties)}, also calling the delegates (either may be null). */
+    public static RestoredOffsetsListener register(KafkaStreams streams, Topology topology, Properties props,
+            StateRestoreListener restoreDelegate, StandbyUpdateListener standbyDelegate) {
         Map<String, Object> configs = new HashMap<>();
         props.stringPropertyNames().forEach(name -> configs.put(name, props.getProperty(name)));
         PlannerSettings settings = PlannerSettings.from(configs);
         RestoredOffsetsListener listener = new RestoredOffsetsListener(settings.applicationId(),
                 processId(streams).toString(), storeSubtopologies(topology.describe()),
-                SharedClients.reportSink(settings), System::currentTimeMillis, delegate);
+                SharedClients.reportSink(settings), System::currentTimeMillis, restoreDelegate, standbyDelegate);
+        streams.setGlobalStateRestoreListener(listener);
+        streams.setStandbyUpdateListener(listener);
         listener.publish();
         return listener;
     }
@@ -115,63 +125,96 @@ public final class RestoredOffsetsListener implements StateRestoreListener {
         return sub == null ? null : new Task(sub, tp.partition());
     }
 
-    @Override
-    public void onRestoreStart(TopicPartition tp, String store, long startOffset, long endOffset) {
+    /** A changelog partition of the task starts loading: a new restore unless one is under way or continues. */
+    private synchronized void started(Task task, TopicPartition tp, boolean active) {
+        if (task == null) {
+            return;
+        }
+        Set<TopicPartition> open = loading.computeIfAbsent(task, t -> new HashSet<>());
+        boolean continues = active && promoted.remove(task) && restores.containsKey(task);
+        if (open.isEmpty() && !continues) {
+            restores.put(task, new TaskRestore(0, clock.getAsLong()));
+        }
+        open.add(tp);
+    }
+
+    private synchronized void loaded(Task task, long records) {
+        TaskRestore r = task == null ? null : restores.get(task);
+        if (r != null && records > 0) {
+            long sum = r.offsets() > Long.MAX_VALUE - records ? Long.MAX_VALUE : r.offsets() + records;
+            restores.put(task, new TaskRestore(sum, r.startedAt()));
+        }
+    }
+
+    private void finished(Task task, TopicPartition tp, boolean promotedToActive) {
         synchronized (this) {
-            Task task = task(tp, store);
-            if (task != null) {
-                Set<TopicPartition> open = restoring.computeIfAbsent(task, t -> new HashSet<>());
-                if (open.isEmpty()) { // a new restore of the task begins; its other stores join it
-                    restores.put(task, new TaskRestore(0, clock.getAsLong()));
-                }
-                open.add(tp);
+            Set<TopicPartition> open = task == null ? null : loading.get(task);
+            if (open != null) {
+                open.remove(tp);
+            }
+            if (promotedToActive && task != null) {
+                promoted.add(task);
             }
         }
-        if (delegate != null) {
-            delegate.onRestoreStart(tp, store, startOffset, endOffset);
+        publish();
+    }
+
+    @Override
+    public void onRestoreStart(TopicPartition tp, String store, long startOffset, long endOffset) {
+        started(task(tp, store), tp, true);
+        if (restoreDelegate != null) {
+            restoreDelegate.onRestoreStart(tp, store, startOffset, endOffset);
         }
     }
 
     @Override
     public void onBatchRestored(TopicPartition tp, String store, long batchEndOffset, long numRestored) {
-        synchronized (this) {
-            Task task = task(tp, store);
-            TaskRestore r = task == null ? null : restores.get(task);
-            if (r != null && numRestored > 0) {
-                long sum = r.offsets() > Long.MAX_VALUE - numRestored ? Long.MAX_VALUE : r.offsets() + numRestored;
-                restores.put(task, new TaskRestore(sum, r.startedAt()));
-            }
-        }
-        if (delegate != null) {
-            delegate.onBatchRestored(tp, store, batchEndOffset, numRestored);
+        loaded(task(tp, store), numRestored);
+        if (restoreDelegate != null) {
+            restoreDelegate.onBatchRestored(tp, store, batchEndOffset, numRestored);
         }
     }
 
     @Override
     public void onRestoreEnd(TopicPartition tp, String store, long totalRestored) {
-        finished(tp, store);
-        if (delegate != null) {
-            delegate.onRestoreEnd(tp, store, totalRestored);
+        finished(task(tp, store), tp, false);
+        if (restoreDelegate != null) {
+            restoreDelegate.onRestoreEnd(tp, store, totalRestored);
         }
     }
 
     @Override
     public void onRestoreSuspended(TopicPartition tp, String store, long totalRestored) {
-        finished(tp, store);
-        if (delegate != null) {
-            delegate.onRestoreSuspended(tp, store, totalRestored);
+        finished(task(tp, store), tp, false);
+        if (restoreDelegate != null) {
+            restoreDelegate.onRestoreSuspended(tp, store, totalRestored);
         }
     }
 
-    private void finished(TopicPartition tp, String store) {
-        synchronized (this) {
-            Task task = task(tp, store);
-            Set<TopicPartition> open = task == null ? null : restoring.get(task);
-            if (open != null) {
-                open.remove(tp);
-            }
+    @Override
+    public void onUpdateStart(TopicPartition tp, String store, long startingOffset) {
+        started(task(tp, store), tp, false);
+        if (standbyDelegate != null) {
+            standbyDelegate.onUpdateStart(tp, store, startingOffset);
         }
-        publish();
+    }
+
+    @Override
+    public void onBatchLoaded(TopicPartition tp, String store, TaskId taskId, long batchEndOffset, long batchSize,
+            long currentEndOffset) {
+        loaded(new Task(taskId.subtopology(), taskId.partition()), batchSize);
+        if (standbyDelegate != null) {
+            standbyDelegate.onBatchLoaded(tp, store, taskId, batchEndOffset, batchSize, currentEndOffset);
+        }
+    }
+
+    @Override
+    public void onUpdateSuspended(TopicPartition tp, String store, long storeOffset, long currentEndOffset,
+            SuspendReason reason) {
+        finished(task(tp, store), tp, reason == SuspendReason.PROMOTED);
+        if (standbyDelegate != null) {
+            standbyDelegate.onUpdateSuspended(tp, store, storeOffset, currentEndOffset, reason);
+        }
     }
 
     /** Publishes the member's restores now; a failure is logged, never thrown into Kafka Streams. */

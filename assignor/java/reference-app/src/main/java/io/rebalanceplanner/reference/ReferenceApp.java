@@ -171,11 +171,13 @@ public final class ReferenceApp {
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean closing = new AtomicBoolean();
         RestoreEvents restoreEvents = new RestoreEvents(events, storeSubtopology);
-        // With the plugin, the member also publishes what it restored (the leader's reports cannot say).
-        streams.setGlobalStateRestoreListener(plugin
-                ? RestoredOffsetsListener.of(streams, topology, props, restoreEvents) : restoreEvents);
         StandbyEvents standbyEvents = new StandbyEvents(events);
-        streams.setStandbyUpdateListener(standbyEvents);
+        if (plugin) { // the member also publishes what it restored (the leader's reports cannot say)
+            RestoredOffsetsListener.register(streams, topology, props, restoreEvents, standbyEvents);
+        } else {
+            streams.setGlobalStateRestoreListener(restoreEvents);
+            streams.setStandbyUpdateListener(standbyEvents);
+        }
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
                 stopped.countDown();
