@@ -103,7 +103,7 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
     }
 
     /** Store name to its subtopology: a changelog partition is its task's partition, the store names the rest. */
-    static Map<String, Integer> storeSubtopologies(TopologyDescription description) {
+    public static Map<String, Integer> storeSubtopologies(TopologyDescription description) {
         Map<String, Integer> out = new HashMap<>();
         for (TopologyDescription.Subtopology sub : description.subtopologies()) {
             for (TopologyDescription.Node node : sub.nodes()) {

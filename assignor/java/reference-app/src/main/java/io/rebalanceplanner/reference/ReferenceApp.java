@@ -30,7 +30,6 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -166,7 +165,7 @@ public final class ReferenceApp {
                     flags.get("hold-without-caught-up-copy", "false"));
         }
         Topology topology = topology(input, counters);
-        Map<String, Integer> storeSubtopology = storeSubtopologies(topology.describe());
+        Map<String, Integer> storeSubtopology = RestoredOffsetsListener.storeSubtopologies(topology.describe());
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean closing = new AtomicBoolean();
@@ -303,20 +302,6 @@ public final class ReferenceApp {
         Map<String, List<String>> out = new HashMap<>();
         out.put("active", new ArrayList<>(active));
         out.put("standby", new ArrayList<>(standby));
-        return out;
-    }
-
-    static Map<String, Integer> storeSubtopologies(TopologyDescription description) {
-        Map<String, Integer> out = new HashMap<>();
-        for (TopologyDescription.Subtopology sub : description.subtopologies()) {
-            for (TopologyDescription.Node node : sub.nodes()) {
-                if (node instanceof TopologyDescription.Processor) {
-                    for (String store : ((TopologyDescription.Processor) node).stores()) {
-                        out.put(store, sub.id());
-                    }
-                }
-            }
-        }
         return out;
     }
 
