@@ -192,9 +192,8 @@ class FlowNetwork:
         have searched them to the end and given them up, so the passes route exactly what they did without this;
         in a phase whose deficit lies far away (most of the standby model's), that was most of the graph, twice.
         """
-        excess, potential, adjacency, head, residual, cost = (
-            self.supply, self.potential, self.adjacency, self.head, self.residual, self.cost
-        )
+        excess, potential, adjacency = self.supply, self.potential, self.adjacency
+        head, residual, cost = self.head, self.residual, self.cost
         hopeless = len(excess) * [True]
         stack = [v for v in order if excess[v] < 0]
         for v in stack:
