@@ -22,6 +22,7 @@ from jobs.lakehouse.engine import spark_session
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
 from jobs.processes import die_with_parent
+from tests.support.airflow_harness import SharedAirflow, shared_standalone
 from tests.support.kafka_isolation import isolated
 from tests.support.xdist_groups import GROUPS_FILE, GroupScheduling, WorkerGroups, worker_input
 
@@ -51,6 +52,25 @@ def broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
     """The session's broker; the topics and groups this test creates are deleted after it."""
     with isolated(kafka) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def airflow_standalone(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker) -> Iterator[SharedAirflow]:
+    """One `airflow standalone` for test_dag_run and test_dag_ui (each start costs 35-47 s; both in xdist group
+    "airflow"), stopped after the last test that uses it (pytest_runtest_teardown), not at the session's end."""
+    with shared_standalone(tmp_path_factory.mktemp("airflow-standalone"), kafka) as shared:
+        yield shared
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the shared Airflow once the next test does not use it: its scheduler and dag-processor keep a core
+    busy for nothing otherwise (the fixture's own teardown, at the session's end, then finds it stopped)."""
+    uses = "airflow_standalone" in getattr(item, "fixturenames", ())
+    next_uses = nextitem is not None and "airflow_standalone" in getattr(nextitem, "fixturenames", ())
+    if uses and not next_uses:
+        shared = getattr(item, "funcargs", {}).get("airflow_standalone")
+        if isinstance(shared, SharedAirflow):
+            shared.airflow.stop()
 
 
 ENGINES = ("sail", "apache-spark")
