@@ -112,9 +112,9 @@ deploy-tools: $(STAMP)
 deploy-test: deploy-tools
 	tests/deploy/run.sh
 
-# The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.
+# The unit tier only (no broker, no Spark, no Airflow): a few minutes at most, on PYTEST_WORKERS workers too.
 test-fast: $(CORE)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
 bench: $(CORE)
 	$(BIN)/python bench/assignor_bench.py
