@@ -56,6 +56,11 @@ def seed_groups(bootstrap: str, reports_topic: str) -> None:
         for s, ends in ENDS.items():
             fill_changelog(bootstrap, f"{g}-store{s}-changelog", ends)
     fill_changelog(bootstrap, "clicks-store0-changelog", [20, 20])
+    publish_seeded_reports(bootstrap, reports_topic)
+
+
+def publish_seeded_reports(bootstrap: str, reports_topic: str) -> None:
+    """The seeded groups' state reports, reported now (the compacted topic keeps the latest per instance)."""
     clicks = stateful_topology("clicks", 1)
     publish_reports(
         bootstrap,
@@ -89,6 +94,11 @@ class SharedAirflow:
     airflow: LocalAirflow
     broker: EmbeddedBroker
     lake: Path
+
+    def refresh_reports(self) -> None:
+        """Report the seeded groups again, now: planning leaves out reports older than 15 minutes (stale_report_age_ms),
+        and the session's seeding is that old once the two modules have run a while on a loaded machine."""
+        publish_seeded_reports(self.broker.bootstrap, REPORTS_TOPIC)
 
 
 @contextmanager

@@ -37,6 +37,12 @@ from tests.support.signing import VERIFY_KEYS
 pytestmark = pytest.mark.xdist_group("airflow")
 
 
+@pytest.fixture(autouse=True)
+def fresh_reports(airflow_standalone: SharedAirflow) -> None:
+    """Every run plans from reports made now, not at the shared Airflow's start (see SharedAirflow.refresh_reports)."""
+    airflow_standalone.refresh_reports()
+
+
 @pytest.fixture(scope="module")
 def module_broker(airflow_standalone: SharedAirflow) -> EmbeddedBroker:
     """The session's broker, seeded for the Airflow modules; its topics and groups are deleted after them."""

@@ -38,6 +38,12 @@ SCREEN = {"width": 1600, "height": 1000}
 pytestmark = pytest.mark.xdist_group("airflow")
 
 
+@pytest.fixture(autouse=True)
+def fresh_reports(airflow_standalone: SharedAirflow) -> None:
+    """Every run plans from reports made now, not at the shared Airflow's start (see SharedAirflow.refresh_reports)."""
+    airflow_standalone.refresh_reports()
+
+
 @pytest.fixture(scope="module")
 def standalone(airflow_standalone: SharedAirflow) -> tuple[LocalAirflow, EmbeddedBroker, Path]:
     """The session's `airflow standalone` on the seeded broker, and the lake its triggered runs write."""
