@@ -10,7 +10,7 @@ import argparse
 import heapq
 import json
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -18,9 +18,11 @@ DURATIONS = Path(__file__).resolve().parents[1] / "durations.json"
 MAX_SECONDS = 86_400.0  # one test case longer than a day is a broken report, not a duration
 
 
-def module_seconds(junit: Path) -> dict[str, float]:
-    """Module path (``tests/system/test_dag_run.py``) -> the seconds its test cases took (setup, call, teardown)."""
+def module_seconds(junit: Path, cases: dict[str, int] | None = None) -> dict[str, float]:
+    """Module path (``tests/system/test_dag_run.py``) -> the seconds its test cases took (setup, call, teardown);
+    ``cases``, if given, gets each module's number of test cases."""
     seconds: dict[str, float] = defaultdict(float)
+    counted: dict[str, int] = defaultdict(int) if cases is None else cases
     for case in ElementTree.parse(junit).iter("testcase"):
         classname, raw = case.get("classname", ""), case.get("time", "0")
         try:
@@ -34,7 +36,9 @@ def module_seconds(junit: Path) -> dict[str, float]:
         names = [i for i, part in enumerate(parts) if part.startswith("test_")]
         if not names:
             raise ValueError(f"{junit}: test case {case.get('name')!r} has no test module in {classname!r}")
-        seconds["/".join(parts[: names[0] + 1]) + ".py"] += took
+        module = "/".join(parts[: names[0] + 1]) + ".py"
+        seconds[module] += took
+        counted[module] = counted.get(module, 0) + 1
     return dict(seconds)
 
 
@@ -55,11 +59,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("junit", type=Path)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--groups", type=Path, help="JSON: group name -> its modules (default: one per module)")
+    parser.add_argument(
+        "--collected",
+        type=Path,
+        help="`pytest --collect-only -q` output of the same run: modules the report holds only some tests of (an "
+        "interrupted run) are left out",
+    )
     parser.add_argument("--write", action="store_true", help=f"store the modules' seconds in {DURATIONS}")
     args = parser.parse_args(argv)
     if not 1 <= args.workers <= 64:
         parser.error(f"--workers must be 1..64, not {args.workers}")
-    seconds = module_seconds(args.junit)
+    cases: dict[str, int] = {}
+    seconds = module_seconds(args.junit, cases)
+    if args.collected:
+        lines = args.collected.read_text(encoding="utf-8").splitlines()
+        expected = Counter(line.split("::", 1)[0] for line in lines if "::" in line)
+        partial = sorted(m for m in seconds if cases[m] < expected.get(m, 0))
+        for module in partial:
+            del seconds[module]
+        print(f"left out {len(partial)} module(s) the report holds only some tests of: {', '.join(partial)}")
     grouped: dict[str, float] = {m: s for m, s in seconds.items()}
     if args.groups:
         for group, modules in json.loads(args.groups.read_text(encoding="utf-8")).items():
