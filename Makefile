@@ -12,6 +12,8 @@ export RBP_HOME ?= $(CURDIR)/var
 JVM_DIR := $(RBP_HOME)/jvm
 KAFKA_JARS := $(JVM_DIR)/kafka/.pom.sha256
 DELTA_JARS := $(JVM_DIR)/spark/.pom.sha256
+# Apache Kafka's WordCountDemo for the tests' outside application (tests/support/streams_app.py).
+EXAMPLES_JARS := $(JVM_DIR)/streams_examples/.pom.sha256
 # Our own Maven build (assignor/java): the KIP-924 plugin jar, the reference Kafka Streams app, the streams-groups
 # reader and the broker-side assignor (on the embedded broker's classpath: every target running the broker needs it).
 JAVA_DIR := assignor/java
@@ -46,6 +48,9 @@ $(KAFKA_JARS): jobs/local/kafka/pom.xml $(STAMP) | jdk
 
 $(DELTA_JARS): jobs/local/spark/pom.xml $(STAMP) | jdk
 	$(BIN)/python -m jobs.local.jvm spark --jvm-dir $(JVM_DIR)
+
+$(EXAMPLES_JARS): tests/support/streams_examples/pom.xml $(STAMP) | jdk
+	$(BIN)/python -m tests.support.streams_app --jvm-dir $(JVM_DIR)
 
 java: $(JAVA_JARS)
 
@@ -88,8 +93,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(DATA_DOCS_ASSETS) java-test
-	$(BIN)/pytest
+# The tiers on PYTEST_WORKERS xdist workers (2: CI's two cores; 0: one process, as before), each test group whole on one
+# worker (docs/development.md). Everything the tests read but must not build concurrently is built here first.
+PYTEST_WORKERS ?= 2
+test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(EXAMPLES_JARS) $(DATA_DOCS_ASSETS) java-test
+	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
 # The deployment tier: docker/ built and started with Podman (no registry needed: a debootstrap base image), checked
 # live by tests/deploy, torn down whatever happens (tests/deploy/run.sh; docs/deployment.md). ~15 min from cold.
@@ -104,9 +112,9 @@ deploy-tools: $(STAMP)
 deploy-test: deploy-tools
 	tests/deploy/run.sh
 
-# The unit tier only (no broker, no Spark, no Airflow): a few minutes at most.
+# The unit tier only (no broker, no Spark, no Airflow): a few minutes at most, on PYTEST_WORKERS workers too.
 test-fast: $(CORE)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
 bench: $(CORE)
 	$(BIN)/python bench/assignor_bench.py

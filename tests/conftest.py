@@ -1,8 +1,12 @@
-"""Shared fixtures (one broker, one engine per session) and hypothesis profiles (dev; ci when CI is set)."""
+"""Shared fixtures (one broker, one engine per session, per xdist worker), hypothesis profiles (dev; ci when CI is
+set) and the xdist groups that `make test` (``-n 2 --dist loadgroup``) hands out longest first."""
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # pyspark's classic launcher (the parity tests' local[2] server) starts its JVM with fork(), and gRPC's fork handlers,
 # armed once a Spark Connect client has run, abort that child now and then; they must be off before gRPC loads.
@@ -17,7 +21,12 @@ from pyspark.sql import SparkSession
 from jobs.lakehouse.engine import spark_session
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
+from jobs.processes import die_with_parent
+from tests.support.airflow_harness import SharedAirflow, shared_standalone
 from tests.support.kafka_isolation import isolated
+from tests.support.xdist_groups import GROUPS_FILE, GroupScheduling, WorkerGroups, worker_input
+
+GROUPS_DIR = pytest.StashKey[Path]()  # the controller's folder of the workers' group files
 
 # tests/deploy runs against containers only `make deploy-test` (tests/deploy/run.sh) starts, and says so in its env.
 collect_ignore = [] if os.environ.get("RBP_DEPLOY_PROJECT") else ["deploy"]
@@ -43,6 +52,25 @@ def broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
     """The session's broker; the topics and groups this test creates are deleted after it."""
     with isolated(kafka) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def airflow_standalone(tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker) -> Iterator[SharedAirflow]:
+    """One `airflow standalone` for test_dag_run and test_dag_ui (each start costs 35-47 s; both in xdist group
+    "airflow"), stopped after the last test that uses it (pytest_runtest_teardown), not at the session's end."""
+    with shared_standalone(tmp_path_factory.mktemp("airflow-standalone"), kafka) as shared:
+        yield shared
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the shared Airflow once the next test does not use it: its scheduler and dag-processor keep a core
+    busy for nothing otherwise (the fixture's own teardown, at the session's end, then finds it stopped)."""
+    uses = "airflow_standalone" in getattr(item, "fixturenames", ())
+    next_uses = nextitem is not None and "airflow_standalone" in getattr(nextitem, "fixturenames", ())
+    if uses and not next_uses:
+        shared = getattr(item, "funcargs", {}).get("airflow_standalone")
+        if isinstance(shared, SharedAirflow):
+            shared.airflow.stop()
 
 
 ENGINES = ("sail", "apache-spark")
@@ -77,6 +105,42 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests of modules marked ``pytest.mark.engines`` that use ``spark`` run on both engines."""
     if "spark" in metafunc.fixturenames and metafunc.definition.get_closest_marker("engines"):
         metafunc.parametrize("spark", ENGINES, indirect=True, scope="session")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In an xdist worker: die with the pytest that started it (its servers, spawned with a parent-death signal, die
+    with it: a killed run leaves no broker, Spark Connect, Airflow or Streams JVM behind), order the collection and
+    say each test's group (tests/support/xdist_groups.py). In the controller: a folder for those groups."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        controller = os.getppid()
+        die_with_parent()
+        if os.getppid() != controller:  # the controller died before the signal was armed
+            os._exit(1)
+        if GROUPS_FILE in workerinput:
+            config.pluginmanager.register(WorkerGroups(Path(workerinput[GROUPS_FILE])), "rbp-xdist-groups")
+    elif config.getoption("dist", "no") == "loadgroup" and config.getoption("numprocesses", None):
+        config.stash[GROUPS_DIR] = Path(tempfile.mkdtemp(prefix="rbp-xdist-groups-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if GROUPS_DIR in config.stash:
+        shutil.rmtree(config.stash[GROUPS_DIR], ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller, starting a worker: where the worker writes its tests' groups."""
+    if GROUPS_DIR in node.config.stash:
+        node.workerinput.update(worker_input(node.config.stash[GROUPS_DIR], node.gateway.id))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (pyproject's addopts) schedules our groups: a module, or what an ``xdist_group`` names."""
+    if GROUPS_DIR in config.stash:
+        return GroupScheduling(config, log, config.stash[GROUPS_DIR])
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

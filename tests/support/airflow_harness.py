@@ -1,4 +1,5 @@
-"""Real Airflow for the DAG tests: a seeded broker, an installation on SQLite, `airflow dags test` runs."""
+"""Real Airflow for the DAG tests: a seeded broker, one `airflow standalone` on SQLite shared by test_dag_run and
+test_dag_ui (their xdist group, "airflow"), `airflow dags test` runs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import math
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +19,16 @@ from deltalake import DeltaTable
 
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.local.airflow import LocalAirflow, _airflow_bin
+from jobs.local.broker import EmbeddedBroker
 from jobs.polling import wait_until
+from tests.support.kafka_isolation import isolated
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
 from tests.support.processes import FAULTHANDLER_ENV, wait_or_abort
 from tests.support.signing import signing_env
 
 DAG_ID = "rebalance_planning"
+REPORTS_TOPIC = "_rebalance_reports"
+USERS = "admin:admin,alice:user"  # alice: an ordinary user, named as the only approver in one test_dag_run test
 ENDS = {0: [40, 50, 60, 70], 1: [30, 40, 50, 60]}  # subtopology -> changelog end offset per partition
 
 
@@ -49,6 +56,11 @@ def seed_groups(bootstrap: str, reports_topic: str) -> None:
         for s, ends in ENDS.items():
             fill_changelog(bootstrap, f"{g}-store{s}-changelog", ends)
     fill_changelog(bootstrap, "clicks-store0-changelog", [20, 20])
+    publish_seeded_reports(bootstrap, reports_topic)
+
+
+def publish_seeded_reports(bootstrap: str, reports_topic: str) -> None:
+    """The seeded groups' state reports, reported now (the compacted topic keeps the latest per instance)."""
     clicks = stateful_topology("clicks", 1)
     publish_reports(
         bootstrap,
@@ -73,6 +85,34 @@ def rbp_env(bootstrap: str, lake: Path) -> dict[str, str]:
         "RBP_PLANNING_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run too
         "RBP_OBSERVE_SCHEDULE": "",
     }
+
+
+@dataclass(frozen=True)
+class SharedAirflow:
+    """The session's `airflow standalone`, the seeded broker its runs read, and the lake its triggered runs write."""
+
+    airflow: LocalAirflow
+    broker: EmbeddedBroker
+    lake: Path
+
+    def refresh_reports(self) -> None:
+        """Report the seeded groups again, now: planning leaves out reports older than 15 minutes (stale_report_age_ms),
+        and the session's seeding is that old once the two modules have run a while on a loaded machine."""
+        publish_seeded_reports(self.broker.bootstrap, REPORTS_TOPIC)
+
+
+@contextmanager
+def shared_standalone(home: Path, kafka: EmbeddedBroker) -> Iterator[SharedAirflow]:
+    """`airflow standalone` (scheduler, dag-processor, triggerer, api-server) on the session's broker, seeded with
+    seed_groups; the broker's topics and groups made meanwhile are deleted afterwards."""
+    lake = home / "lake"
+    with isolated(kafka) as broker:
+        seed_groups(broker.bootstrap, REPORTS_TOPIC)
+        env = {**rbp_env(broker.bootstrap, lake), "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": USERS}
+        # A shared machine under load starts the four Airflow processes slowly: a generous deadline, polled.
+        with LocalAirflow(home, extra_env=env).start("standalone", 600) as airflow:
+            airflow.wait_for_dag(DAG_ID)
+            yield SharedAirflow(airflow, broker, lake)
 
 
 # `airflow` with Lake.merge wrapped: the first MERGE into the named table commits, then raises a retryable error

@@ -3,7 +3,10 @@ kafka-streams-examples jar (Maven Central, tests/support/streams_examples/pom.xm
 
 from __future__ import annotations
 
+import argparse
+import fcntl
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -28,8 +31,13 @@ def plugin_jar() -> Path:
 
 
 def streams_examples_classpath(jvm_dir: Path = DEFAULT_JVM_DIR) -> str:
-    """The examples jar and its dependencies, fetched with mvn on first use."""
-    return str(classpath_dir("streams_examples", jvm_dir, package="tests.support") / "*")
+    """The examples jar and its dependencies, fetched with mvn on first use (`make test` fetches them first)."""
+    jvm_dir.mkdir(parents=True, exist_ok=True)
+    # Two xdist workers may ask at once: one fetches while the other waits, then finds the folder current (both
+    # fetching would empty each other's staging folder).
+    with (jvm_dir / ".streams_examples.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return str(classpath_dir("streams_examples", jvm_dir, package="tests.support") / "*")
 
 
 class WordCountInstance:
@@ -93,3 +101,15 @@ class WordCountInstance:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tests.support.streams_app [--jvm-dir DIR]`: fetch the examples' jars (what `make test` runs)."""
+    parser = argparse.ArgumentParser(prog="python -m tests.support.streams_app", description=main.__doc__)
+    parser.add_argument("--jvm-dir", type=Path, default=DEFAULT_JVM_DIR)
+    print(streams_examples_classpath(parser.parse_args(argv).jvm_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

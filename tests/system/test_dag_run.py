@@ -1,11 +1,11 @@
 """The planning DAG end to end with `airflow dags test` on the embedded broker and engine, the approval answered
-through the REST API of a real api-server on the same metadata database."""
+through the REST API of a real api-server on the same metadata database (the session's standalone, shared with
+test_dag_ui)."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, REJECT_AL
 from jobs.orchestration.tasks import KAFKA_CONN_ID
 from tests.support.airflow_harness import (
     DAG_ID,
+    SharedAirflow,
     finish,
     lake_contents,
     plan_rows,
@@ -26,31 +27,35 @@ from tests.support.airflow_harness import (
     rbp_env,
     run_ids,
     run_of,
-    seed_groups,
     start_dags_test,
 )
-from tests.support.kafka_isolation import isolated
 from tests.support.pipeline_kafka import create_topics
 from tests.support.signing import VERIFY_KEYS
 
-REPORTS = "_rebalance_reports"
-USERS = "admin:admin,alice:user"  # alice: an ordinary user, named as the only approver in one test
+# One Airflow for this module and test_dag_ui (conftest's airflow_standalone; each start costs 35-47 s): one worker
+# runs both modules in turn.
+pytestmark = pytest.mark.xdist_group("airflow")
+
+
+@pytest.fixture(autouse=True)
+def fresh_reports(airflow_standalone: SharedAirflow) -> None:
+    """Every run plans from reports made now, not at the shared Airflow's start (see SharedAirflow.refresh_reports)."""
+    airflow_standalone.refresh_reports()
 
 
 @pytest.fixture(scope="module")
-def module_broker(kafka: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
-    """The session's broker, seeded for this module; its topics and groups are deleted after the module."""
-    with isolated(kafka) as broker:
-        seed_groups(broker.bootstrap, REPORTS)
-        yield broker
+def module_broker(airflow_standalone: SharedAirflow) -> EmbeddedBroker:
+    """The session's broker, seeded for the Airflow modules; its topics and groups are deleted after them."""
+    return airflow_standalone.broker
 
 
 @pytest.fixture(scope="module")
-def api_server(tmp_path_factory: pytest.TempPathFactory, module_broker: EmbeddedBroker) -> Iterator[LocalAirflow]:
-    home = tmp_path_factory.mktemp("airflow")
-    env = {**rbp_env(module_broker.bootstrap, home / "lake"), "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": USERS}
-    with LocalAirflow(home, extra_env=env).start("api-server") as airflow:
-        yield airflow
+def api_server(airflow_standalone: SharedAirflow) -> LocalAirflow:
+    """The shared Airflow with the planning DAG paused: `airflow dags test` runs its run's tasks itself, and the
+    scheduler queues the scheduled tasks of unpaused DAGs only (two would run each task); test_dag_ui's trigger
+    unpauses it again."""
+    airflow_standalone.airflow.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": True})
+    return airflow_standalone.airflow
 
 
 def run_and_answer(

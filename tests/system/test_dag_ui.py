@@ -1,8 +1,8 @@
 """The planning DAG under `airflow standalone` (scheduler, dag-processor, api-server): an unanswered approval times
 out and rejects every plan; a person approves in the Airflow UI with headless Chromium and the plans are published;
 a person decides on the decision page (filter, tick, confirm), an unknown group is refused before Airflow is answered.
-The rebalance_reports plugin serves reports and Data Docs to logged-in people only (on the same standalone: one
-Airflow start for the module, ~40 s, instead of one more in a module of its own).
+The rebalance_reports plugin serves reports and Data Docs to logged-in people only. The standalone is the session's
+one, shared with test_dag_run (one Airflow start, ~40 s, for both modules).
 
 Screenshots at 1,600 x 1,000 go to var/test-artifacts/ (decide-*.png, airflow-*.png)."""
 
@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,27 +25,29 @@ from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, TIMEOUT_USER
 from jobs.report.links import data_docs_url, decide_url, report_url
 from jobs.report.render import render_report
-from tests.support.airflow_harness import DAG_ID, plan_rows, published_plans, rbp_env, seed_groups, snapshot_of
-from tests.support.kafka_isolation import isolated
+from tests.support.airflow_harness import DAG_ID, SharedAirflow, plan_rows, published_plans, snapshot_of
 from tests.support.report_views import report, row
 
-REPORTS, PLANS = "_rebalance_reports", "_rebalance_plans"
+PLANS = "_rebalance_plans"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
 SCREEN = {"width": 1600, "height": 1000}
 
 
+# One Airflow for this module and test_dag_run (conftest's airflow_standalone; each start costs 35-47 s): one worker
+# runs both modules in turn.
+pytestmark = pytest.mark.xdist_group("airflow")
+
+
+@pytest.fixture(autouse=True)
+def fresh_reports(airflow_standalone: SharedAirflow) -> None:
+    """Every run plans from reports made now, not at the shared Airflow's start (see SharedAirflow.refresh_reports)."""
+    airflow_standalone.refresh_reports()
+
+
 @pytest.fixture(scope="module")
-def standalone(
-    tmp_path_factory: pytest.TempPathFactory, kafka: EmbeddedBroker
-) -> Iterator[tuple[LocalAirflow, EmbeddedBroker, Path]]:
-    home = tmp_path_factory.mktemp("airflow-standalone")
-    lake = home / "lake"
-    with isolated(kafka) as broker:
-        seed_groups(broker.bootstrap, REPORTS)
-        # A shared machine under load starts the four Airflow processes slowly: a generous deadline, polled.
-        with LocalAirflow(home, extra_env=rbp_env(broker.bootstrap, lake)).start("standalone", 600) as airflow:
-            airflow.wait_for_dag(DAG_ID)
-            yield airflow, broker, lake
+def standalone(airflow_standalone: SharedAirflow) -> tuple[LocalAirflow, EmbeddedBroker, Path]:
+    """The session's `airflow standalone` on the seeded broker, and the lake its triggered runs write."""
+    return airflow_standalone.airflow, airflow_standalone.broker, airflow_standalone.lake
 
 
 def chromium() -> str:
