@@ -1,6 +1,6 @@
-"""A pytest plugin measuring CPU, not wall time: per test, the pytest process's own CPU and its child processes'
-(the Spark Connect JVM, brokers), setup + call + teardown. Load with ``-p tests.support.cpu_meter``; the figures
-go to stdout at the end and, as JSON lines, to ``$RBP_CPU_LOG`` when set. Wall times on a shared machine are noise."""
+"""A pytest plugin measuring CPU, not wall time: per test (setup + call + teardown), the Spark Connect server's CPU
+and that of pytest with its other descendants (plan workers, brokers). Load with ``-p tests.support.cpu_meter``; the
+figures go to stdout at the end and, as JSON lines, to ``$RBP_CPU_LOG`` when set. Wall times here are noise."""
 
 from __future__ import annotations
 
@@ -15,32 +15,40 @@ import pytest
 _rows: list[dict[str, object]] = []
 
 
-def _cpu() -> tuple[float, float]:
-    """(this process's user+system seconds, all live descendants' user+system seconds)."""
+def _total(process: psutil.Process) -> float:
+    # children_*: the CPU of its children it has reaped, so a worker process that exits keeps counting.
+    times = process.cpu_times()
+    return float(times.user + times.system + times.children_user + times.children_system)
+
+
+def _cpu() -> tuple[float, dict[int, float]]:
+    """(CPU seconds of this process and every descendant, the Spark Connect servers' among them, by pid)."""
     me = psutil.Process()
-    own = me.cpu_times()
-    children = 0.0
+    total, servers = _total(me), {}
     for child in me.children(recursive=True):
         try:
-            times = child.cpu_times()
-        except psutil.Error:  # gone between listing and reading
+            spent = _total(child)
+            if any("SparkConnectServer" in part for part in child.cmdline()):
+                servers[child.pid] = spent
+        except psutil.Error:  # gone between listing and reading: its parent counts it once reaped
             continue
-        children += times.user + times.system
-    return own.user + own.system, children
+        total += spent
+    return total, servers
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
-    own0, kids0 = _cpu()
+    total0, servers0 = _cpu()
     wall0 = time.monotonic()
     yield
-    own1, kids1 = _cpu()
-    # A child that exited during the test takes its CPU along (the delta may then be negative): floored at 0.
+    total1, servers1 = _cpu()
+    # A server started in this test counts whole; one that ended in it is lost (and then floors the total at 0).
+    server = sum(spent - servers0.get(pid, 0.0) for pid, spent in servers1.items())
     _rows.append(
         {
             "test": item.nodeid,
-            "pytest_cpu_s": round(own1 - own0, 1),
-            "children_cpu_s": round(max(kids1 - kids0, 0.0), 1),
+            "server_cpu_s": round(server, 1),
+            "pytest_cpu_s": round(max(total1 - total0 - server, 0.0), 1),
             "wall_s": round(time.monotonic() - wall0, 1),
             "load1": round(os.getloadavg()[0], 1),
         }
@@ -56,8 +64,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    terminalreporter.section("cpu meter (pytest cpu s / children cpu s / wall s / load1)")
+    terminalreporter.section(
+        "cpu meter (Spark Connect server cpu s / pytest and its other processes cpu s / wall s / load)"
+    )
     for row in _rows:
         terminalreporter.write_line(
-            f"{row['pytest_cpu_s']:>7} {row['children_cpu_s']:>8} {row['wall_s']:>7} {row['load1']:>5}  {row['test']}"
+            f"{row['server_cpu_s']:>7} {row['pytest_cpu_s']:>7} {row['wall_s']:>7} {row['load1']:>5}  {row['test']}"
         )
