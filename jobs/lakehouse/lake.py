@@ -359,6 +359,12 @@ class Lake:
         log.info("%s: %d inserted, %d updated, version %d", name, inserted, updated, outcome.version)
         return outcome
 
+    def merge_nothing(self, name: str) -> MergeOutcome:
+        """What ``merge`` of no rows does (the table made or migrated, nothing committed), without asking the
+        engine: for callers holding their rows in memory, where an empty write would still cost Spark jobs."""
+        _, version = self.ensure(name)
+        return MergeOutcome(name, 0, 0, version)
+
     def _commit(
         self, name: str, staged: DataFrame, keys: Sequence[str], update: Sequence[str], within: Scope | None,
         txn: tuple[str, int], *, append: bool,
