@@ -247,7 +247,11 @@ class _Validation:
                 for name, frame in sources(lake, snapshot_id, pending, bucket).items()
             }
             pending = inputs["pending"]
-            frames = {name: _materialized(lake, frame, staging / name) for name, frame in datasets(inputs).items()}
+            frames = {
+                # "plans" only picks columns of the pending plans, already Parquet: nothing to compute once.
+                name: frame if name == "plans" else _materialized(lake, frame, staging / name)
+                for name, frame in datasets(inputs).items()
+            }
             plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
             if not plans:
                 return None
