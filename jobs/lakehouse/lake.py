@@ -114,6 +114,34 @@ class OutsideScope(ValueError):
     """A write within a scope holds rows outside it: a bug in the caller, never merged."""
 
 
+_MATCHED = "_rbp_matched"  # marks the target's side of a MERGE's outer join: null where a source key is new
+
+
+@dataclass(frozen=True)
+class _Census:
+    """What a MERGE's staged rows hold, counted in one Spark job: new and changed rows, whether a key repeats and
+    how many rows lie outside the write's scope (each was a query of its own, and queries are most of the cost)."""
+
+    inserted: int
+    updated: int
+    repeated: bool
+    outside: int
+
+    @classmethod
+    def of(cls, staged: DataFrame, keys: Sequence[str], within: Scope | None) -> _Census:
+        # Null keys group together, as the MERGE's null-safe match treats them; a null scope test is not outside.
+        out = sf.lit(0) if within is None else sf.when(~within.column(), 1).otherwise(0)
+        per_key = staged.groupBy(*keys).agg(
+            sf.count(sf.lit(1)).alias("n"),
+            sf.sum(sf.when(sf.col("is_new"), 1).otherwise(0)).alias("new"),
+            sf.sum(sf.when(sf.col("is_new"), 0).otherwise(1)).alias("old"),
+            sf.sum(out).alias("out"),
+        )
+        row = per_key.agg(sf.max("n"), sf.sum("new"), sf.sum("old"), sf.sum("out")).collect()[0]
+        most, new, old, outside = (int(v or 0) for v in row)  # an empty staging sums to nulls
+        return cls(new, old, most > 1, outside)
+
+
 # Idempotent writes (Delta's SetTransaction): every write of a table carries the application id below and, as its
 # version, the table version it was computed from plus one. A write computed from the same table version by a
 # killed attempt and by its retry is the same logical write: whichever commits second is skipped (the engine
@@ -291,15 +319,21 @@ class Lake:
             if absent:
                 raise ValueError(f"table {name} has no column {absent[0]!r}: it cannot be merged within {within}")
             target = within.of(self.read(name, version=read_version)).alias("t")
-        new = source.join(target, _keys_match(keys, "s", "t"), "left_anti").select("s.*", sf.lit(True).alias("is_new"))
         if update:
+            # One outer join finds both the new keys (no target row: the marker is null) and the changed rows,
+            # instead of an anti join and an inner join each reading source and target.
+            target = target.withColumn(_MATCHED, sf.lit(True)).alias("t")
+            is_new = sf.col(f"t.{_MATCHED}").isNull()
             differs = reduce(lambda a, b: a | b, [~sf.col(f"s.{c}").eqNullSafe(sf.col(f"t.{c}")) for c in update])
-            changed = (
-                source.join(target, _keys_match(keys, "s", "t"), "inner")
-                .where(differs)
-                .select("s.*", sf.lit(False).alias("is_new"))
+            new = (
+                source.join(target, _keys_match(keys, "s", "t"), "left")
+                .where(is_new | differs)
+                .select("s.*", is_new.alias("is_new"))
             )
-            new = new.unionByName(changed)
+        else:
+            new = source.join(target, _keys_match(keys, "s", "t"), "left_anti").select(
+                "s.*", sf.lit(True).alias("is_new")
+            )
         # Materialize the source once: a MERGE whose source is recomputed against its own target misbehaves.
         work = self.staging(f"merge-{name}")
         staging = work / "rows"
@@ -307,16 +341,16 @@ class Lake:
             new.write.mode("overwrite").parquet(str(staging))
             # An empty result writes no file, so the schema comes from the table, not from the files.
             staged = self.spark.read.schema(f"{schema.ddl}, is_new boolean").parquet(str(staging))
-            if self._repeated_keys(staged, keys):
+            census = _Census.of(staged, keys, within)
+            if census.repeated:
                 staged = self._without_copies(staged, staging, name, keys, f"{schema.ddl}, is_new boolean")
-            if within is not None:
+                census = _Census.of(staged, keys, within)
+            if census.outside and within is not None:
                 outside = staged.where(~within.column()).select(*keys).limit(3).collect()
-                if outside:
-                    raise OutsideScope(
-                        f"{name}: rows outside {within}, e.g. {[r.asDict() for r in outside]}; nothing was merged"
-                    )
-            counts = {bool(r["is_new"]): int(r["count"]) for r in staged.groupBy("is_new").count().collect()}
-            inserted, updated = counts.get(True, 0), counts.get(False, 0)
+                raise OutsideScope(
+                    f"{name}: rows outside {within}, e.g. {[r.asDict() for r in outside]}; nothing was merged"
+                )
+            inserted, updated = census.inserted, census.updated
             if inserted or updated:
                 self._commit(name, staged.drop("is_new"), keys, update, within, txn, append=not updated)
         finally:
@@ -324,6 +358,12 @@ class Lake:
         outcome = MergeOutcome(name, inserted, updated, self.version(name))
         log.info("%s: %d inserted, %d updated, version %d", name, inserted, updated, outcome.version)
         return outcome
+
+    def merge_nothing(self, name: str) -> MergeOutcome:
+        """What ``merge`` of no rows does (the table made or migrated, nothing committed), without asking the
+        engine: for callers holding their rows in memory, where an empty write would still cost Spark jobs."""
+        _, version = self.ensure(name)
+        return MergeOutcome(name, 0, 0, version)
 
     def _commit(
         self, name: str, staged: DataFrame, keys: Sequence[str], update: Sequence[str], within: Scope | None,

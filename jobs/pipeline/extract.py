@@ -224,6 +224,9 @@ def write_snapshot(
     bounded = bound_quarantine(intake.quarantine, quarantine_cap, seen)
     bronze = bronze_rows(snapshot_id, captured_at, intake, state, bounded.rows)
     for name in BRONZE_TABLES:
+        if not bronze[name]:  # most nights most of the membership and quarantine tables get no rows
+            outcomes.append(lake.merge_nothing(name))
+            continue
         # Every bronze key holds the snapshot: the MERGE reads this snapshot's rows only, not every night's.
         outcomes.append(lake.merge(name, _frame(lake, name, bronze[name]), within=Scope(snapshot_id)))
     reasons = Counter(q.reason.split(":", 1)[0] for q in intake.quarantine if q.source == "reports")

@@ -151,7 +151,10 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     fresh = [r for r in reports if int(r.fields["reported_at"]) >= now - settings.stale_report_age_ms]
     log.info("observe: %d reports (%d fresh, %d unreadable)", len(reports), len(fresh), len(intake.quarantine))
     rows = observed_rows(reports)
-    outcomes = [lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL))]
+    if rows:
+        outcomes = [lake.merge("assignment_history", lake.spark.createDataFrame(rows, HISTORY_DDL))]
+    else:  # no report: nothing observed, and no Spark job to find that out
+        outcomes = [lake.merge_nothing("assignment_history")]
     # Withdrawals and fallbacks first: a withdrawn plan is neither realized nor expired, a fallen-back one not realized.
     plans_topic = read_latest_by_key(bootstrap, settings.plans_topic, settings.kafka_config, settings.kafka_timeout_s)
     noticed = notice_withdrawals_and_fallbacks(lake, settings, plans_topic, fresh)

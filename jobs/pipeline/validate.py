@@ -157,18 +157,30 @@ class PlanValidator:
         self._unrendered = []
 
 
-def datasets(
+def sources(
     lake: Lake, snapshot_id: str, pending: DataFrame, bucket: GroupBucket | None = None
 ) -> dict[str, DataFrame]:
-    """Every suite's dataset for the pending plans of a snapshot (of one bucket of its groups, if given)."""
+    """What the datasets are computed from, for the pending plans of a snapshot (of one bucket of its groups, if
+    given): the plans themselves and their assignments, tasks, member reports and task lags."""
 
     def read(name: str) -> DataFrame:
         frame = lake.read(name, snapshot_id)
         return frame if bucket is None else bucket.rows(frame)
 
-    ids = pending.select("plan_id")
-    assignments = read("plan_assignments").join(ids, "plan_id", "left_semi")
-    tasks, reports, lags = read("group_tasks"), read("member_reports"), read("task_lags")
+    assignments = read("plan_assignments").join(pending.select("plan_id"), "plan_id", "left_semi")
+    return {
+        "pending": pending,
+        "assignments": assignments,
+        "tasks": read("group_tasks"),
+        "reports": read("member_reports"),
+        "lags": read("task_lags"),
+    }
+
+
+def datasets(inputs: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+    """Every suite's dataset, computed from ``sources``."""
+    pending, assignments = inputs["pending"], inputs["assignments"]
+    tasks, reports, lags = inputs["tasks"], inputs["reports"], inputs["lags"]
     return {
         "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
         "step_tasks": step_task_checks(assignments, tasks),
@@ -179,6 +191,12 @@ def datasets(
         "plans": pending.select("plan_id", "status", "rounds", "missing_offset_sums"),
         "plan_settings": settings_checks(pending),
     }
+
+
+def _materialized(lake: Lake, frame: DataFrame, path: Path) -> DataFrame:
+    """``frame`` written to ``path`` as Parquet and read back (with its schema: an empty frame writes no file)."""
+    frame.write.mode("overwrite").parquet(str(path))
+    return lake.spark.read.schema(frame.schema).parquet(str(path))
 
 
 def rejection_reason(failed: Sequence[tuple[str, int]]) -> str:
@@ -220,12 +238,16 @@ class _Validation:
         lake, snapshot_id = self.lake, self.snapshot_id
         pending = bucket.rows(pending)
         staging = lake.staging("validate")
+        # The eight datasets share their sources: the engine keeps each source as first read (on Apache Spark
+        # each Delta scan is jobs of its own over the table's log; persist() is a no-op on Sail, whose scans are
+        # cheap and where writing the sources out measured slower).
+        inputs = sources(lake, snapshot_id, pending, bucket)
+        for frame in inputs.values():
+            frame.persist()
+        pending = inputs["pending"]
         try:
             # Each suite computes several metrics over its dataset: materialize the datasets once.
-            frames = {}
-            for name, frame in datasets(lake, snapshot_id, pending, bucket).items():
-                frame.write.mode("overwrite").parquet(str(staging / name))
-                frames[name] = lake.spark.read.schema(frame.schema).parquet(str(staging / name))
+            frames = {name: _materialized(lake, frame, staging / name) for name, frame in datasets(inputs).items()}
             plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
             if not plans:
                 return None
@@ -244,6 +266,8 @@ class _Validation:
             }
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            for frame in inputs.values():
+                frame.unpersist()
         now = int(time.time() * 1000)
         results, statuses = [], []
         for plan_id in plans:
