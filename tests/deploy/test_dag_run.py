@@ -41,21 +41,31 @@ code = main(["/data/lake"])
 sys.stdout.flush()
 os._exit(code)
 """
+# A report of the group, read where the pipeline's login may read the reports topic (the scheduler; an application
+# may only write it). argv: the group. Prints the report's JSON.
+GROUP_REPORT = """
+import json, os, sys
+from assignor.runtime.kafka_io import read_latest_by_key
+from jobs.settings import Settings
+s = Settings()
+reports = read_latest_by_key(s.kafka_bootstrap, s.reports_topic, s.kafka_config, s.kafka_timeout_s)
+group = [v.decode() for k, v in sorted(reports.items()) if v is not None and k.decode().startswith(sys.argv[1] + "/")]
+print(group[0])
+sys.stdout.flush()
+os._exit(0)
+"""
 # Run in the fleet's container with its own login: a report for an instance about to join, made from one of its
 # group's reports with no tasks and no state, under the process id its state directory will have. Without it no
-# plan could name the instance before it joins. argv: the group, the state directory. Prints the process id.
+# plan could name the instance before it joins. argv: the state directory, the report. Prints the process id.
 ANNOUNCE = """
 import dataclasses, json, sys, time
 from pathlib import Path
 from confluent_kafka import Producer
 from assignor.protocol.state_report import StateReport
-from assignor.runtime.kafka_io import read_latest_by_key
 from assignor.runtime.state_dir import StateDirectory
 from jobs.settings import Settings
-group, state_dir = sys.argv[1], Path(sys.argv[2])
+state_dir, template = Path(sys.argv[1]), json.loads(sys.argv[2])
 s = Settings()
-reports = read_latest_by_key(s.kafka_bootstrap, s.reports_topic, s.kafka_config, s.kafka_timeout_s)
-template = next(json.loads(v) for k, v in reports.items() if v is not None and k.decode().startswith(group + "/"))
 state_dir.mkdir(parents=True, exist_ok=True)
 report = dataclasses.replace(
     StateReport.from_json(template), process_id=StateDirectory(state_dir).process_id, member_id="", client_id="",
@@ -148,7 +158,8 @@ def test_a_scale_out_is_planned_approved_published_and_observed_realized(stack: 
     wait_for_dag(airflow, PLANNING, timeout_s=300)
     wait_for_dag(airflow, OBSERVE, timeout_s=300)
     # The fleet changes before tonight's run: a fourth instance of group-1 is announced.
-    newcomer = stack.run("demo-fleet", "python", "-", SCALED_OUT, NEWCOMER_DIR, stdin=ANNOUNCE).strip()
+    template = stack.run("airflow-scheduler", "python", "-", SCALED_OUT, stdin=GROUP_REPORT).strip()
+    newcomer = stack.run("demo-fleet", "python", "-", NEWCOMER_DIR, template, stdin=ANNOUNCE).strip()
     started = time.monotonic()
     # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
     run_id = airflow.trigger(PLANNING)
