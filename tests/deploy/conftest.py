@@ -60,6 +60,11 @@ def approver() -> tuple[str, str]:
     return os.environ["RBP_APPROVER_USERNAME"], os.environ["RBP_APPROVER_PASSWORD"]
 
 
+def restart(stack: Stack, service: str) -> None:
+    """`podman restart` of the service's container, 20 s for a clean stop."""
+    subprocess.run(["podman", "restart", "-t", "20", stack.container(service)], check=True, capture_output=True)
+
+
 def record(line: str) -> None:
     """One measured line for run.sh's report (var/deploy-test/report.txt), and for pytest's output."""
     print(line)

@@ -169,7 +169,10 @@ phase_end
 
 phase checks
 set +e  # a failing check must still be timed and summarised; the exit status says it failed
-RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url RBP_DEPLOY_REPORT=$report "$root/.venv/bin/pytest" -q -p no:cacheprovider tests/deploy \
+# -v: each check's outcome in the log as it ends. The project's faulthandler exit at 15 min (pyproject.toml) would end
+# the session inside the nightly run, which takes longer on a loaded machine: each test's own timeout bounds it.
+RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url RBP_DEPLOY_REPORT=$report "$root/.venv/bin/pytest" -v -p no:cacheprovider \
+  -o faulthandler_timeout=5400 tests/deploy \
   ${RBP_DEPLOY_PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" >&2
 checks=${PIPESTATUS[0]}
 phase_end
