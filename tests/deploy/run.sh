@@ -109,6 +109,7 @@ export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
 # checks verify both servers against this CA and no other.
 docker/tls/make-certs.sh "$work/tls" >/dev/null
 chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key"
+chown 999 "$work/tls/postgres.key"  # the postgres user of the official image and of the stand-in
 chmod 755 "$work/tls"
 export RBP_TLS_DIR=$work/tls RBP_DEPLOY_CA=$work/tls/ca.crt
 RBP_PLAN_VERIFY_KEYS=$(sed -n 's/^groups: *RBP_PLAN_VERIFY_KEYS=//p' "$work/keys.txt")
