@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Makes the deployment's TLS material at deploy time (nothing here is committed): a private CA, Kafka's server
-# certificate in a PKCS#12 keystore (for the SASL_SSL listener) and the Airflow api-server's certificate (HTTPS).
+# certificate in a PKCS#12 keystore (for the SASL_SSL listener), the Airflow api-server's certificate (HTTPS) and
+# PostgreSQL's (the metadata database's connections).
 #   docker/tls/make-certs.sh OUTDIR [AIRFLOW_NAME...]
 # OUTDIR gets: ca.crt (the trust anchor every client verifies with), kafka.p12 + kafka.p12.password, airflow.crt +
-# airflow.key. AIRFLOW_NAME: extra DNS names the UI is reached by (localhost and 127.0.0.1 are always in). The CA's
+# airflow.key, postgres.crt + postgres.key. AIRFLOW_NAME: extra DNS names the UI is reached by (localhost and 127.0.0.1 are always in). The CA's
 # key is deleted once it has signed: a new certificate means a new CA, re-distributed by the next deploy.
 # Production with its own PKI: put files of the same names in OUTDIR instead and skip this script.
 set -euo pipefail
@@ -43,5 +44,9 @@ for name in "$@"; do names="$names,DNS:$name"; done
 leaf airflow "$names"
 cp "$work/airflow.key" "$out/airflow.key"
 cat "$work/airflow.crt" >"$out/airflow.crt"
-chmod 644 "$out/ca.crt" "$out/airflow.crt"
-echo "TLS material in $out: ca.crt, kafka.p12 (+ .password), airflow.crt, airflow.key (valid $days days)"
+leaf postgres DNS:postgres
+cp "$work/postgres.key" "$out/postgres.key"
+cat "$work/postgres.crt" >"$out/postgres.crt"
+chmod 644 "$out/ca.crt" "$out/airflow.crt" "$out/postgres.crt"
+echo "TLS material in $out: ca.crt, kafka.p12 (+ .password), airflow.crt, airflow.key, postgres.crt, postgres.key" \
+  "(valid $days days)"

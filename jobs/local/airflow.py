@@ -43,6 +43,8 @@ kill 0
 
 
 SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+# Where the simple auth manager keeps the passwords it generates (Airflow's default name in AIRFLOW_HOME).
+PASSWORDS_FILE = "simple_auth_manager_passwords.json.generated"
 
 
 class AirflowError(RuntimeError):
@@ -106,8 +108,17 @@ class LocalAirflow:
 
     def migrate(self) -> None:
         """Create the metadata database (idempotent)."""
-        self.home.mkdir(parents=True, exist_ok=True)
+        self.secure_home()
         self.command("db", "migrate", timeout_s=300)
+
+    def secure_home(self) -> None:
+        """The home (metadata database, logs, configuration) the user's alone, mode 0700, and the passwords file
+        made 0600 before Airflow writes it: Airflow appends to it keeping its mode, and would create it 0644."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.home.chmod(0o700)
+        passwords = self.home / PASSWORDS_FILE
+        os.close(os.open(passwords, os.O_WRONLY | os.O_CREAT, 0o600))
+        passwords.chmod(0o600)  # one made by an earlier Airflow with the umask's mode
 
     def command(self, *args: str, timeout_s: float = 120) -> str:
         """Run an ``airflow`` CLI command against this installation; its stdout."""
@@ -183,10 +194,14 @@ class LocalAirflow:
 
     def password(self, user: str = "admin") -> str:
         """The generated password of the simple auth manager's user."""
-        path = self.home / "simple_auth_manager_passwords.json.generated"
-        if not path.exists():
+        path = self.home / PASSWORDS_FILE
+        text = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+        if not text:  # secure_home made it empty; Airflow fills it once its api-server starts
             raise AirflowError(f"{path} not written yet")
-        return str(json.loads(path.read_text())[user])
+        try:
+            return str(json.loads(text)[user])
+        except (ValueError, KeyError, TypeError) as err:
+            raise AirflowError(f"{path} holds no password for {user!r} yet") from err
 
     def token(self, user: str = "admin") -> str:
         if user not in self._tokens:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import ssl
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
+
+from jobs.local.airflow import LocalAirflow
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,33 @@ def approver() -> tuple[str, str]:
     return os.environ["RBP_APPROVER_USERNAME"], os.environ["RBP_APPROVER_PASSWORD"]
 
 
+def restart(stack: Stack, service: str) -> None:
+    """`podman restart` of the service's container, 20 s for a clean stop."""
+    subprocess.run(["podman", "restart", "-t", "20", stack.container(service)], check=True, capture_output=True)
+
+
 def record(line: str) -> None:
     """One measured line for run.sh's report (var/deploy-test/report.txt), and for pytest's output."""
     print(line)
     with open(os.environ["RBP_DEPLOY_REPORT"], "a", encoding="utf-8") as report:
         report.write(line + "\n")
+
+
+@dataclass
+class StackAirflow(LocalAirflow):
+    """The REST helpers of the local harness, pointed at the stack's api-server with the FAB logins run.sh made."""
+
+    base_url: str = ""
+    passwords: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    def password(self, user: str = "admin") -> str:
+        return self.passwords[user]
+
+
+@pytest.fixture(scope="session")
+def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str], ca: ssl.SSLContext) -> StackAirflow:
+    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]), verify=ca)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The official postgres image's first-start contract (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB; scram-sha-256
-# for every network client) on Debian's PostgreSQL, for the local stand-in image.
+# for every network client) on Debian's PostgreSQL, for the local stand-in image. As the official entrypoint, a
+# command `postgres ARGS...` starts the server with those arguments (docker-compose.yml's TLS settings).
 set -euo pipefail
 : "${POSTGRES_USER:?}" "${POSTGRES_PASSWORD:?}" "${POSTGRES_DB:=$POSTGRES_USER}"
 if [[ ! -s "$PGDATA/PG_VERSION" ]]; then
@@ -14,4 +15,5 @@ if [[ ! -s "$PGDATA/PG_VERSION" ]]; then
   if [[ "$POSTGRES_DB" != postgres ]]; then createdb -U "$POSTGRES_USER" "$POSTGRES_DB"; fi
   pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
 fi
-exec postgres -D "$PGDATA" -c listen_addresses='*'
+if [[ "${1:-}" == postgres ]]; then shift; fi
+exec postgres -D "$PGDATA" -c listen_addresses='*' "$@"

@@ -109,6 +109,7 @@ export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
 # checks verify both servers against this CA and no other.
 docker/tls/make-certs.sh "$work/tls" >/dev/null
 chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key"
+chown 999 "$work/tls/postgres.key"  # the postgres user of the official image and of the stand-in
 chmod 755 "$work/tls"
 export RBP_TLS_DIR=$work/tls RBP_DEPLOY_CA=$work/tls/ca.crt
 RBP_PLAN_VERIFY_KEYS=$(sed -n 's/^groups: *RBP_PLAN_VERIFY_KEYS=//p' "$work/keys.txt")
@@ -169,7 +170,10 @@ phase_end
 
 phase checks
 set +e  # a failing check must still be timed and summarised; the exit status says it failed
-RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url RBP_DEPLOY_REPORT=$report "$root/.venv/bin/pytest" -q -p no:cacheprovider tests/deploy \
+# -v: each check's outcome in the log as it ends. The project's faulthandler exit at 15 min (pyproject.toml) would end
+# the session inside the nightly run, which takes longer on a loaded machine: each test's own timeout bounds it.
+RBP_DEPLOY_PROJECT=$project RBP_DEPLOY_URL=$url RBP_DEPLOY_REPORT=$report "$root/.venv/bin/pytest" -v -p no:cacheprovider \
+  -o faulthandler_timeout=5400 tests/deploy \
   ${RBP_DEPLOY_PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" >&2
 checks=${PIPESTATUS[0]}
 phase_end

@@ -1,54 +1,90 @@
 """The nightly DAG carried out through the running stack: the demo fleet reports to the containerised Kafka over
 SASL_SSL, a real login triggers the run through the REST API over HTTPS, the stages run on the Spark Connect
 container, an allowed approver answers through the API and publish runs in the scheduler, its tasks calling the
-execution API over HTTPS. Not yet: a plan with moves observed REALIZED."""
+execution API over HTTPS; Kafka is restarted and the scheduler killed during the run. The fleet must change: one
+more instance of group-1 is announced before the run (as an operator scaling out does), so its plan moves tasks;
+the instance starts once the plan is published, the group converges and `rebalance_observe` marks the plan
+REALIZED. Then the Delta tables in the volume pass their contract (schemas/tables) and the Data Docs pages load
+their styles and scripts from the site itself."""
 
 from __future__ import annotations
 
 import json
-import ssl
+import subprocess
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-from jobs.local.airflow import AirflowError, LocalAirflow
+from jobs.local.airflow import AirflowError
 from jobs.orchestration.decision import APPROVE_ALL
 from jobs.polling import wait_until
-from tests.deploy.conftest import Stack, record
+from tests.deploy.conftest import Stack, StackAirflow, record, restart
 
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
-# Every plan's status in the shared lake volume, read where the tasks run (the scheduler's container).
-PLAN_STATUS = """
-import json, os
+SCALED_OUT, NEWCOMER = "group-1", "i4"
+NEWCOMER_DIR = f"/data/fleet/{SCALED_OUT}/{NEWCOMER}"  # the fleet's state volume, where its instances keep theirs
+# Rows of one lake table from the shared volume, read where the tasks run (the scheduler's container).
+# argv: the table, then its columns.
+LAKE_ROWS = """
+import json, os, sys
 from deltalake import DeltaTable
-rows = DeltaTable("/data/lake/plans").to_pyarrow_table(columns=["group_id", "status"]).to_pylist()
+rows = DeltaTable("/data/lake/" + sys.argv[1]).to_pyarrow_table(columns=sys.argv[2:]).to_pylist()
 print(json.dumps(rows), flush=True)
 # Skips the interpreter's teardown, where deltalake's runtime once aborted the process ("terminate called without
 # an active exception", exit 134) after the rows were printed: seen live.
 os._exit(0)
 """
-
-
-@dataclass
-class StackAirflow(LocalAirflow):
-    """The REST helpers of the local harness, pointed at the stack's api-server with the FAB logins run.sh made."""
-
-    base_url: str = ""
-    passwords: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def url(self) -> str:
-        return self.base_url
-
-    def password(self, user: str = "admin") -> str:
-        return self.passwords[user]
-
-
-@pytest.fixture(scope="module")
-def airflow(stack: Stack, admin: tuple[str, str], approver: tuple[str, str], ca: ssl.SSLContext) -> StackAirflow:
-    return StackAirflow(home=Path("/nonexistent"), base_url=stack.url, passwords=dict([admin, approver]), verify=ca)
+# The lake's contract check (jobs.lakehouse.contract) on the volume; the same teardown skipped.
+LAKE_CHECK = """
+import os, sys
+from jobs.lakehouse.contract import main
+code = main(["/data/lake"])
+sys.stdout.flush()
+os._exit(code)
+"""
+# A report of the group, read where the pipeline's login may read the reports topic (the scheduler; an application
+# may only write it). argv: the group. Prints the report's JSON.
+GROUP_REPORT = """
+import json, os, sys
+from assignor.runtime.kafka_io import read_latest_by_key
+from jobs.settings import Settings
+s = Settings()
+reports = read_latest_by_key(s.kafka_bootstrap, s.reports_topic, s.kafka_config, s.kafka_timeout_s)
+group = [v.decode() for k, v in sorted(reports.items()) if v is not None and k.decode().startswith(sys.argv[1] + "/")]
+print(group[0])
+sys.stdout.flush()
+os._exit(0)
+"""
+# Run in the fleet's container with its own login: a report for an instance about to join, made from one of its
+# group's reports with no tasks and no state, under the process id its state directory will have. Without it no
+# plan could name the instance before it joins. argv: the state directory, the report. Prints the process id.
+ANNOUNCE = """
+import dataclasses, json, sys, time
+from pathlib import Path
+from confluent_kafka import Producer
+from assignor.protocol.state_report import StateReport
+from assignor.runtime.state_dir import StateDirectory
+from jobs.settings import Settings
+state_dir, template = Path(sys.argv[1]), json.loads(sys.argv[2])
+s = Settings()
+state_dir.mkdir(parents=True, exist_ok=True)
+report = dataclasses.replace(
+    StateReport.from_json(template), process_id=StateDirectory(state_dir).process_id, member_id="", client_id="",
+    host="", generation=-1, reported_at=int(time.time() * 1000), active_tasks=(), standby_tasks=(), warmup_tasks=(),
+    task_offset_sums={}, task_lags={}, plan_id=None, fallback_reason=None, extra={},
+)
+producer = Producer({"bootstrap.servers": s.kafka_bootstrap, **s.kafka_config})
+producer.produce(s.reports_topic, key=report.key.encode(), value=report.encode())
+assert producer.flush(60) == 0, "the announcement was not delivered"
+print(report.process_id)
+"""
+# Flags of `rebalance-planner fleet` an instance takes over: the group's KIP-441 settings.
+KIP441_FLAGS = (
+    "--acceptable-recovery-lag",
+    "--max-warmup-replicas",
+    "--num-standby-replicas",
+    "--probing-rebalance-interval-ms",
+)
 
 
 def wait_for_dag(airflow: StackAirflow, dag_id: str, timeout_s: float) -> None:
@@ -64,31 +100,181 @@ def wait_for_dag(airflow: StackAirflow, dag_id: str, timeout_s: float) -> None:
     wait_until(parsed, timeout_s, f"the dag-processor to parse {dag_id}", poll_s=2)
 
 
-def plan_statuses(stack: Stack) -> dict[str, str]:
-    return {row["group_id"]: row["status"] for row in json.loads(stack.run("airflow-scheduler", "python", "-",
-                                                                            stdin=PLAN_STATUS))}  # fmt: skip
+def lake_rows(stack: Stack, table: str, *columns: str) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = json.loads(stack.run("airflow-scheduler", "python", "-", table, *columns,
+                                                         stdin=LAKE_ROWS))  # fmt: skip
+    return rows
 
 
-@pytest.mark.timeout(3000)  # a whole nightly run on a shared 2-core machine: stages take minutes each
-def test_a_planning_run_is_triggered_approved_and_completed(stack: Stack, airflow: StackAirflow) -> None:
+def plans_of(stack: Stack, snapshot_id: str) -> dict[str, dict[str, object]]:
+    """The snapshot's plans by group: id, status, moves."""
+    rows = lake_rows(stack, "plans", "plan_id", "snapshot_id", "group_id", "status", "moves")
+    return {str(r["group_id"]): r for r in rows if r["snapshot_id"] == snapshot_id}
+
+
+def snapshot_of(airflow: StackAirflow, run_id: str) -> str:
+    """The snapshot id the run's extract task returned."""
+    path = f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances/extract/xcomEntries/return_value"
+    return str(airflow.api("GET", path)["value"])
+
+
+def start_newcomer(stack: Stack) -> None:
+    """The announced instance joins: started in the fleet's container with the fleet's own settings, as an operator
+    scaling out would, its output in its state directory."""
+    inspected = subprocess.run(
+        ["podman", "inspect", "--format", "{{json .Config.Cmd}}", stack.container("demo-fleet")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    fleet = json.loads(inspected.stdout)
+    settings = [arg for flag in KIP441_FLAGS for arg in (flag, fleet[fleet.index(flag) + 1])]
+    command = ["python", "-m", "jobs.cli.runtime", "instance", "--group", SCALED_OUT, "--state-dir", NEWCOMER_DIR,
+               *settings]  # fmt: skip
+    subprocess.run(
+        ["podman", "exec", "-d", stack.container("demo-fleet"), "sh", "-c",
+         f'exec {" ".join(command)} >>{NEWCOMER_DIR}/instance.log 2>&1'],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+
+
+def kill_and_start(stack: Stack, service: str) -> None:
+    """A crash: SIGKILL to the container (its processes with it), then started again (at once, as its restart
+    policy would; `podman start` of one the policy already restarted changes nothing)."""
+    container = stack.container(service)
+    subprocess.run(["podman", "kill", "-s", "KILL", container], check=True, capture_output=True)
+    subprocess.run(["podman", "wait", container], check=False, capture_output=True, timeout=120)
+    subprocess.run(["podman", "start", container], check=False, capture_output=True, timeout=120)
+
+    def running() -> bool:
+        state = subprocess.run(["podman", "inspect", "--format", "{{.State.Status}}", container],
+                               capture_output=True, text=True, check=True)  # fmt: skip
+        return state.stdout.strip() == "running"
+
+    wait_until(running, 120, f"{service} running again after it was killed", poll_s=1)
+
+
+def first_running(airflow: StackAirflow, run_id: str, tasks: tuple[str, ...], timeout_s: float) -> str:
+    """The first of ``tasks`` seen running in the planning run; AssertionError if a task fails first."""
+    seen: list[str] = []
+
+    def running() -> bool:
+        states = airflow.task_states(PLANNING, run_id)
+        failed = sorted(t for t, s in states.items() if s in ("failed", "upstream_failed"))
+        assert not failed, f"task(s) {failed} failed: {states}"
+        seen.extend(t for t in tasks if states.get(t) == "running")
+        return bool(seen)
+
+    wait_until(running, timeout_s, f"one of {tasks} to run", poll_s=1)
+    return seen[0]
+
+
+def observe_until_realized(airflow: StackAirflow, stack: Stack, plan_id: str, group: str, timeout_s: float) -> int:
+    """Run rebalance_observe until it marks ``plan_id`` REALIZED; how many observe runs it took."""
+    runs = 0
+
+    def realized() -> bool:
+        nonlocal runs
+        run_id = airflow.trigger(OBSERVE)
+        runs += 1
+        assert airflow.wait_for_run(OBSERVE, run_id, timeout_s=600) == "success", airflow.task_states(OBSERVE, run_id)
+        statuses = {r["plan_id"]: r["status"] for r in lake_rows(stack, "plans", "plan_id", "status")}
+        record(f"observe run {runs}: {group}'s plan {statuses[plan_id]}")
+        return statuses[plan_id] == "REALIZED"
+
+    wait_until(realized, timeout_s, f"{group}'s plan {plan_id} to be observed REALIZED", poll_s=20)
+    return runs
+
+
+@pytest.mark.timeout(4800)  # a nightly run with faults on a shared 2-core machine, then the group converging
+def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_realized(
+    stack: Stack, airflow: StackAirflow
+) -> None:
     admin, approver = "admin", next(user for user in airflow.passwords if user != "admin")
     wait_for_dag(airflow, PLANNING, timeout_s=300)
     wait_for_dag(airflow, OBSERVE, timeout_s=300)
+    # The fleet changes before tonight's run: a fourth instance of group-1 is announced.
+    template = stack.run("airflow-scheduler", "python", "-", SCALED_OUT, stdin=GROUP_REPORT).strip()
+    newcomer = stack.run("demo-fleet", "python", "-", NEWCOMER_DIR, template, stdin=ANNOUNCE).strip()
     started = time.monotonic()
     # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
     run_id = airflow.trigger(PLANNING)
+    # Faults during the run: Kafka restarted while extract reads the reports, then the scheduler's container killed
+    # (LocalExecutor: the running stage dies with it) while a Spark stage runs. The retries must end the run as a
+    # clean one would: each group planned once, the plan right, the lake within its contract (checked below).
+    first_running(airflow, run_id, ("extract",), timeout_s=900)
+    restart(stack, "kafka")
+    record(f"fault: Kafka restarted {time.monotonic() - started:.0f} s after the trigger, extract running")
+    killed = first_running(airflow, run_id, ("lags", "plan", "validate"), timeout_s=2400)
+    kill_and_start(stack, "airflow-scheduler")
+    record(f"fault: scheduler killed and started {time.monotonic() - started:.0f} s after the trigger ({killed})")
     # settle_s: the answer must come after the scheduler has taken the paused task's executor event; on a loaded
     # machine that took seconds, and an earlier answer made Airflow 3.3 mark the approval FAILED ("state changed
     # externally"), seen live here.
-    airflow.wait_for_approval(PLANNING, run_id, "approval", timeout_s=1500, settle_s=30)
+    airflow.wait_for_approval(PLANNING, run_id, "approval", timeout_s=2400, settle_s=30)
     # The admin may not answer its own run (nor is it a named approver): refused, and the run still waits.
     with pytest.raises(AirflowError, match="HTTP 403"):
         airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=admin)
     airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=approver)
     assert airflow.wait_for_run(PLANNING, run_id, timeout_s=900) == "success", airflow.task_states(PLANNING, run_id)
-    record(f"planning run (trigger to success, approval included): {time.monotonic() - started:.0f} s")
-    # Every demo group reported through SASL and was planned on the Spark Connect container. The fleet starts
-    # balanced, so its plans are NOOP: publishing a plan with moves and observing it REALIZED is not covered yet.
-    statuses = plan_statuses(stack)
-    record(f"plans: {statuses}")
-    assert set(statuses) == {"group-1", "group-2", "group-3"}, statuses
+    record(f"planning run (trigger to success, approval and faults included): {time.monotonic() - started:.0f} s")
+    tries = {
+        str(t["task_id"]): int(t["try_number"])
+        for t in airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances")["task_instances"]
+    }
+    record(f"tries: {dict(sorted(tries.items()))}")
+    assert tries[killed] > 1, tries  # the killed stage really ran again
+    # Every demo group reported through SASL and was planned on the Spark Connect container, once (nothing from the
+    # killed attempt); group-1's plan gives the announced instance its share, so it moves tasks, and publish sent it.
+    snapshot = snapshot_of(airflow, run_id)
+    planned = sorted(str(r["group_id"]) for r in lake_rows(stack, "plans", "snapshot_id", "group_id")
+                     if r["snapshot_id"] == snapshot)  # fmt: skip
+    assert planned == ["group-1", "group-2", "group-3"], planned
+    plans = plans_of(stack, snapshot)
+    record(f"plans: { {g: (p['status'], p['moves']) for g, p in sorted(plans.items())} }")
+    scaled = plans[SCALED_OUT]
+    assert int(str(scaled["moves"])) > 0 and scaled["status"] == "PUBLISHED", scaled
+    # The newcomer joins; the group's leader honors the plan step by step (warmups first) and observe sees the
+    # group run the target.
+    start_newcomer(stack)
+    joined = time.monotonic()
+    runs = observe_until_realized(airflow, stack, str(scaled["plan_id"]), SCALED_OUT, timeout_s=1800)
+    record(f"{SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joined; plan REALIZED after "
+           f"{time.monotonic() - joined:.0f} s, {runs} observe run(s)")  # fmt: skip
+
+
+def test_the_lake_in_the_volume_passes_its_contract(stack: Stack) -> None:
+    """After the night and the observe runs: every table in the volume has the columns and types of its schema file,
+    no null where the contract forbids it, no key twice (jobs.lakehouse.contract, run where the tasks run)."""
+    done = subprocess.run(
+        ["podman", "exec", "-i", stack.container("airflow-scheduler"), "python", "-"],
+        input=LAKE_CHECK, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    outcome = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+    assert done.returncode == 0, (outcome, done.stderr[-2000:])
+    tables = outcome["tables"]
+    rows = ", ".join(f"{name} {table['rows']}" for name, table in sorted(tables.items()))
+    record(f"lake contract: {len(tables)} tables pass ({rows}); absent: {outcome['absent']}")
+    # The tables a night and an observe run write are all there.
+    written = {"snapshots", "member_reports", "task_lags", "plans", "plan_assignments", "assignment_history"}
+    assert written <= set(tables), sorted(tables)
+
+
+# Run in the scheduler: the Data Docs site validate built in the volume, every page's stylesheet and script
+# references, and whether the pinned assets were copied into the site.
+DATA_DOCS = """
+import json, pathlib, re
+site = pathlib.Path("/data/data_docs")
+pages = sorted(site.rglob("*.html"))
+links = sorted({m for p in pages for m in re.findall(r'(?:src|href)="([^"]+\\.(?:js|css))"', p.read_text())})
+vendored = (site / "static/vendor/.manifest.sha256").is_file()
+print(json.dumps({"pages": len(pages), "links": links, "vendored": vendored}))
+"""
+
+
+def test_the_data_docs_pages_load_their_styles_and_scripts_from_the_site(stack: Stack) -> None:
+    """The image carries the pinned assets (its data-docs-assets stage); validate copied them into the site and
+    rewrote the pages onto them: no stylesheet or script from another origin on the approval page's origin."""
+    site = json.loads(stack.run("airflow-scheduler", "python", "-", stdin=DATA_DOCS))
+    assert site["pages"] > 0 and site["vendored"], site
+    outside = [link for link in site["links"] if "://" in link or link.startswith("//")]
+    assert outside == [], outside
+    assert any("static/vendor/" in link for link in site["links"]), site["links"]

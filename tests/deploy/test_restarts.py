@@ -1,4 +1,5 @@
-"""Faults, live: the stack's stateful services restarted under it, and what must hold afterwards."""
+"""Faults, live: the stack's stateful services restarted under it between runs, and what must hold afterwards (the
+faults during a planning run are in test_dag_run.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,8 @@ import time
 import httpx
 
 from jobs.polling import wait_until
-from tests.deploy.conftest import Stack, record
+from tests.deploy.conftest import Stack, record, restart
 from tests.deploy.test_security import app_password, kafka_probe, scram
-
-
-def restart(stack: Stack, service: str) -> None:
-    subprocess.run(["podman", "restart", "-t", "20", stack.container(service)], check=True, capture_output=True)
 
 
 def healthy(stack: Stack, service: str) -> bool:

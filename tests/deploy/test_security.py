@@ -1,6 +1,6 @@
 """Security of the running stack, checked live: what is published, who may log in, what Kafka refuses (no TLS, an
-unknown CA, no login, an ACL), that the api-server speaks HTTPS only with the deployment's certificate, where the
-signing key and its passphrase are."""
+unknown CA, no login, an ACL), that the api-server speaks HTTPS only with the deployment's certificate, that
+PostgreSQL speaks TLS only, where the signing key and its passphrase are."""
 
 from __future__ import annotations
 
@@ -228,3 +228,47 @@ def test_the_image_holds_no_development_tools(stack: Stack) -> None:
         "print(sorted(m for m in ('pytest', 'ruff', 'mypy', 'playwright', 'hypothesis', 'atheris') if u.find_spec(m)))"
     )
     assert stack.run("airflow-scheduler", "python", "-c", probe).strip() == "[]"
+
+
+# Run in the scheduler (psycopg2, the CA, Airflow's connection string and PGSSLMODE/PGSSLROOTCERT as every Airflow
+# part has them): connections to the metadata database as Airflow makes them, without TLS, and trusting another CA;
+# then how many of the airflow user's network sessions, Airflow's own included, are encrypted.
+POSTGRES_PROBE = """
+import json, os, psycopg2
+from sqlalchemy.engine import make_url
+url = make_url(os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
+login = dict(host=url.host, port=url.port, dbname=url.database, user=url.username, password=url.password)
+SESSIONS = ("select count(*) filter (where s.ssl), count(*) filter (where not s.ssl) from pg_stat_ssl s "
+            "join pg_stat_activity a using (pid) where a.usename = current_user and a.client_addr is not null")
+def attempt(query, **extra):
+    try:
+        connection = psycopg2.connect(**login, connect_timeout=30, **extra)
+    except psycopg2.OperationalError as err:
+        return "refused: " + str(err).strip().splitlines()[-1]
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        row = list(cursor.fetchone())
+    connection.close()
+    return row
+print(json.dumps({
+    "tls": attempt("select ssl, version from pg_stat_ssl where pid = pg_backend_pid()"),
+    "sessions": attempt(SESSIONS),
+    "plaintext": attempt("select 1", sslmode="disable"),
+    "other_ca": attempt("select 1", sslrootcert="/etc/ssl/certs/ca-certificates.crt"),
+}))
+"""
+
+
+def test_postgres_speaks_tls_only_with_the_deployments_certificate(stack: Stack) -> None:
+    """Airflow's metadata database: TLS verified against the deployment's CA and the name postgres (verify-full),
+    a client without TLS refused by pg_hba.conf, a client trusting another CA refusing the server, and every
+    network session of the airflow user (the scheduler's, the api-server's, ...) encrypted."""
+    for service in ("airflow-scheduler", "airflow-apiserver", "airflow-dag-processor", "airflow-triggerer"):
+        settings = stack.run(service, "sh", "-c", "printenv PGSSLMODE PGSSLROOTCERT").split()
+        assert settings == ["verify-full", CA_IN_CONTAINERS], service
+    found = json.loads(stack.run("airflow-scheduler", "python", "-", stdin=POSTGRES_PROBE))
+    assert found["tls"][0] is True and str(found["tls"][1]).startswith("TLSv1."), found
+    encrypted, plain = found["sessions"]
+    assert encrypted > 1 and plain == 0, found  # Airflow's own sessions besides the probe's, none in the clear
+    assert "no encryption" in found["plaintext"], found
+    assert "certificate verify failed" in found["other_ca"], found

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -20,7 +21,7 @@ import psutil
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from jobs.local.airflow import LocalAirflow
+from jobs.local.airflow import PASSWORDS_FILE, LocalAirflow
 from jobs.local.broker import EmbeddedBroker
 from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, TIMEOUT_USER
 from jobs.report.links import data_docs_url, decide_url, report_url
@@ -76,6 +77,16 @@ def test_every_local_airflow_listener_is_on_loopback(standalone: tuple[LocalAirf
     assert ("127.0.0.1", airflow.port) in sockets, sockets
     # No log server (8793/8794 by default, every interface) and nothing else on a non-loopback address.
     assert {address for address, _ in sockets} == {"127.0.0.1"}, sockets
+
+
+def test_the_generated_passwords_are_the_users_alone(standalone: tuple[LocalAirflow, EmbeddedBroker, Path]) -> None:
+    """Airflow wrote its generated admin password into the file LocalAirflow made 0600, in a home only the user
+    enters: no other account on the machine reads the demo's login (or its database)."""
+    airflow = standalone[0]
+    passwords = airflow.home / PASSWORDS_FILE
+    assert airflow.password()  # written by Airflow, not an empty placeholder
+    assert (stat.S_IMODE(airflow.home.stat().st_mode), stat.S_IMODE(passwords.stat().st_mode)) == (0o700, 0o600)
+    assert passwords.stat().st_uid == os.getuid()
 
 
 def test_reports_are_served_inside_airflow_to_logged_in_people_only(

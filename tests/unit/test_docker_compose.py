@@ -122,6 +122,35 @@ def test_ports_and_hostnames_point_at_services_that_exist(compose: dict[str, Any
     assert '"spark-connect"' in airflow[f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"]
 
 
+def test_the_metadata_database_speaks_tls_only_and_every_airflow_part_verifies_it(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    postgres = services["postgres"]
+    command = postgres["command"]
+    settings = dict(command[i + 1].split("=", 1) for i, word in enumerate(command) if word == "-c")
+    assert command[0] == "postgres" and settings["ssl"] == "on" and settings["ssl_min_protocol_version"] == "TLSv1.2"
+    assert (
+        {settings["ssl_cert_file"], settings["ssl_key_file"]}
+        == {f"/run/secrets/{name}" for name in postgres["secrets"]}
+        == {"/run/secrets/postgres_tls_cert", "/run/secrets/postgres_tls_key"}
+    )
+    assert {
+        s for name, service in services.items() if name != "postgres" for s in service.get("secrets", [])
+    }.isdisjoint({"postgres_tls_key"})
+    # The server's pg_hba.conf: TLS for every network client, the socket only inside the container, plain refused.
+    mounts = {m.split(":")[1]: m.split(":")[0] for m in postgres["volumes"]}
+    hba = (DOCKER / mounts[settings["hba_file"]]).read_text(encoding="utf-8")
+    rules = [line.split() for line in hba.splitlines() if line.strip() and not line.startswith("#")]
+    assert rules == [
+        ["local", "all", "all", "trust"],
+        ["hostssl", "all", "all", "all", "scram-sha-256"],
+        ["hostnossl", "all", "all", "all", "reject"],
+    ]
+    for name in (*AIRFLOW_PARTS, "airflow-init"):
+        airflow = env(services[name])
+        assert (airflow["PGSSLMODE"], airflow["PGSSLROOTCERT"]) == ("verify-full", "/run/secrets/tls_ca"), name
+        assert "tls_ca" in services[name]["secrets"], name
+
+
 def test_the_lake_volume_is_shared_by_airflow_and_spark_at_the_same_path(compose: dict[str, Any]) -> None:
     services = compose["services"]
     lake_root = Path(env(services["airflow-scheduler"])["RBP_LAKE_ROOT"])

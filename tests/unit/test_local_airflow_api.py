@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from jobs.local.airflow import AirflowError, LocalAirflow
+from jobs.local.airflow import PASSWORDS_FILE, AirflowError, LocalAirflow
 
 
 def _flaky(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[str]:
@@ -48,3 +50,22 @@ def test_a_write_is_not_repeated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with pytest.raises(AirflowError, match=r"PATCH /dags/d: ReadTimeout after 1 attempt"):
         _airflow(tmp_path).api("PATCH", "/dags/d", {"is_paused": False})
     assert calls == ["PATCH"]
+
+
+def test_the_home_and_the_passwords_file_are_the_users_alone(tmp_path: Path) -> None:
+    """Airflow appends its generated passwords to the file, keeping its mode: made 0600 first, and a world-readable
+    one from an earlier start is closed too; until Airflow fills it, asking for a password is a named error."""
+    home = tmp_path / "airflow"
+    airflow = LocalAirflow(home, port=1, log_ports=(2, 3))
+    airflow.secure_home()
+    passwords = home / PASSWORDS_FILE
+    assert (stat.S_IMODE(home.stat().st_mode), stat.S_IMODE(passwords.stat().st_mode)) == (0o700, 0o600)
+    assert passwords.stat().st_uid == os.getuid()
+    with pytest.raises(AirflowError, match="not written yet"):
+        airflow.password()
+    passwords.write_text('{"admin": "s3cret"}\n', encoding="utf-8")
+    passwords.chmod(0o644)
+    airflow.secure_home()
+    assert stat.S_IMODE(passwords.stat().st_mode) == 0o600 and airflow.password() == "s3cret"
+    with pytest.raises(AirflowError, match="no password for 'approver'"):
+        airflow.password("approver")
