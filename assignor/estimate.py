@@ -30,8 +30,11 @@ def estimated_seconds(
     seconds = 0.0
     for step, (state, lags) in zip(steps, states, strict=True):
         slowest = 0
+        stateful = state.stateful_tasks
+        mixed = bool(state.stateless_tasks)  # else every task held is stateful: no intersection per client and step
         for pid, ca in step.clients.items():
-            owed = lags.owed_total(pid, (ca.active | ca.standby | ca.warmup) & state.stateful_tasks)
+            held = ca.active | ca.standby | ca.warmup
+            owed = lags.owed_total(pid, held & stateful if mixed else held)
             slowest = max(slowest, owed)
         restore = slowest / restore_rate
         seconds += max(interval, restore) if step.probing_rebalance_needed else restore

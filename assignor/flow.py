@@ -167,29 +167,65 @@ class FlowNetwork:
                                 heappush(heap, nd * n + v)
             if reach < 0:
                 return False
+            short = 0  # deficit left on settled nodes: the only places a pass can route to
             for v in order:
                 potential[v] += distance[v] - reach
+                if excess[v] < 0:
+                    short -= excess[v]
             # A depth-first pass can give a node up only because the path it was on blocked it (zero-cost cycles):
             # passes repeat while they route something, cheaper than the next phase's Dijkstra finding the same.
-            while self._route_along_zero_arcs(sources, done):
+            # Once no settled deficit is left nothing more can be routed: the pass stops, and no pass follows.
+            hopeless = self._cannot_reach_deficit(order, done)
+            while short > 0:
+                routed = self._route_along_zero_arcs(sources, done, short, hopeless)
+                if not routed:
+                    break
+                short -= routed
                 sources = [v for v in sources if excess[v] > 0]
 
-    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool]) -> bool:
-        """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase).
+    def _cannot_reach_deficit(self, order: list[int], settled: list[bool]) -> list[bool]:
+        """Per node, whether no path of zero reduced-cost residual arcs over settled nodes leads from it to a deficit
+        (a search backwards from the settled deficits).
+
+        Routing only adds reverse arcs between nodes of the path it used, which could already reach a deficit, so no
+        node found here gains a way during the phase: the depth-first passes need not enter them. They would only
+        have searched them to the end and given them up, so the passes route exactly what they did without this;
+        in a phase whose deficit lies far away (most of the standby model's), that was most of the graph, twice.
+        """
+        excess, potential, adjacency = self.supply, self.potential, self.adjacency
+        head, residual, cost = self.head, self.residual, self.cost
+        hopeless = len(excess) * [True]
+        stack = [v for v in order if excess[v] < 0]
+        for v in stack:
+            hopeless[v] = False
+        while stack:
+            v = stack.pop()
+            pv = potential[v]
+            for a in adjacency[v]:
+                u = head[a]  # the residual arc a ^ 1 runs from u to v, at cost -cost[a]
+                if hopeless[u] and settled[u] and residual[a ^ 1] > 0 and potential[u] - cost[a] == pv:
+                    hopeless[u] = False
+                    stack.append(u)
+        return hopeless
+
+    def _route_along_zero_arcs(self, sources: list[int], settled: list[bool], short: int, hopeless: list[bool]) -> int:
+        """Send excess to deficits along residual arcs of zero reduced cost, by depth-first search (one phase);
+        how much it routed.
 
         The search stays within the phase's settled nodes: beyond them lies nothing as near. A node it leaves
         without reaching a deficit is not tried again in this phase; the next phase's Dijkstra finds what that
-        missed. True if it routed anything.
+        missed. ``short``: the deficit left on settled nodes; once that is met the other sources cannot route
+        anything, so they are not searched. ``hopeless`` nodes (_cannot_reach_deficit) are given up from the start.
         """
         excess = self.supply
         potential, adjacency, head, residual, cost = self.potential, self.adjacency, self.head, self.residual, self.cost
         n = len(excess)
         pointer = n * [0]
-        dead = n * [False]
+        dead = list(hopeless)
         on_path = n * [False]
-        routed = False
+        routed = 0
         for s in sources:
-            while excess[s] > 0 and not dead[s]:
+            while excess[s] > 0 and not dead[s] and routed < short:
                 path = [s]
                 arcs: list[int] = []
                 on_path[s] = True
@@ -236,5 +272,5 @@ class FlowNetwork:
                     residual[a ^ 1] += amount
                 excess[s] -= amount
                 excess[t] += amount
-                routed = True
+                routed += amount
         return routed

@@ -3,7 +3,7 @@ the planner's schedule repeats (honor_target): move only what is caught up."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from assignor.assignment import GroupAssignment
 from assignor.candidates import least_loaded
@@ -60,6 +60,20 @@ def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, stan
     return current[0] if current else tied[0]
 
 
+class _HeldBefore:
+    """Whether a client held a task (active or standby) before this rebalance; asked only where K1 hands a slot
+    over, so no client's sets are joined up front (every step of a schedule used to join them all)."""
+
+    __slots__ = ("clients",)
+
+    def __init__(self, group: GroupState) -> None:
+        self.clients = {c.process_id: c for c in group.clients}
+
+    def held(self, pid: str, task: TaskId) -> bool:
+        client = self.clients[pid]
+        return task in client.previous_active or task in client.previous_standby
+
+
 def _descending(rank: tuple[int, int]) -> tuple[int, int]:
     return (-rank[0], -rank[1])
 
@@ -70,7 +84,7 @@ def _keep_caught_up_copies(
     task: TaskId,
     owner: str,
     copies: int,
-    held_before: Mapping[str, frozenset[TaskId]],
+    held_before: _HeldBefore,
     budget: WarmupBudget,
 ) -> None:
     """K1: while fewer than min(c, copies) replicas sit on the task's c caught-up clients, a standby that must
@@ -106,7 +120,7 @@ def _keep_caught_up_copies(
         cold.sort(key=lambda p: (p == owner, _descending(lags.rank(p, task)), p))
     # Clients that kept a copy before first: their replica needs no restore at all. Priorities as they are
     # before any hand-over, as a Candidates polled without offers would give them.
-    spare = [((task not in held_before[p], placement.assigned_load(p)), p) for p in without]
+    spare = [((not held_before.held(p, task), placement.assigned_load(p)), p) for p in without]
     keepers = [min(spare)] if missing == 1 or len(cold) == 1 else sorted(spare)
     for giver, (_, keeper) in zip(cold[:missing], keepers, strict=False):
         placement.standby[giver].discard(task)
@@ -204,7 +218,7 @@ class Honoring:
                 placement.warmup[owner].add(task)
             else:
                 waiting += 1
-        held_before = {c.process_id: c.previous_active | c.previous_standby for c in group.clients}
+        held_before = _HeldBefore(group)
         for task in pending:
             if task not in kept:
                 _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)

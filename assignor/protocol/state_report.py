@@ -19,6 +19,7 @@ import jsonschema_rs
 
 from assignor.protocol.bounded import INT32_MAX, OutOfBounds, parse_int
 from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
+from assignor.protocol.restored_offsets import TaskRestore, restores_from_json, restores_to_json
 from assignor.task import TaskId
 from schemas import read_json
 
@@ -108,6 +109,7 @@ class StateReport:
     task_offset_sums_error: str | None = None  # the plugin's reason for sending no offset sums
     protocol: GroupProtocol | None = None  # None: a report from before the field existed
     settings: ReportedSettings | None = None  # the application's effective KIP-441 settings; None: unknown
+    restored_offsets: Mapping[TaskId, TaskRestore] | None = None  # each task's latest restore; None: not reported
     schema_version: int = REPORT_SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields this version does not know, kept as read
 
@@ -164,6 +166,8 @@ class StateReport:
             body["protocol"] = str(self.protocol)
         if self.settings is not None:
             body["settings"] = self.settings.to_json()
+        if self.restored_offsets is not None:
+            body["restored_offsets"] = restores_to_json(self.restored_offsets)
         return body
 
     def encode(self) -> bytes:
@@ -204,6 +208,9 @@ class StateReport:
             task_offset_sums_error=fields.get("task_offset_sums_error"),
             protocol=None if fields.get("protocol") is None else GroupProtocol(fields["protocol"]),
             settings=None if fields.get("settings") is None else ReportedSettings.from_json(fields["settings"]),
+            restored_offsets=None
+            if "restored_offsets" not in fields
+            else restores_from_json(fields["restored_offsets"]),
             schema_version=fields["schema_version"],
             extra={k: v for k, v in fields.items() if k not in known},
         )
@@ -319,6 +326,10 @@ def _out_of_bounds(fields: Mapping[str, Any]) -> str | None:
         too_big = sorted(t for t, v in values.items() if v > _BIGINT)
         if too_big:
             return f"at {name}/{too_big[0]}: {values[too_big[0]]} is beyond a 64-bit offset"
+    restored = fields.get("restored_offsets") or {}
+    for task, restore in restored.items():
+        if restore["offsets"] > _BIGINT:  # the schema says so too, but its compiled validator cannot hold the value
+            return f"at restored_offsets/{task}/offsets: {restore['offsets']} is beyond a 64-bit offset"
     for name in ("group_id", "process_id"):
         if len(fields[name]) > MAX_ID_CHARS:
             return f"at {name}: {len(fields[name])} characters, more than {MAX_ID_CHARS}"
@@ -333,7 +344,7 @@ def _keys_out_of_bounds(fields: Mapping[str, Any]) -> str | None:
             parse_int(sub_id, 0, INT32_MAX, "topology key")
     except OutOfBounds as err:
         return f"at topology: {err}"
-    for name in ("active_tasks", "standby_tasks", "warmup_tasks", "task_offset_sums", "task_lags"):
+    for name in ("active_tasks", "standby_tasks", "warmup_tasks", "task_offset_sums", "task_lags", "restored_offsets"):
         try:
             for task in fields.get(name) or ():
                 TaskId.parse(task)

@@ -288,6 +288,7 @@ class Instance:
             generation=membership.generation,
             reported_at=int(time.time() * 1000),
             configs=self.config.configs,
+            restored_offsets=self.tasks.restored_offsets(),
         )
         report = replace(report, extra={**report.extra, **self._schedule_fields()})
         try:

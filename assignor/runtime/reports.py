@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.reported_settings import GroupProtocol, ReportedSettings
+from assignor.protocol.restored_offsets import TaskRestore
 from assignor.protocol.state_report import REPORT_SCHEMA_VERSION, ReportOrigin, StateReport, SubtopologyReport
 from assignor.runtime.group_assignor import MemberView, Topology
+from assignor.task import TaskId
 
 __all__ = ["REPORT_SCHEMA_VERSION", "build_state_report"]
 
@@ -21,9 +25,11 @@ def build_state_report(
     generation: int,
     reported_at: int,
     configs: AssignmentConfigs,
+    restored_offsets: Mapping[TaskId, TaskRestore] | None = None,
 ) -> StateReport:
     """The instance's report now: its assignment, its offset sums, its topology, the plan it honors and the
-    KIP-441 settings it runs with (``configs``: the group's own, whatever a plan says)."""
+    KIP-441 settings it runs with (``configs``: the group's own, whatever a plan says), and each task's latest
+    restore (``restored_offsets``; None: not reported)."""
     info = member.info
     return StateReport(
         group_id=group_id,
@@ -49,4 +55,5 @@ def build_state_report(
         origin=ReportOrigin.PYTHON_RUNTIME,
         protocol=GroupProtocol.CLASSIC,  # the runtime is a kafka-python consumer group
         settings=ReportedSettings.of(configs),
+        restored_offsets=None if restored_offsets is None else dict(sorted(restored_offsets.items())),
     )

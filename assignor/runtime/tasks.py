@@ -20,6 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from assignor.protocol.restored_offsets import TaskRestore
 from assignor.runtime.deliveries import BatchDeliveries
 from assignor.runtime.events import EventLog
 from assignor.runtime.group_assignor import Topology
@@ -51,6 +52,7 @@ class _Task:
     processing: bool = False
     restore_to: dict[Partition, int] | None = None  # an active restoring before it may process
     restored: int = 0  # changelog records applied since this instance took the task
+    opened_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))  # when its restore began
     processed: int = 0
     started_at: float = field(default_factory=time.monotonic)
     failed_batches: int = 0  # consecutive batches with a changelog write the broker did not take
@@ -84,6 +86,8 @@ class TaskManager:
         self._by_changelog: dict[Partition, _Task] = {}  # per record on the hot path: a lookup, not a scan
         self._by_input: dict[Partition, _Task] = {}
         self._closed_sums: dict[TaskId, int] = {}
+        # Each task's latest restore, kept after the task closes: observe sums those begun after a plan's publish.
+        self._restores: dict[TaskId, TaskRestore] = {}
         for task in state.local_tasks():
             self._remember_closed(task)
         self._restore_assigned: set[Partition] = set()
@@ -160,6 +164,11 @@ class TaskManager:
                     self.events.emit("stop", task=str(task.id), why="lost", processed=task.processed)
                 self._close(task.id)
             self._assign_consumers()
+
+    def restored_offsets(self) -> dict[TaskId, TaskRestore]:
+        """Per task, its latest restore on this instance since it started (the state report's restored_offsets)."""
+        with self._lock:
+            return dict(self._restores)
 
     def _open(self, task_id: TaskId, role: str) -> _Task:
         task = _Task(
@@ -296,6 +305,7 @@ class TaskManager:
         for task_id, records in by_task.items():
             task = self.tasks[task_id]
             task.restored += task.store.apply(records, _input_positions(records, task, self.processor))
+            self._restores[task_id] = TaskRestore(task.restored, task.opened_at_ms)
             started |= self._maybe_start_processing(task)
         if started:  # its changelog leaves the restore consumer, its input joins the input consumer
             self._assign_consumers()

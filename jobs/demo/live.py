@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assignor.protocol.plans import ApprovedPlan
+from assignor.protocol.restored_offsets import is_restored_key
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.local.streams_fleet import LIGHT, StreamsFleet, StreamsFleetConfig, at_target, processed_once
 from jobs.settings import Settings
@@ -81,7 +82,8 @@ class LiveGroups:
     def _template(self, group_id: str) -> dict[str, object]:
         reports = read_latest_by_key(self.bootstrap, self.settings.reports_topic)
         for key, value in reports.items():
-            if value is not None and key.decode().startswith(f"{group_id}/"):
+            text = key.decode("utf-8", "replace")
+            if value is not None and text.startswith(f"{group_id}/") and not is_restored_key(text):
                 template: dict[str, object] = json.loads(value)
                 return template
         raise AnnounceError(f"no report of {group_id} to announce a new instance with")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+from assignor.protocol.restored_offsets import is_restored_key
 from assignor.protocol.state_report import StateReport
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.live.groups import GroupDescription, describe_reports
@@ -56,8 +57,8 @@ def read_reports(settings: Settings, bootstrap: str) -> tuple[list[StateReport],
     records = read_latest_by_key(bootstrap, settings.reports_topic, settings.kafka_config, settings.kafka_timeout_s)
     reports, bad = [], 0
     for key, value in records.items():
-        if value is None:
-            continue
+        if value is None or is_restored_key(key.decode("utf-8", errors="replace")):
+            continue  # a restored-offsets report: observe reads it, status shows state reports only
         parsed = parse_report(key, value)
         if isinstance(parsed, Quarantined):
             bad += 1

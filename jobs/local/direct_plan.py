@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from assignor.planner import GroupPlan
 from assignor.protocol.plans import ApprovedPlan
+from assignor.protocol.restored_offsets import is_restored_key
 from assignor.runtime.group_assignor import Topology
 from assignor.runtime.kafka_io import ChangelogEndOffsets, read_latest_by_key
 
@@ -25,8 +26,9 @@ def live_reports(bootstrap: str, reports_topic: str, group_id: str) -> dict[str,
     """The latest report per process of one group."""
     reports = {}
     for key, value in read_latest_by_key(bootstrap, reports_topic).items():
-        if value is None or not key.decode("utf-8", "replace").startswith(f"{group_id}/"):
-            continue
+        text = key.decode("utf-8", "replace")
+        if value is None or not text.startswith(f"{group_id}/") or is_restored_key(text):
+            continue  # a restored-offsets report is not a state report
         report = json.loads(value)
         reports[report["process_id"]] = report
     return reports

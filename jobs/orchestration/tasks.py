@@ -34,7 +34,7 @@ from jobs.pipeline.status import PlanStatus
 from jobs.processes import main_script_hidden
 from jobs.report import build_report, report_path, run_report, write_report
 from jobs.report.approval import approval_body, approval_subject
-from jobs.report.decide_page import write_decision_page
+from jobs.report.decide_page import has_decision_page, refresh_decision_page, write_decision_page
 from jobs.report.links import data_docs_url, decide_url, report_url
 from jobs.settings import Settings
 
@@ -198,7 +198,10 @@ def _links(rt: Runtime, snapshot_id: str, report: Path, run: tuple[str, str] | N
 def _refresh_report(lake: Lake, snapshot_id: str) -> None:
     """Write the snapshot's report again so its statuses are the lake's now (approved, published, realized)."""
     try:
-        run_report(lake, snapshot_id, None)
+        path = run_report(lake, snapshot_id, None)
+        # The decision page too: once observed, it shows each group's estimate beside what happened.
+        if has_decision_page(path.parent, snapshot_id):
+            refresh_decision_page(build_report(lake, snapshot_id), path.parent)
     except StageInputError as err:  # a snapshot without an extract has no report to refresh
         log.info("report %s not refreshed: %s", snapshot_id, err)
     except Exception:  # the decisions are committed already: a page that fails to render must not undo the task

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assignor.protocol import state_report
+from assignor.protocol.restored_offsets import RestoredOffsetsReport, RestoredRejected, is_restored_key
 from assignor.protocol.state_report import RejectReason, ReportRejected, StateReport, SubtopologyReport, check_report
 
 # The contract's bounds, enforced by the state report's reader; named here for intake's readers and tests.
@@ -25,7 +26,16 @@ OFFSET_SUM_BELOW_SENTINEL = str(RejectReason.OFFSET_SUM_BELOW_SENTINEL)
 CONFLICTING_REPORT = str(RejectReason.CONFLICTING_REPORT)
 UNKNOWN_TASK = "unknown_task"
 GROUP_SKIPPED = "group_skipped"
-REASONS = (MALFORMED_JSON, SCHEMA_VIOLATION, OFFSET_SUM_BELOW_SENTINEL, CONFLICTING_REPORT, UNKNOWN_TASK, GROUP_SKIPPED)
+RESTORED_REJECTED = "restored_offsets_rejected"  # a restored-offsets report (key .../restored) that breaks its rules
+REASONS = (
+    MALFORMED_JSON,
+    SCHEMA_VIOLATION,
+    OFFSET_SUM_BELOW_SENTINEL,
+    CONFLICTING_REPORT,
+    UNKNOWN_TASK,
+    GROUP_SKIPPED,
+    RESTORED_REJECTED,
+)
 
 # Membership check codes (table membership_checks); the report stays in the snapshot either way.
 MEMBER_NOT_REPORTING = "member_not_reporting"  # the broker lists the member, no report names it
@@ -138,6 +148,7 @@ class Intake:
     skipped_groups: dict[str, str] = field(default_factory=dict)
     findings: list[MembershipFinding] = field(default_factory=list)  # membership checks, when the broker was asked
     reporting: dict[tuple[str, str], str] = field(default_factory=dict)  # (group, member id) -> process reporting it
+    restored: list[RestoredOffsetsReport] = field(default_factory=list)  # the Kafka Streams members' own records
     read: int = 0
     tombstones: int = 0
 
@@ -161,6 +172,15 @@ def parse_report(key: bytes | None, value: bytes) -> Report | Quarantined:
         # record, never the night's extract of every other group.
         group = fields.get("group_id") if isinstance(fields.get("group_id"), str) else None
         return Quarantined("reports", key_text, raw, f"{SCHEMA_VIOLATION}: not a typed report: {err}", group)
+
+
+def parse_restored(key: bytes, value: bytes) -> RestoredOffsetsReport | Quarantined:
+    """Decode one restored-offsets report (key ``<group>/<process>/restored``); the Quarantined says what is wrong."""
+    key_text = _text(key)
+    try:
+        return RestoredOffsetsReport.decode(key_text, value)
+    except RestoredRejected as rejected:
+        return Quarantined("reports", key_text, _text(value), f"{RESTORED_REJECTED}: {rejected}", None, len(value))
 
 
 def _group_tasks(
@@ -236,6 +256,13 @@ def parse_records(records: Mapping[bytes, bytes | None]) -> tuple[list[Report], 
             intake.tombstones += 1
             continue
         intake.read += 1
+        if key is not None and is_restored_key(_text(key)):
+            restored = parse_restored(key, value)
+            if isinstance(restored, Quarantined):
+                intake.quarantine.append(restored)
+            else:
+                intake.restored.append(restored)
+            continue
         outcome = parse_report(key, value)
         if isinstance(outcome, Quarantined):
             intake.quarantine.append(outcome)

@@ -34,12 +34,14 @@ from jobs.pipeline.observe_streams import (
     streams_protocol_groups,
 )
 from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
+from jobs.pipeline.restored import RestoredDuring, groups_restored
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, plan_targets
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
+RESTORED_COLUMNS = ("restored_offsets", "restored_reporting", "restored_members")
 
 
 def observed_rows(reports: Iterable[Report]) -> list[tuple[Any, ...]]:
@@ -104,6 +106,13 @@ def _generation_frame(lake: Lake, generations: Mapping[str, int], groups: Sequen
     return lake.spark.createDataFrame(rows, "group_id string, realized_generation bigint")
 
 
+def _restored_frame(lake: Lake, restored: Mapping[str, RestoredDuring]) -> DataFrame:
+    """(plan_id, restored_offsets, restored_reporting, restored_members); offsets null when no member reported."""
+    rows = [(p, r.offsets if r.reporting else None, r.reporting, r.members) for p, r in sorted(restored.items())]
+    ddl = "plan_id string, restored_offsets bigint, restored_reporting int, restored_members int"
+    return lake.spark.createDataFrame(rows, ddl)
+
+
 def drained_departures(
     draining: Mapping[str, Sequence[str]],
     published: Mapping[str, str],
@@ -148,13 +157,15 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     noticed = notice_withdrawals_and_fallbacks(lake, settings, plans_topic, fresh)
     outcomes.extend(noticed.outcomes)
     plans = lake.read("plans").where(sf.col("status") == PlanStatus.PUBLISHED)
-    plan_rows = plans.select("plan_id", "group_id", "snapshot_id", "draining").collect()
+    plan_rows = plans.select("plan_id", "group_id", "snapshot_id", "draining", "published_at").collect()
     published = {r["plan_id"]: r["group_id"] for r in plan_rows}
+    published_at = {r["plan_id"]: int(r["published_at"] or 0) for r in plan_rows}
     # Streams-protocol groups send no reports: what they hold comes from the broker's description.
     streams = streams_protocol_groups(lake, {r["snapshot_id"] for r in plan_rows}) if plan_rows else set()
     streams_read = read_streams_groups(settings, bootstrap, streams) if streams else []
     streams_reports = group_reports(streams_read)
     generations = group_generations(fresh)  # before the streams groups' member epochs join them
+    own_reports = [r.record for r in fresh]  # streams-protocol groups report no restores: their members are not ours
     fresh += streams_reports
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
@@ -169,6 +180,8 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     candidates = {p: g for p, g in published.items() if departures.get(p, []) == [] and p not in noticed.fell_back}
     done = realized_plans(candidates, plan_targets(lake, list(candidates)), live_assignments(fresh))
     if done:
+        windows = {p: (published[p], published_at[p]) for p in done}
+        restored = groups_restored(windows, own_reports, intake.restored, now)
         updates = (
             plans.where(sf.col("plan_id").isin(done))
             .withColumn("status", sf.lit(PlanStatus.REALIZED))
@@ -177,8 +190,14 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
             .withColumn("reason", sf.when(~sf.col("reason").startswith(FALLBACK_PREFIX), sf.col("reason")))
             .drop("realized_generation")
             .join(_generation_frame(lake, generations, [published[p] for p in done]), "group_id", "left")
+            .drop(*RESTORED_COLUMNS)
+            .join(_restored_frame(lake, restored), "plan_id", "left")
         )
-        update = ["status", "realized_at", "reason", "realized_generation"]
+        update = ["status", "realized_at", "reason", "realized_generation", *RESTORED_COLUMNS]
+        for plan_id in done:
+            r = restored[plan_id]
+            log.info("observe: %s restored %d offsets (%d of %d members reported)", plan_id, r.offsets, r.reporting,
+                     r.members)  # fmt: skip
         outcomes.append(lake.merge("plans", updates, update=update))
     if left:
         why = lake.spark.createDataFrame(

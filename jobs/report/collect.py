@@ -104,6 +104,9 @@ def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
     return frame.where(sf.col(column).isin(list(values)))
 
 
+RESTORED_COLUMNS = ("restored_offsets", "restored_reporting", "restored_members")  # written by observe
+
+
 def snapshot_generations(lake: Lake, snapshot_id: str) -> dict[str, int]:
     """group_id -> the highest generation in the snapshot's reports its instances wrote themselves (observe's
     realized_generation counts the same way; group metadata and streams member epochs are left out)."""
@@ -130,10 +133,11 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
     assumed = [c for c in ASSUMED if c in plans.columns]
     bound = ["restore_lower_bound"] if "restore_lower_bound" in plans.columns else []  # older rows have none
     realized = ["realized_generation"] if "realized_generation" in plans.columns else []
+    restored = [c for c in RESTORED_COLUMNS if c in plans.columns]  # older lakes have none
     chosen = plans.select(
         "plan_id", "group_id", "status", "reason", *COST_COLUMNS, "max_load_skew_before", "max_load_skew_after",
         "draining", "source_age_ms", "missing_offset_sums", "published_at", "realized_at", *changes, *assumed,
-        *bound, *realized,
+        *bound, *realized, *restored,
     ).collect()  # fmt: skip
     ids = [r["plan_id"] for r in chosen]
     baselines: dict[str, dict[Assignor, PlanCost]] = {}
@@ -177,6 +181,7 @@ def group_rows(lake: Lake, snapshot_id: str, group_ids: Sequence[str] | None) ->
             restore_lower_bound=_int(r["restore_lower_bound"]) if bound else None,
             snapshot_generation=generations.get(r["group_id"]),
             realized_generation=_int(r["realized_generation"]) if realized else None,
+            **{c: _int(r[c]) for c in restored},
         )
         for r in chosen
     ]

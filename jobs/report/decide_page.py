@@ -4,12 +4,14 @@ relays the answer."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.report.model import Report
+from jobs.pipeline.status import PlanStatus
+from jobs.report.model import GroupRow, Report
 from jobs.report.render import page
 from jobs.report.triage import Triage, triage, versus
 
@@ -59,6 +61,17 @@ def decision_path(reports: Path, snapshot_id: str) -> Path:
     return reports / "decide" / f"{snapshot_id}.html"
 
 
+# Plans that were published: what the page shows once the decision is carried out.
+_CARRIED_OUT = (PlanStatus.PUBLISHED, PlanStatus.REALIZED, PlanStatus.EXPIRED, PlanStatus.WITHDRAWN,
+                PlanStatus.SUPERSEDED)  # fmt: skip
+
+
+def outcomes(rows: list[GroupRow] | tuple[GroupRow, ...]) -> list[GroupRow]:
+    """The published plans, realized first, by group: estimate beside what observe saw."""
+    done = [r for r in rows if r.published_at is not None and r.status in _CARRIED_OUT]
+    return sorted(done, key=lambda r: (r.status != PlanStatus.REALIZED, r.group_id))
+
+
 def render_decision_page(report: Report, valid_until: int, timeout: str, links: Mapping[str, str] | None = None) -> str:
     """The decision page of a snapshot; ``valid_until`` (epoch ms) when the offered plans expire."""
     t = triage(report.rows)
@@ -71,6 +84,7 @@ def render_decision_page(report: Report, valid_until: int, timeout: str, links: 
         t=t,
         offered=offered,
         fleet_risk=fleet_risk(t),
+        outcomes=outcomes(report.rows),
         versus=versus(report.rows),
         groups=report.fleet.groups,
         by_status=report.fleet.by_status,
@@ -85,5 +99,26 @@ def write_decision_page(report: Report, reports: Path, valid_until: int, timeout
     """Render the decision page to reports/decide/<snapshot_id>.html."""
     path = decision_path(reports, report.snapshot_id)
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_decision_page(report, valid_until, timeout, links), encoding="utf-8")
+    # What refresh_decision_page needs to write the same page again once the plans have run.
+    shown = {"valid_until": valid_until, "timeout": timeout, "links": dict(links or {})}
+    path.with_suffix(".json").write_text(json.dumps(shown), encoding="utf-8")
+    return path
+
+
+def has_decision_page(reports: Path, snapshot_id: str) -> bool:
+    """Whether review wrote a decision page for the snapshot (so observe should write it again)."""
+    return decision_path(reports, snapshot_id).with_suffix(".json").is_file()
+
+
+def refresh_decision_page(report: Report, reports: Path) -> Path | None:
+    """Write a snapshot's decision page again from the lake now (observe calls it: estimate beside actual), with
+    the validity and links it was first written with; None when the snapshot has no decision page."""
+    path = decision_path(reports, report.snapshot_id)
+    try:
+        shown = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        valid_until, timeout, links = int(shown["valid_until"]), str(shown["timeout"]), dict(shown["links"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
     path.write_text(render_decision_page(report, valid_until, timeout, links), encoding="utf-8")
     return path

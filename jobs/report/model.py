@@ -110,6 +110,9 @@ class GroupRow:
     snapshot_generation: int | None = None  # the group's generation in the snapshot's own reports (classic protocol)
     realized_generation: int | None = None  # ... in the reports of the observe run that saw the target
     restore_lower_bound: int | None = None  # what any assignment with the group's standbys must restore (None: unknown)
+    restored_offsets: int | None = None  # observed: restored between publish and realization by the members reporting
+    restored_reporting: int | None = None  # members that reported their restored offsets
+    restored_members: int | None = None  # members in the group at realization
 
     @property
     def restore_vs_bound(self) -> float | None:
@@ -146,6 +149,17 @@ class GroupRow:
         if before is None or after is None or after < before:
             return None
         return after - before
+
+    @property
+    def restored_text(self) -> str:
+        """What the group restored while the plan was carried out, with how many instances said so; "not observed"
+        when none did (a report without the field, a streams-protocol group, a plan not realized)."""
+        if self.restored_offsets is None or not self.restored_reporting or self.restored_members is None:
+            return "not observed"
+        figure = plural(self.restored_offsets, "offset")
+        if self.restored_reporting < self.restored_members:
+            return f"at least {figure} ({self.restored_reporting} of {self.restored_members} instances reported)"
+        return f"{figure} (all {plural(self.restored_members, 'instance')} reported)"
 
     def figure(self, metric: str) -> int | float | None:
         """One PlanCost field of the plan (``metric``: its name); None for a plan without a cost."""

@@ -1,6 +1,7 @@
 """observe follows what the groups and the plans topic say on a real broker and lake: a fallback is recorded on
 the PUBLISHED plan (never taken for realization), a forged withdrawal withdraws nothing, a signed one makes the
-plan WITHDRAWN with history rows, and ``withdraw`` records its own withdrawal at once."""
+plan WITHDRAWN with history rows, and ``withdraw`` records its own withdrawal at once. A realized plan records what
+its instances restored since publish, and how many said so."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from assignor import GroupAssignment
+from assignor import GroupAssignment, TaskId
 from assignor.protocol.plans import Withdrawal
+from assignor.protocol.restored_offsets import RestoredOffsetsReport, TaskRestore
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.approve import run_approve
@@ -97,10 +99,19 @@ def test_observe_records_a_fallback_ignores_a_forged_withdrawal_and_marks_a_sign
         r | {"fallback_reason": None, "plan_id": plan_id, "reported_at": r["reported_at"] + 1, "generation": 5}
         for r in reports
     ]
+    # What they restored meanwhile: one instance says so in its own report (a restore begun before publish does
+    # not count), one in a restored-offsets report as a Kafka Streams member would; the others say nothing.
+    now = int(time.time() * 1000)
+    own, member = honoring[0], honoring[1]
+    own["restored_offsets"] = {"0_0": {"offsets": 500, "started_at": now}, "0_1": {"offsets": 99, "started_at": 1}}
+    streams_member = RestoredOffsetsReport("orders", member["process_id"], now, {TaskId(0, 1): TaskRestore(70, now)})
+    produce(bootstrap, settings.reports_topic, [(streams_member.key.encode(), streams_member.encode(), None)])
     publish_reports(bootstrap, settings.reports_topic, honoring)
     assert run_observe(lake, settings, bootstrap).counts["realized"] == 1
     realized = _plan(lake, plan_id)
     assert (realized["status"], realized["reason"], realized["realized_generation"]) == ("REALIZED", None, 5)
+    restored = (realized["restored_offsets"], realized["restored_reporting"], realized["restored_members"])
+    assert restored == (570, 2, len(honoring))
     rows = group_rows(lake, str(realized["snapshot_id"]), ["orders"])
     assert [(r.snapshot_generation, r.rebalances_at_most) for r in rows] == [(3, 2)]
 

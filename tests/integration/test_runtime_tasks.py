@@ -4,6 +4,7 @@ application's processor is the runtime's only idea of what a task does."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -145,14 +146,19 @@ def test_an_application_processor_runs_in_the_loop_and_a_restored_store_resumes_
     first.close()
     first_events.close()
 
+    assert first.restored_offsets() == {}  # an empty changelog: nothing was restored
     second, second_events = instance("second")  # an empty state directory: it restores from the changelog
     try:
+        opened = int(time.time() * 1000)
         second.reconcile(info, owned)
         send([("k2", "v4")])
         stepping_until(second, lambda: at(second) == 4, "the second instance to resume after the restored records")
         store = second.tasks[TASK].store
         assert (store.get("k1"), store.get("k2")) == ("2|v3", "3|v4")
         assert second.processed() == {"0_0": 1}  # only the new record: the restore said where to resume
+        # What its state report says it restored: the three changelog records, in a restore begun when it took the task.
+        restore = second.restored_offsets()[TASK]
+        assert restore.offsets == 3 and opened <= restore.started_at <= int(time.time() * 1000)
     finally:
         second.close()
         second_events.close()

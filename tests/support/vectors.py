@@ -46,6 +46,7 @@ from assignor.protocol.strict_json import canonical_json
 from jobs.pipeline.streams_steps import lag as heartbeat_lag
 from schemas.kip441 import kip441_settings
 from tests.support.ledger_vectors import ledger_vectors
+from tests.support.restored_vectors import restored_vectors
 from tests.support.revocation_vectors import revocation_vectors
 from tests.support.signing import FORGER, SIGNER
 from tests.support.strategies import build_group
@@ -565,6 +566,7 @@ def write(directory: Path = VECTORS) -> None:
         ("high_availability_cases.json", ha_vectors()),
         ("deferral_cases.json", deferral_vectors()),
         ("heartbeat_lags.json", heartbeat_lag_vectors()),
+        ("restored_offsets_cases.json", restored_vectors()),
     ):
         (directory / name).write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -1,6 +1,7 @@
 """The HTML report and the decision page in headless Chromium, opened from files as an operator would: the first
 screen's numbers are the lake's, the table sorts and filters, a group's detail opens, nothing is fetched; the decision
-page filters, ticks and confirms with the counts; a realized plan shows its estimate beside what it took.
+page filters, ticks and confirms with the counts; a realized plan shows its estimate beside what it took and
+restored, in the report and on the decision page written again after it ran.
 Screenshots go to var/test-artifacts/ (the decision and estimate-vs-actual ones at 1,600 x 1,000)."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql.functions import lit
 
 from jobs.report import build_report, run_report
-from jobs.report.decide_page import write_decision_page
+from jobs.report.decide_page import refresh_decision_page, write_decision_page
 from tests.support.report_lake import SNAPSHOT, planned_lake, seed_baselines
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
@@ -185,14 +186,35 @@ def test_a_realized_plan_shows_its_estimate_beside_what_it_took(
         .withColumn("status", lit("REALIZED"))
         .withColumn("published_at", lit(published).cast("bigint"))
         .withColumn("realized_at", lit(realized).cast("bigint"))
+        .withColumn("restored_offsets", lit(1_234).cast("bigint"))  # as observe records it
+        .withColumn("restored_reporting", lit(3))
+        .withColumn("restored_members", lit(3))
     )
-    lake.merge("plans", done, update=["status", "published_at", "realized_at"])
+    restored = ["restored_offsets", "restored_reporting", "restored_members"]
+    lake.merge("plans", done, update=["status", "published_at", "realized_at", *restored])
     path = run_report(lake, SNAPSHOT, None)
+    # The decision page, written at review, is written again by observe once the plan is realized.
+    write_decision_page(build_report(lake, SNAPSHOT), path.parent, 1_795_000_000_000, "12 h")
+    decide = refresh_decision_page(build_report(lake, SNAPSHOT), path.parent)
+    assert decide is not None
     browser, _ = page
     browser.set_viewport_size(SCREEN)
     browser.goto(f"{path.as_uri()}#group-{plan['group_id']}")
     outcome = browser.locator(f"details.group[data-group='{plan['group_id']}'] [data-testid=outcome]")
     expect(outcome).to_contain_text("it took at most 36 s: published 2026-11-18 11:06 UTC")
     expect(outcome).to_contain_text("Estimated ")
+    expect(outcome).to_contain_text("the group restored 1,234 offsets (all 3 instances reported)")
     outcome.scroll_into_view_if_needed()
     browser.screenshot(path=str(ARTIFACTS / "report-estimate-vs-actual.png"))
+
+    browser.goto(decide.as_uri())
+    afterwards = browser.get_by_test_id("afterwards")
+    row = afterwards.locator(f"tr[data-group='{plan['group_id']}']")
+    expect(row).to_contain_text("REALIZED")
+    expect(row).to_contain_text("took at most 36 s")
+    expect(row.get_by_test_id("restored")).to_contain_text(
+        f"estimated {int(plan['restore_offsets']):,} offsets; restored 1,234 offsets (all 3 instances reported)"
+    )
+    expect(afterwards.locator("tbody tr")).to_have_count(1)  # only published plans have an outcome
+    afterwards.scroll_into_view_if_needed()
+    browser.screenshot(path=str(ARTIFACTS / "decide-estimate-vs-actual.png"))

@@ -19,6 +19,7 @@ from pyspark.sql import functions as sf
 
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.plans import ApprovedPlan, read_record
+from assignor.protocol.restored_offsets import RestoredOffsetsReport, is_restored_key
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
@@ -30,16 +31,20 @@ from jobs.local.streams_fleet import (
     assignment,
     at_target,
     processed_once,
+    restored_records,
     restores,
+    standby_restored_records,
     stopped_tasks,
 )
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.extract import run_extract
 from jobs.pipeline.lags import run_lags
+from jobs.pipeline.observe import run_observe
 from jobs.pipeline.plan import run_plan
 from jobs.pipeline.publish import run_publish
 from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
+from jobs.report.collect import group_rows
 from jobs.settings import Kip441Settings, Settings
 from tests.support.kafka_isolation import isolated
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
@@ -58,6 +63,7 @@ class ScaleOut:
     record: bytes
     started_at: int  # when the fourth instance started
     before: dict[str, set[str]]  # process id -> active tasks before the scale-out
+    settings: Settings
 
 
 def run_pipeline(spark: SparkSession, settings: Settings, bootstrap: str) -> str:
@@ -109,7 +115,7 @@ def scale_out(
             started_at = int(time.time() * 1000)
             fleet.start("i4")
             wait_until(lambda: at_target(fleet, plan.target), 240, "the group to reach the plan's target", poll_s=1)
-            yield ScaleOut(fleet, plan, record, started_at, before)
+            yield ScaleOut(fleet, plan, record, started_at, before, settings)
 
 
 def reports_say(fleet: StreamsFleet, since_ms: int, check: str) -> bool:
@@ -155,6 +161,45 @@ def test_tasks_that_do_not_move_are_never_stopped(scale_out: ScaleOut) -> None:
 
 def test_no_task_is_processed_by_two_instances_at_once(scale_out: ScaleOut) -> None:
     assert double_processing(scale_out.fleet.members()) == []
+
+
+def restored_reports(fleet: StreamsFleet) -> dict[str, RestoredOffsetsReport]:
+    """process id -> the restored-offsets report its RestoredOffsetsListener published last."""
+    out = {}
+    for key, value in read_latest_by_key(fleet.config.bootstrap, REPORTS).items():
+        text = key.decode("utf-8")
+        if value is not None and text.startswith(f"{APP}/") and is_restored_key(text):
+            report = RestoredOffsetsReport.decode(text, value)
+            out[report.process_id] = report
+    return out
+
+
+def test_observe_records_the_offsets_the_moved_tasks_restored_as_the_listener_saw_them(
+    scale_out: ScaleOut, spark: SparkSession
+) -> None:
+    fleet, plan = scale_out.fleet, scale_out.plan
+    live = {i.process_id for i in fleet.live()}
+    # Each member publishes its restores when one ends or is suspended (a warmup promoted).
+    wait_until(lambda: live <= set(restored_reports(fleet)), 60, "a restored-offsets report from every member")
+    lake = Lake(spark, scale_out.settings.lake_root)
+    observed = run_observe(lake, scale_out.settings, fleet.config.bootstrap)
+    assert observed.counts["realized"] == 1
+    row = lake.read("plans").where(sf.col("plan_id") == plan.plan_id).first()
+    assert row is not None and row["status"] == "REALIZED"
+    published_at = int(row["published_at"])
+    reported = sum(
+        r.offsets for report in restored_reports(fleet).values() for r in report.restores.values()
+        if r.started_at >= published_at
+    )  # fmt: skip
+    # The reference app's own listeners (the plugin's delegates) log the same loading as events: warmups' (no
+    # standbys here, so every standby load since publish is a warmup's) and the actives' restores.
+    active = sum(restored_records(fleet.members(), published_at).values())
+    warmups = sum(standby_restored_records(fleet.members(), published_at).values())
+    assert warmups > 0, "the moved counting tasks load their state on their new instances"
+    assert (row["restored_offsets"], reported) == (active + warmups, active + warmups)
+    assert (row["restored_reporting"], row["restored_members"]) == (len(live), len(live))
+    shown = group_rows(lake, str(row["snapshot_id"]), [APP])[0]
+    assert shown.restored_text == f"{active + warmups:,} offsets (all {len(live)} instances reported)"
 
 
 def test_a_tampered_then_an_expired_plan_fall_back_with_the_reason(scale_out: ScaleOut) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,13 @@ from jobs.orchestration.decision import (
     check_selection,
     decision,
 )
-from jobs.report.decide_page import fleet_risk, render_decision_page
+from jobs.report.decide_page import (
+    fleet_risk,
+    has_decision_page,
+    refresh_decision_page,
+    render_decision_page,
+    write_decision_page,
+)
 from jobs.report.model import Assignor, Assumptions, GroupRisk, GroupRow
 from jobs.report.triage import Kind, Risk, triage, versus
 from tests.support.report_views import HOSTILE, report, row
@@ -140,3 +147,26 @@ def test_an_answers_reason_is_stripped_and_bounded() -> None:
     assert answer_reason({"reason": "x" * MAX_REASON}) == "x" * MAX_REASON
     with pytest.raises(DecisionError, match="at most"):
         answer_reason({"reason": "x" * (MAX_REASON + 1)})
+
+
+def test_once_published_the_decision_page_shows_each_groups_estimate_beside_what_happened(tmp_path: Path) -> None:
+    realized = replace(row(2, "REALIZED", group="orders"), published_at=1_795_000_000_000,
+                       realized_at=1_795_000_036_000, snapshot_generation=4, realized_generation=7,
+                       restored_offsets=1_234, restored_reporting=2, restored_members=3)  # fmt: skip
+    unreported = replace(row(1, "REALIZED", group="clicks"), published_at=1_795_000_000_000,
+                         realized_at=1_795_000_010_000)  # fmt: skip
+    waiting = row(3)
+    before = render_decision_page(report([waiting]), 1_795_000_000_000, "12 h")
+    assert 'data-testid="afterwards"' not in before  # nothing was published yet: no outcome to show
+    written = write_decision_page(report([waiting]), tmp_path, 1_795_000_000_000, "12 h", {"report": "r.html"})
+    assert has_decision_page(tmp_path, "s")
+    assert refresh_decision_page(report([realized, unreported, waiting]), tmp_path) == written
+    html = written.read_text(encoding="utf-8")
+    afterwards = html[html.index('data-testid="afterwards"') : html.index('aria-labelledby="groups"')]
+    assert afterwards.index("clicks") < afterwards.index("orders")  # realized ones by group
+    assert "estimated 2 min; took at most 36 s" in afterwards
+    assert "estimated 3 rebalances; went through at most 3 rebalances" in afterwards
+    assert "estimated 2,000 offsets; restored at least 1,234 offsets (2 of 3 instances reported)" in afterwards
+    assert "estimated 1,000 offsets; not observed" in afterwards and "went through at most" in afterwards
+    assert 'href="r.html"' in html  # written again with the links it was first written with
+    assert refresh_decision_page(report([realized]), tmp_path / "elsewhere") is None

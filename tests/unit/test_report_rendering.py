@@ -203,7 +203,27 @@ def test_a_realized_plan_shows_the_rebalances_observed_beside_the_estimate() -> 
     assert (
         "Estimated 3 rebalances; the group went through at most 3 rebalances (generation 4 at the snapshot, 7" in page
     )
-    assert "Offsets restored were not observed." in page and "Rebalances and offsets" not in page
+    assert 'Estimated 2,000 offsets to restore; <span data-testid="restored">the group restored not observed' in page
     unreported = render_report(report([replace(done, realized_generation=None)]))  # e.g. a streams-protocol group
-    assert "Rebalances and offsets restored were not observed." in unreported and "went through" not in unreported
+    assert "Rebalances were not observed." in unreported and "went through" not in unreported
     assert replace(done, realized_generation=3).rebalances_at_most is None  # a restarted group's counter: unknown
+
+
+def test_a_realized_plan_shows_the_offsets_restored_beside_the_estimate_with_how_many_reported() -> None:
+    done = replace(
+        row(2, "REALIZED", group="orders"),
+        published_at=1_795_000_000_000,
+        realized_at=1_795_000_036_000,
+        restored_offsets=1_234,
+        restored_reporting=3,
+        restored_members=3,
+    )
+    page = render_report(report([done]))
+    assert "Estimated 2,000 offsets to restore; <span" in page
+    assert (
+        "the group restored 1,234 offsets (all 3 instances reported)</span> in restores that began after publish"
+        in page
+    )
+    partial = render_report(report([replace(done, restored_reporting=2)]))
+    assert "the group restored at least 1,234 offsets (2 of 3 instances reported)" in partial
+    assert replace(done, restored_reporting=0).restored_text == "not observed"

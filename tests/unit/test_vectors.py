@@ -24,7 +24,9 @@ from assignor.protocol.deferral import DeferralSettings, Departure, defer, pendi
 from assignor.protocol.plan_keys import VerifyKeys
 from assignor.protocol.plan_ledger import PlanLedger
 from assignor.protocol.plans import PlanRejected, Verifier, fit_rejection, target_for
+from assignor.protocol.restored_offsets import RestoredOffsetsReport, RestoredRejected, TaskRestore
 from jobs.pipeline.streams_steps import lag as streams_lag
+from tests.support.restored_vectors import restored_vectors
 from tests.support.vectors import (
     VECTORS,
     _plan,
@@ -43,6 +45,7 @@ HA = json.loads((VECTORS / "high_availability_cases.json").read_text(encoding="u
 DEFERRAL = json.loads((VECTORS / "deferral_cases.json").read_text(encoding="utf-8"))
 LEDGER = json.loads((VECTORS / "plan_ledger_cases.json").read_text(encoding="utf-8"))
 HEARTBEAT_LAGS = json.loads((VECTORS / "heartbeat_lags.json").read_text(encoding="utf-8"))
+RESTORED = json.loads((VECTORS / "restored_offsets_cases.json").read_text(encoding="utf-8"))
 
 
 def test_the_committed_vectors_are_what_the_rules_produce() -> None:
@@ -53,6 +56,25 @@ def test_the_committed_vectors_are_what_the_rules_produce() -> None:
     assert deferral_vectors() == DEFERRAL
     assert plan_ledger_vectors() == LEDGER
     assert heartbeat_lag_vectors() == HEARTBEAT_LAGS
+    assert restored_vectors() == RESTORED
+
+
+@pytest.mark.parametrize("case", RESTORED["cases"], ids=lambda c: c["name"])
+def test_restored_offsets_record(case: dict[str, Any]) -> None:
+    value = case["value"].encode("utf-8")
+    if not case["accepted"]:
+        with pytest.raises(RestoredRejected):
+            RestoredOffsetsReport.decode(case["key"], value)
+        return
+    report = RestoredOffsetsReport.decode(case["key"], value)
+    assert {str(t): [r.offsets, r.started_at] for t, r in report.restores.items()} == case["restores"]
+
+
+def test_restored_offsets_encoding_is_the_shared_bytes() -> None:
+    e = RESTORED["encoding"]
+    restores = {TaskId.parse(t): TaskRestore(*r) for t, r in e["restores"].items()}
+    report = RestoredOffsetsReport(e["group_id"], e["process_id"], e["reported_at"], restores)
+    assert (report.key, report.encode().decode("utf-8")) == (e["key"], e["value"])
 
 
 @pytest.mark.parametrize("case", LEDGER["cases"], ids=lambda c: c["name"])

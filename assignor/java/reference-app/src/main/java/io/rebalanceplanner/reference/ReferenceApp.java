@@ -1,5 +1,6 @@
 package io.rebalanceplanner.reference;
 
+import io.rebalanceplanner.RestoredOffsetsListener;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -29,7 +30,6 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -165,13 +165,18 @@ public final class ReferenceApp {
                     flags.get("hold-without-caught-up-copy", "false"));
         }
         Topology topology = topology(input, counters);
-        Map<String, Integer> storeSubtopology = storeSubtopologies(topology.describe());
+        Map<String, Integer> storeSubtopology = RestoredOffsetsListener.storeSubtopologies(topology.describe());
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean closing = new AtomicBoolean();
-        streams.setGlobalStateRestoreListener(new RestoreEvents(events, storeSubtopology));
+        RestoreEvents restoreEvents = new RestoreEvents(events, storeSubtopology);
         StandbyEvents standbyEvents = new StandbyEvents(events);
-        streams.setStandbyUpdateListener(standbyEvents);
+        if (plugin) { // the member also publishes what it restored (the leader's reports cannot say)
+            RestoredOffsetsListener.register(streams, topology, props, restoreEvents, standbyEvents);
+        } else {
+            streams.setGlobalStateRestoreListener(restoreEvents);
+            streams.setStandbyUpdateListener(standbyEvents);
+        }
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
                 stopped.countDown();
@@ -297,20 +302,6 @@ public final class ReferenceApp {
         Map<String, List<String>> out = new HashMap<>();
         out.put("active", new ArrayList<>(active));
         out.put("standby", new ArrayList<>(standby));
-        return out;
-    }
-
-    static Map<String, Integer> storeSubtopologies(TopologyDescription description) {
-        Map<String, Integer> out = new HashMap<>();
-        for (TopologyDescription.Subtopology sub : description.subtopologies()) {
-            for (TopologyDescription.Node node : sub.nodes()) {
-                if (node instanceof TopologyDescription.Processor) {
-                    for (String store : ((TopologyDescription.Processor) node).stores()) {
-                        out.put(store, sub.id());
-                    }
-                }
-            }
-        }
         return out;
     }
 

@@ -1,0 +1,229 @@
+package io.rebalanceplanner;
+
+import io.rebalanceplanner.core.RestoredOffsets;
+import io.rebalanceplanner.core.RestoredOffsets.TaskRestore;
+import io.rebalanceplanner.core.Task;
+import io.rebalanceplanner.kafka.PlannerSettings;
+import io.rebalanceplanner.kafka.ReportSink;
+import io.rebalanceplanner.kafka.SharedClients;
+import java.lang.reflect.Field;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.function.LongSupplier;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyDescription;
+import org.apache.kafka.streams.processor.StandbyUpdateListener;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.TaskId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What this member's state restoration replayed, per task, published as a restored-offsets report
+ * ({@link RestoredOffsets}) on the reports topic: once at registration (nothing restored yet) and whenever the
+ * restore of a changelog partition ends or is suspended. Restoration here is every record loaded into a store the
+ * task does not yet process from: an active task's restore, and a standby's or warmup's loading (Kafka reports
+ * those to a StandbyUpdateListener; KIP-924 has one role for both). Per task it keeps the latest restore since
+ * the member started: the records loaded and when it began. A restore begins when a task's first changelog
+ * partition starts loading while none is; a warmup promoted to active continues its restore into the active's.
+ * Register both listeners with one line, before {@code streams.start()}:
+ *
+ * <pre>{@code RestoredOffsetsListener.register(streams, topology, props);}</pre>
+ *
+ * <p>Kafka Streams takes one global restore listener and one standby listener: an application with its own passes
+ * them as delegates, which receive every callback too. Never throws into Kafka Streams: a failed publish is logged
+ * and retried with the next one.
+ */
+public final class RestoredOffsetsListener implements StateRestoreListener, StandbyUpdateListener {
+    private static final Logger LOG = LoggerFactory.getLogger(RestoredOffsetsListener.class);
+
+    private final String groupId;
+    private final String processId;
+    private final Map<String, Integer> storeSubtopology;
+    private final ReportSink sink;
+    private final LongSupplier clock;
+    private final StateRestoreListener restoreDelegate;
+    private final StandbyUpdateListener standbyDelegate;
+    private final Map<Task, TaskRestore> restores = new TreeMap<>();
+    private final Map<Task, Set<TopicPartition>> loading = new HashMap<>();
+    private final Set<Task> promoted = new HashSet<>();
+
+    RestoredOffsetsListener(String groupId, String processId, Map<String, Integer> storeSubtopology,
+            ReportSink sink, LongSupplier clock, StateRestoreListener restoreDelegate,
+            StandbyUpdateListener standbyDelegate) {
+        this.groupId = groupId;
+        this.processId = processId;
+        this.storeSubtopology = Map.copyOf(storeSubtopology);
+        this.sink = sink;
+        this.clock = clock;
+        this.restoreDelegate = restoreDelegate;
+        this.standbyDelegate = standbyDelegate;
+    }
+
+    /** Registers the listener on {@code streams} (restore and standby), publishing with the plugin's settings. */
+    public static RestoredOffsetsListener register(KafkaStreams streams, Topology topology, Properties props) {
+        return register(streams, topology, props, null, null);
+    }
+
+    /** As {@link #register(KafkaStreams, Topology, Properties)}, also calling the delegates (either may be null). */
+    public static RestoredOffsetsListener register(KafkaStreams streams, Topology topology, Properties props,
+            StateRestoreListener restoreDelegate, StandbyUpdateListener standbyDelegate) {
+        Map<String, Object> configs = new HashMap<>();
+        props.stringPropertyNames().forEach(name -> configs.put(name, props.getProperty(name)));
+        PlannerSettings settings = PlannerSettings.from(configs);
+        RestoredOffsetsListener listener = new RestoredOffsetsListener(settings.applicationId(),
+                processId(streams).toString(), storeSubtopologies(topology.describe()),
+                SharedClients.reportSink(settings), System::currentTimeMillis, restoreDelegate, standbyDelegate);
+        streams.setGlobalStateRestoreListener(listener);
+        streams.setStandbyUpdateListener(listener);
+        listener.publish();
+        return listener;
+    }
+
+    /**
+     * The instance's process id, the one its subscription (and so the leader's state report) carries. Kafka
+     * Streams has no public accessor for it: read from its field, named in the error when that ever changes.
+     */
+    static UUID processId(KafkaStreams streams) {
+        try {
+            Field field = KafkaStreams.class.getDeclaredField("processId");
+            field.setAccessible(true);
+            return (UUID) field.get(streams);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            throw new IllegalStateException("cannot read KafkaStreams.processId (this Kafka Streams version keeps "
+                    + "it elsewhere): " + e, e);
+        }
+    }
+
+    /** Store name to its subtopology: a changelog partition is its task's partition, the store names the rest. */
+    public static Map<String, Integer> storeSubtopologies(TopologyDescription description) {
+        Map<String, Integer> out = new HashMap<>();
+        for (TopologyDescription.Subtopology sub : description.subtopologies()) {
+            for (TopologyDescription.Node node : sub.nodes()) {
+                if (node instanceof TopologyDescription.Processor processor) {
+                    processor.stores().forEach(store -> out.put(store, sub.id()));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Per task, its latest restore so far (a copy). */
+    public synchronized Map<Task, TaskRestore> restores() {
+        return new TreeMap<>(restores);
+    }
+
+    private Task task(TopicPartition tp, String store) {
+        Integer sub = storeSubtopology.get(store);
+        return sub == null ? null : new Task(sub, tp.partition());
+    }
+
+    /** A changelog partition of the task starts loading: a new restore unless one is under way or continues. */
+    private synchronized void started(Task task, TopicPartition tp, boolean active) {
+        if (task == null) {
+            return;
+        }
+        Set<TopicPartition> open = loading.computeIfAbsent(task, t -> new HashSet<>());
+        boolean continues = active && promoted.remove(task) && restores.containsKey(task);
+        if (open.isEmpty() && !continues) {
+            restores.put(task, new TaskRestore(0, clock.getAsLong()));
+        }
+        open.add(tp);
+    }
+
+    private synchronized void loaded(Task task, long records) {
+        TaskRestore r = task == null ? null : restores.get(task);
+        if (r != null && records > 0) {
+            long sum = r.offsets() > Long.MAX_VALUE - records ? Long.MAX_VALUE : r.offsets() + records;
+            restores.put(task, new TaskRestore(sum, r.startedAt()));
+        }
+    }
+
+    private void finished(Task task, TopicPartition tp, boolean promotedToActive) {
+        synchronized (this) {
+            Set<TopicPartition> open = task == null ? null : loading.get(task);
+            if (open != null) {
+                open.remove(tp);
+            }
+            if (promotedToActive && task != null) {
+                promoted.add(task);
+            }
+        }
+        publish();
+    }
+
+    @Override
+    public void onRestoreStart(TopicPartition tp, String store, long startOffset, long endOffset) {
+        started(task(tp, store), tp, true);
+        if (restoreDelegate != null) {
+            restoreDelegate.onRestoreStart(tp, store, startOffset, endOffset);
+        }
+    }
+
+    @Override
+    public void onBatchRestored(TopicPartition tp, String store, long batchEndOffset, long numRestored) {
+        loaded(task(tp, store), numRestored);
+        if (restoreDelegate != null) {
+            restoreDelegate.onBatchRestored(tp, store, batchEndOffset, numRestored);
+        }
+    }
+
+    @Override
+    public void onRestoreEnd(TopicPartition tp, String store, long totalRestored) {
+        finished(task(tp, store), tp, false);
+        if (restoreDelegate != null) {
+            restoreDelegate.onRestoreEnd(tp, store, totalRestored);
+        }
+    }
+
+    @Override
+    public void onRestoreSuspended(TopicPartition tp, String store, long totalRestored) {
+        finished(task(tp, store), tp, false);
+        if (restoreDelegate != null) {
+            restoreDelegate.onRestoreSuspended(tp, store, totalRestored);
+        }
+    }
+
+    @Override
+    public void onUpdateStart(TopicPartition tp, String store, long startingOffset) {
+        started(task(tp, store), tp, false);
+        if (standbyDelegate != null) {
+            standbyDelegate.onUpdateStart(tp, store, startingOffset);
+        }
+    }
+
+    @Override
+    public void onBatchLoaded(TopicPartition tp, String store, TaskId taskId, long batchEndOffset, long batchSize,
+            long currentEndOffset) {
+        loaded(new Task(taskId.subtopology(), taskId.partition()), batchSize);
+        if (standbyDelegate != null) {
+            standbyDelegate.onBatchLoaded(tp, store, taskId, batchEndOffset, batchSize, currentEndOffset);
+        }
+    }
+
+    @Override
+    public void onUpdateSuspended(TopicPartition tp, String store, long storeOffset, long currentEndOffset,
+            SuspendReason reason) {
+        finished(task(tp, store), tp, reason == SuspendReason.PROMOTED);
+        if (standbyDelegate != null) {
+            standbyDelegate.onUpdateSuspended(tp, store, storeOffset, currentEndOffset, reason);
+        }
+    }
+
+    /** Publishes the member's restores now; a failure is logged, never thrown into Kafka Streams. */
+    void publish() {
+        try {
+            byte[] value = RestoredOffsets.encode(groupId, processId, clock.getAsLong(), restores());
+            sink.publish(Map.of(RestoredOffsets.key(groupId, processId), value));
+        } catch (RuntimeException e) {
+            LOG.warn("restored offsets of {} were not published: {}", processId, e.toString());
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package io.rebalanceplanner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.rebalanceplanner.core.RestoredOffsets;
+import io.rebalanceplanner.core.RestoredOffsets.TaskRestore;
+import io.rebalanceplanner.core.Task;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.processor.StandbyUpdateListener.SuspendReason;
+import org.apache.kafka.streams.processor.TaskId;
+import org.junit.jupiter.api.Test;
+
+/** The listener's per-task restores and what it publishes, through Kafka Streams' callbacks. */
+class RestoredOffsetsListenerTest {
+    private final List<Map<String, byte[]>> published = new ArrayList<>();
+    private final AtomicLong now = new AtomicLong(1_000);
+    private final RestoredOffsetsListener listener = new RestoredOffsetsListener("orders", "p1",
+            Map.of("counts", 0, "totals", 0, "other", 1), published::add, now::get, null, null);
+    private final TopicPartition counts3 = new TopicPartition("orders-counts-changelog", 3);
+    private final TopicPartition totals3 = new TopicPartition("orders-totals-changelog", 3);
+
+    @Test
+    void aTaskWithTwoStoresIsOneRestoreSummedOverBoth() throws Exception {
+        listener.onRestoreStart(counts3, "counts", 0, 100);
+        now.set(1_500);
+        listener.onRestoreStart(totals3, "totals", 0, 50);
+        listener.onBatchRestored(counts3, "counts", 60, 60);
+        listener.onBatchRestored(totals3, "totals", 50, 50);
+        listener.onRestoreEnd(totals3, "totals", 50);
+        listener.onBatchRestored(counts3, "counts", 100, 40);
+        listener.onRestoreEnd(counts3, "counts", 100);
+        assertEquals(Map.of(new Task(0, 3), new TaskRestore(150, 1_000)), listener.restores());
+        assertEquals(2, published.size()); // one per changelog partition whose restore ended
+        byte[] last = published.get(1).get("orders/p1/restored");
+        RestoredOffsets.Report report = RestoredOffsets.decode("orders/p1/restored", last);
+        assertEquals(listener.restores(), report.restores());
+    }
+
+    @Test
+    void aNewRestoreOfTheSameTaskReplacesTheLastOne() throws Exception {
+        listener.onRestoreStart(counts3, "counts", 0, 100);
+        listener.onBatchRestored(counts3, "counts", 100, 100);
+        listener.onRestoreSuspended(counts3, "counts", 100);
+        now.set(9_000);
+        listener.onRestoreStart(counts3, "counts", 100, 130);
+        listener.onBatchRestored(counts3, "counts", 130, 30);
+        listener.onRestoreEnd(counts3, "counts", 30);
+        assertEquals(Map.of(new Task(0, 3), new TaskRestore(30, 9_000)), listener.restores());
+    }
+
+    @Test
+    void aWarmupPromotedToActiveIsOneRestoreFromTheWarmupsStart() throws Exception {
+        listener.onUpdateStart(counts3, "counts", 0);
+        listener.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 900, 900, 1_000);
+        now.set(5_000);
+        listener.onUpdateSuspended(counts3, "counts", 900, 1_000, SuspendReason.PROMOTED);
+        listener.onRestoreStart(counts3, "counts", 900, 1_000);
+        listener.onBatchRestored(counts3, "counts", 1_000, 100);
+        listener.onRestoreEnd(counts3, "counts", 100);
+        assertEquals(Map.of(new Task(0, 3), new TaskRestore(1_000, 1_000)), listener.restores());
+        // A standby that moved away and comes back later begins a new restore.
+        listener.onUpdateSuspended(counts3, "counts", 1_000, 1_000, SuspendReason.MIGRATED);
+        now.set(7_000);
+        listener.onUpdateStart(counts3, "counts", 1_000);
+        listener.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 1_010, 10, 1_010);
+        assertEquals(Map.of(new Task(0, 3), new TaskRestore(10, 7_000)), listener.restores());
+    }
+
+    @Test
+    void aStoreOutsideTheTopologyIsIgnoredAndAFailingSinkNeverThrows() {
+        RestoredOffsetsListener failing = new RestoredOffsetsListener("orders", "p1", Map.of(), records -> {
+            throw new IllegalStateException("broker down");
+        }, now::get, null, null);
+        failing.onRestoreStart(counts3, "counts", 0, 10);
+        failing.onBatchRestored(counts3, "counts", 10, 10);
+        failing.onRestoreEnd(counts3, "counts", 10);
+        assertTrue(failing.restores().isEmpty());
+    }
+}
