@@ -170,3 +170,14 @@ def k1_violations(assignment: GroupAssignment, group: GroupState, configs: Assig
                 f"caught-up clients left without a copy: {without[:_MAX_SHOWN]}"
             )
     return found
+
+
+def repeated_tag_values(assignment: GroupAssignment, group: GroupState, tag_keys: tuple[str, ...]) -> int:
+    """How far the stateful tasks' replicas (active and standbys) fall short of distinct rack tag values: per task and
+    tag key, replicas minus the distinct values they sit on (KIP-708's spread; 0 when every copy is on its own)."""
+    tags = {c.process_id: c.client_tags for c in group.clients}
+    holders: dict[TaskId, list[str]] = defaultdict(list)
+    for pid, ca in assignment.clients.items():
+        for task in (ca.active | ca.standby) & group.stateful_tasks:
+            holders[task].append(pid)
+    return sum(len(pids) - len({tags[p].get(key) for p in pids}) for pids in holders.values() for key in tag_keys)

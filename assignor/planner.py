@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -25,7 +25,8 @@ from assignor.end_state import (
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import Honoring, move_order
-from assignor.invariants import balance_violations, validity_violations
+from assignor.invariants import balance_violations, repeated_tag_values, validity_violations
+from assignor.joint_target import joint_target
 from assignor.lags import LagIndex, restore_lower_bound
 from assignor.state import GroupState
 from assignor.target import EXACT_MODEL_MAX_TASKS, ActiveCosts
@@ -116,17 +117,76 @@ def plan_group(
         return plan
     baseline = _baseline_target(group, configs)
     if baseline is None:
-        return plan
+        return _with_joint_target(plan, None, group, configs, lags, restore_rate)
     kip441 = _BaselineWalk(_Route.to(baseline, group, configs, lags))
     within = baseline == plan.target or kip441.beaten_by(plan)
     standbys = min(len(group.clients) - 1, configs.num_standby_replicas)
     bound = plan.cost.restore_offsets if within else kip441.restore
     placements = balanced_placements(group, lags, kip441.moves, bound, standbys)
     if placements is not None:
-        return _cheapest_within(restore_rate, costs, kip441, placements, plan if within else kip441.plan(restore_rate))
-    if within:
+        plan = _cheapest_within(restore_rate, costs, kip441, placements, plan if within else kip441.plan(restore_rate))
+    elif not within:
+        plan = _within_moves(restore_rate, costs, kip441) or kip441.plan(restore_rate)
+    return _with_joint_target(plan, kip441, group, configs, lags, restore_rate)
+
+
+# A plan within this factor of the cheap restore bound is not searched further (joint_target).
+JOINT_MODEL_GAP = Fraction(6, 5)
+
+
+def _with_joint_target(
+    plan: GroupPlan,
+    kip441: _BaselineWalk | None,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    lags: LagIndex,
+    restore_rate: float,
+) -> GroupPlan:
+    """``plan``, or the joint model's end state (joint_target) where it restores less (then moves less) and its
+    schedule is never worse than KIP-441's; the plan's restore bound raised to the model's proven least restore.
+
+    Solved only where the plan restores more than JOINT_MODEL_GAP times the cheap bound, which keeps most groups of a
+    fleet at the flow models' speed (the joint model costs tens of milliseconds a group). With KIP-441's end state
+    to beat, a model optimum that moves more than it is solved again within its moves."""
+    if plan.cost.restore_offsets * JOINT_MODEL_GAP.denominator <= plan.restore_lower_bound * JOINT_MODEL_GAP.numerator:
         return plan
-    return _within_moves(restore_rate, costs, kip441) or kip441.plan(restore_rate)
+    joint = joint_target(group, configs, lags)
+    if joint is None:
+        return plan
+    target = joint.target
+    if target is not None and kip441 is not None and _cost(target, group, lags)[1] > kip441.moves:
+        within = joint_target(group, configs, lags, max_moves=kip441.moves)
+        target = None if within is None else within.target
+    cheaper = (
+        target is not None
+        and _spread_no_worse(target, plan.target, group, configs)
+        and not validity_violations(target, group, configs)
+        and _cost(target, group, lags) < (plan.cost.restore_offsets, plan.cost.moves)
+    )
+    best = plan
+    if cheaper and target is not None:
+        candidate = _Route.to(target, group, configs, lags).plan(restore_rate)
+        if kip441 is None or kip441.beaten_by(candidate):
+            best = candidate
+    if joint.least_restore > best.restore_lower_bound and _in_joint_model(best.target, group, configs):
+        return replace(best, restore_lower_bound=joint.least_restore)
+    return best
+
+
+def _spread_no_worse(
+    target: GroupAssignment, than: GroupAssignment, group: GroupState, configs: AssignmentConfigs
+) -> bool:
+    """The joint model does not see rack tags: its end state is taken only if its copies repeat no more tag values."""
+    tags = configs.rack_aware_assignment_tags
+    return not tags or repeated_tag_values(target, group, tags) <= repeated_tag_values(than, group, tags)
+
+
+def _in_joint_model(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> bool:
+    """Whether ``target`` is one of the end states joint_target ranges over, so its least restore bounds it."""
+    standbys = min(len(group.clients) - 1, configs.num_standby_replicas)
+    held = [t for ca in target.clients.values() for t in ca.standby]
+    counts = {t: held.count(t) for t in group.stateful_tasks}
+    return all(n == standbys for n in counts.values()) and not balance_violations(target, group)
 
 
 def plan_towards(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import inf, isqrt
+from math import inf, isfinite, isqrt
 from typing import TYPE_CHECKING, overload
 
 from assignor.flow import FlowNetwork
@@ -82,7 +82,7 @@ class ActiveCosts:
         return sorted(found)
 
 
-class _Model:
+class MilpModel:
     """Column and row bookkeeping for one milp() problem."""
 
     def __init__(self) -> None:
@@ -141,6 +141,39 @@ class _Model:
         if result.x is None:  # pragma: no cover - balanced targets always exist
             raise RuntimeError(f"balanced target model failed: {result.message}")
         return np.asarray(result.x)
+
+    def minimum(self, objective: Sequence[float], node_limit: int) -> MilpOutcome:
+        """Minimise ``objective`` within ``node_limit`` search nodes: the best solution found (if any), a proven
+        lower bound on the optimum, and whether that solution is optimal."""
+        import numpy as np  # noqa: PLC0415
+        from scipy.optimize import Bounds, LinearConstraint, milp  # noqa: PLC0415
+        from scipy.sparse import coo_array  # noqa: PLC0415
+
+        n = len(self.lower)
+        matrix = coo_array((self.vals, (self.rows, self.cols)), shape=(len(self.row_lower), n)).tocsr()
+        result = milp(
+            np.array(objective, dtype=float),
+            constraints=LinearConstraint(matrix, self.row_lower, self.row_upper),
+            integrality=np.array(self.integer),
+            bounds=Bounds(np.array(self.lower), np.array(self.upper)),
+            options={"mip_rel_gap": 0.0, "presolve": True, "node_limit": node_limit},
+        )
+        solution = None if result.x is None else [float(v) for v in result.x]
+        dual = getattr(result, "mip_dual_bound", None)
+        lower = float(result.fun) if result.status == 0 else (float(dual) if dual is not None else None)
+        if lower is not None and not isfinite(lower):  # infeasible or unbounded: nothing proven
+            lower = None
+        return MilpOutcome(solution, lower, result.status == 0)
+
+
+@dataclass(frozen=True)
+class MilpOutcome:
+    """What one bounded milp() search found: a solution (None if none), a lower bound on the optimum (None if
+    none was proven) and whether the solution is optimal."""
+
+    solution: list[float] | None
+    lower_bound: float | None
+    optimal: bool
 
 
 def _share(total: int, capacity: int, all_capacity: int) -> tuple[int, int]:
@@ -346,7 +379,7 @@ def _solve(
     tasks (None when there is none)."""
     import numpy as np  # noqa: PLC0415 - only the MILP needs it (see _Model.solve)
 
-    model = _Model()
+    model = MilpModel()
     pids = list(costs.process_ids)
     capacity = costs.capacity
     all_capacity = sum(capacity[p] for p in pids)

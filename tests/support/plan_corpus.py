@@ -26,7 +26,7 @@ from assignor.catch_up import catch_up_fully
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "planner_bench.py"
 
 
-def _planner_bench() -> Any:
+def planner_bench() -> Any:
     """bench/planner_bench.py's group families, loaded by path: the benchmarks are scripts, not a package."""
     spec = importlib.util.spec_from_file_location("planner_bench", BENCH)
     assert spec is not None and spec.loader is not None
@@ -57,7 +57,7 @@ def canonical(value: Any) -> Any:
 
 def corpus(seeds: int) -> Iterator[tuple[str, GroupState, AssignmentConfigs]]:
     """Every benchmark family for ``seeds`` seeds, then the 64 x 6 and 1,000 x 100 speed cases."""
-    bench = _planner_bench()
+    bench = planner_bench()
     for family, make in bench.FAMILIES.items():
         for seed in range(seeds):
             group, configs = make(random.Random(seed))

@@ -84,7 +84,8 @@ def test_the_plan_restores_least_among_targets_within_kip441s_rounds(case: Small
     plan = plan_group(group, configs)
     assert plan.cost.rounds <= kip441.cost.rounds
     assert within(plan, kip441)
-    assert plan.cost.restore_offsets == min(p.cost.restore_offsets for p in brute_force(group, configs, kip441))
+    # At most: the joint model (joint_target) may place standbys where with_standbys would not and restore less.
+    assert plan.cost.restore_offsets <= min(p.cost.restore_offsets for p in brute_force(group, configs, kip441))
 
 
 def test_small_groups_are_searched_whole() -> None:
