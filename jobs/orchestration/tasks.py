@@ -29,12 +29,12 @@ from jobs.orchestration.decision import DecisionError, decision, duration, in_fi
 from jobs.pipeline import registry
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest
 from jobs.pipeline.plan_bodies import plan_bodies
-from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable
+from jobs.pipeline.stage import StageInputError, StageResult, StageUnavailable, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
 from jobs.processes import main_script_hidden
-from jobs.report import build_report, report_path, run_report, write_report
+from jobs.report import build_report, report_path, write_report
 from jobs.report.approval import approval_body, approval_subject
-from jobs.report.decide_page import has_decision_page, refresh_decision_page, write_decision_page
+from jobs.report.decide_page import refresh_decision_page, write_decision_page
 from jobs.report.links import data_docs_url, decide_url, report_url
 from jobs.settings import Settings
 
@@ -198,10 +198,10 @@ def _links(rt: Runtime, snapshot_id: str, report: Path, run: tuple[str, str] | N
 def _refresh_report(lake: Lake, snapshot_id: str) -> None:
     """Write the snapshot's report again so its statuses are the lake's now (approved, published, realized)."""
     try:
-        path = run_report(lake, snapshot_id, None)
-        # The decision page too: once observed, it shows each group's estimate beside what happened.
-        if has_decision_page(path.parent, snapshot_id):
-            refresh_decision_page(build_report(lake, snapshot_id), path.parent)
+        report = build_report(lake, resolve_snapshot(lake, snapshot_id))  # read from the lake once for both pages
+        path = write_report(report, report_path(lake, snapshot_id))
+        # The decision page too, if review wrote one: once observed, each group's estimate beside what happened.
+        refresh_decision_page(report, path.parent)
     except StageInputError as err:  # a snapshot without an extract has no report to refresh
         log.info("report %s not refreshed: %s", snapshot_id, err)
     except Exception:  # the decisions are committed already: a page that fails to render must not undo the task

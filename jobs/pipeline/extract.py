@@ -231,6 +231,7 @@ def write_snapshot(
         outcomes.append(lake.merge(name, _frame(lake, name, bronze[name]), within=Scope(snapshot_id)))
     reasons = Counter(q.reason.split(":", 1)[0] for q in intake.quarantine if q.source == "reports")
     counts = {"reports_read": intake.read, "tombstones": intake.tombstones}
+    counts["restored_reports_read"] = intake.restored_read  # not state reports: reports_read leaves them out
     counts["skipped_groups"] = len(intake.skipped_groups)
     counts.update({f"quarantined[{reason}]": n for reason, n in sorted(reasons.items())})
     counts.update({f"quarantine_not_stored[{source}]": n for source, n in sorted(bounded.dropped.items())})

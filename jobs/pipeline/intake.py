@@ -149,7 +149,8 @@ class Intake:
     findings: list[MembershipFinding] = field(default_factory=list)  # membership checks, when the broker was asked
     reporting: dict[tuple[str, str], str] = field(default_factory=dict)  # (group, member id) -> process reporting it
     restored: list[RestoredOffsetsReport] = field(default_factory=list)  # the Kafka Streams members' own records
-    read: int = 0
+    read: int = 0  # state-report records: each is kept or quarantined (the snapshot's ``reports``)
+    restored_read: int = 0  # restored-offsets records, another record type: not counted in ``read``
     tombstones: int = 0
 
 
@@ -255,14 +256,15 @@ def parse_records(records: Mapping[bytes, bytes | None]) -> tuple[list[Report], 
         if value is None:
             intake.tombstones += 1
             continue
-        intake.read += 1
         if key is not None and is_restored_key(_text(key)):
+            intake.restored_read += 1
             restored = parse_restored(key, value)
             if isinstance(restored, Quarantined):
                 intake.quarantine.append(restored)
             else:
                 intake.restored.append(restored)
             continue
+        intake.read += 1
         outcome = parse_report(key, value)
         if isinstance(outcome, Quarantined):
             intake.quarantine.append(outcome)

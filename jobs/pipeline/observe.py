@@ -34,14 +34,13 @@ from jobs.pipeline.observe_streams import (
     streams_protocol_groups,
 )
 from jobs.pipeline.plan_reality import FALLBACK_PREFIX, notice_withdrawals_and_fallbacks
-from jobs.pipeline.restored import RestoredDuring, groups_restored
+from jobs.pipeline.restored import RESTORED_COLUMNS, RestoredDuring, groups_restored
 from jobs.pipeline.stage import StageResult
 from jobs.pipeline.status import PlanStatus
 from jobs.pipeline.targets import HISTORY_DDL, plan_targets
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
-RESTORED_COLUMNS = ("restored_offsets", "restored_reporting", "restored_members")
 
 
 def observed_rows(reports: Iterable[Report]) -> list[tuple[Any, ...]]:

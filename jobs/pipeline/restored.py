@@ -18,6 +18,8 @@ from assignor.protocol.state_report import StateReport
 from assignor.task import TaskId
 
 Restores = Mapping[TaskId, TaskRestore]
+# The plans columns observe writes from a RestoredDuring (and the report reads), in that order.
+RESTORED_COLUMNS = ("restored_offsets", "restored_reporting", "restored_members")
 
 
 @dataclass(frozen=True)

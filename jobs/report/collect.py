@@ -13,6 +13,7 @@ from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.plan_record import cost_of
 from jobs.pipeline.report_only import plan_reach
+from jobs.pipeline.restored import RESTORED_COLUMNS
 from jobs.report.detail import held_by_process, placements, schedule
 from jobs.report.fleet import importance, summarize
 from jobs.report.gaps import reporting_gaps
@@ -102,9 +103,6 @@ def group_risks(lake: Lake, snapshot_id: str, chosen: Sequence[Row]) -> dict[str
 
 def _in(frame: DataFrame, column: str, values: Sequence[str]) -> DataFrame:
     return frame.where(sf.col(column).isin(list(values)))
-
-
-RESTORED_COLUMNS = ("restored_offsets", "restored_reporting", "restored_members")  # written by observe
 
 
 def snapshot_generations(lake: Lake, snapshot_id: str) -> dict[str, int]:

@@ -10,10 +10,12 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
+from jobs.lakehouse.lake import Lake
 from jobs.orchestration import tasks
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.targets import target_rows
-from jobs.report import build_report, run_report
+from jobs.report import build_report, collect, report_path, run_report
+from jobs.report.decide_page import write_decision_page
 from jobs.report.fleet import headline_value
 from jobs.report.model import Assignor
 from jobs.report.render import render_report
@@ -96,9 +98,30 @@ def test_a_report_that_fails_to_render_costs_neither_the_approval_page_nor_a_dec
         raise RuntimeError("vl-convert crashed")
 
     monkeypatch.setattr(tasks, "write_report", broken)
-    monkeypatch.setattr(tasks, "run_report", broken)
     reviewed = tasks.review(tasks.Runtime(Settings(lake_root=lake.root), "127.0.0.1:9", None), SNAPSHOT, [], None)
     assert reviewed["candidates"], "the validated plans are still offered"
     assert "not written: RuntimeError: vl-convert crashed" in reviewed["report"]
     assert f"snapshot `{SNAPSHOT}`" in reviewed["body"]
     tasks._refresh_report(lake, SNAPSHOT)  # after a decision is committed: logged, not raised
+
+
+def test_a_refresh_rewrites_the_report_and_the_decision_page_from_one_read_of_the_lake(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = planned_lake(spark, tmp_path / "lake", groups=2)
+    page = report_path(lake, SNAPSHOT)
+    decide = write_decision_page(build_report(lake, SNAPSHOT), page.parent, 1_795_000_000_000, "12 h")
+    decide.write_text("as review wrote it", encoding="utf-8")
+    reads: list[str] = []
+    group_rows = collect.group_rows  # what every build of a report reads the lake with
+
+    def counted(lake_: Lake, snapshot_id: str, group_ids: object) -> object:
+        reads.append(snapshot_id)
+        return group_rows(lake_, snapshot_id, group_ids)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(collect, "group_rows", counted)
+    tasks._refresh_report(lake, SNAPSHOT)
+    assert reads == [SNAPSHOT]  # both pages from one read
+    assert SNAPSHOT in page.read_text(encoding="utf-8")
+    rewritten = decide.read_text(encoding="utf-8")
+    assert rewritten != "as review wrote it" and "Groups awaiting a decision" in rewritten

@@ -71,6 +71,8 @@ def test_a_hostile_report_goes_to_quarantine_with_its_reason_and_a_good_restored
         }
     )
     assert reports == [] and intake.restored == [good]
+    # The state-report count holds state reports only (each kept or quarantined); the other two are counted apart.
+    assert (intake.read, intake.restored_read) == (1, 2)
     reasons = sorted(q.reason for q in intake.quarantine)
     assert reasons[0].startswith(f"{RESTORED_REJECTED}: malformed: integer") and "64-bit" in reasons[0]
     assert reasons[1].startswith(f"{SCHEMA_VIOLATION}: at restored_offsets/0_2/offsets")

@@ -14,6 +14,8 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
@@ -39,7 +41,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Kafka Streams takes one global restore listener and one standby listener: an application with its own passes
  * them as delegates, which receive every callback too. Never throws into Kafka Streams: a failed publish is logged
- * and retried with the next one.
+ * and retried with the next one. Publishing waits for the broker's acknowledgement, so it runs on the listener's own
+ * thread, never on Kafka Streams' restoring thread; restores that end while one is pending share its publish.
  */
 public final class RestoredOffsetsListener implements StateRestoreListener, StandbyUpdateListener {
     private static final Logger LOG = LoggerFactory.getLogger(RestoredOffsetsListener.class);
@@ -51,13 +54,15 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
     private final LongSupplier clock;
     private final StateRestoreListener restoreDelegate;
     private final StandbyUpdateListener standbyDelegate;
+    private final Executor publisher;
+    private boolean publishPending; // guarded by this: a publish is queued and will read the restores when it runs
     private final Map<Task, TaskRestore> restores = new TreeMap<>();
     private final Map<Task, Set<TopicPartition>> loading = new HashMap<>();
     private final Set<Task> promoted = new HashSet<>();
 
     RestoredOffsetsListener(String groupId, String processId, Map<String, Integer> storeSubtopology,
             ReportSink sink, LongSupplier clock, StateRestoreListener restoreDelegate,
-            StandbyUpdateListener standbyDelegate) {
+            StandbyUpdateListener standbyDelegate, Executor publisher) {
         this.groupId = groupId;
         this.processId = processId;
         this.storeSubtopology = Map.copyOf(storeSubtopology);
@@ -65,6 +70,7 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
         this.clock = clock;
         this.restoreDelegate = restoreDelegate;
         this.standbyDelegate = standbyDelegate;
+        this.publisher = publisher;
     }
 
     /** Registers the listener on {@code streams} (restore and standby), publishing with the plugin's settings. */
@@ -78,12 +84,18 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
         Map<String, Object> configs = new HashMap<>();
         props.stringPropertyNames().forEach(name -> configs.put(name, props.getProperty(name)));
         PlannerSettings settings = PlannerSettings.from(configs);
-        RestoredOffsetsListener listener = new RestoredOffsetsListener(settings.applicationId(),
-                processId(streams).toString(), storeSubtopologies(topology.describe()),
-                SharedClients.reportSink(settings), System::currentTimeMillis, restoreDelegate, standbyDelegate);
+        String processId = processId(streams).toString();
+        Executor publisher = Executors.newSingleThreadExecutor(run -> {
+            Thread thread = new Thread(run, "rbp-restored-offsets-" + processId);
+            thread.setDaemon(true); // never keeps the application's JVM alive
+            return thread;
+        });
+        RestoredOffsetsListener listener = new RestoredOffsetsListener(settings.applicationId(), processId,
+                storeSubtopologies(topology.describe()), SharedClients.reportSink(settings), System::currentTimeMillis,
+                restoreDelegate, standbyDelegate, publisher);
         streams.setGlobalStateRestoreListener(listener);
         streams.setStandbyUpdateListener(listener);
-        listener.publish();
+        listener.schedulePublish();
         return listener;
     }
 
@@ -156,7 +168,30 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
                 promoted.add(task);
             }
         }
-        publish();
+        schedulePublish();
+    }
+
+    /** Queues a publish of the restores unless one is queued already (it will read them when it runs). */
+    void schedulePublish() {
+        synchronized (this) {
+            if (publishPending) {
+                return;
+            }
+            publishPending = true;
+        }
+        try {
+            publisher.execute(() -> {
+                synchronized (this) {
+                    publishPending = false; // restores changed from here on get a publish of their own
+                }
+                publish();
+            });
+        } catch (RuntimeException e) {
+            synchronized (this) {
+                publishPending = false;
+            }
+            LOG.warn("restored offsets of {} were not published: {}", processId, e.toString());
+        }
     }
 
     @Override

@@ -6,9 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.rebalanceplanner.core.RestoredOffsets;
 import io.rebalanceplanner.core.RestoredOffsets.TaskRestore;
 import io.rebalanceplanner.core.Task;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.StandbyUpdateListener.SuspendReason;
@@ -20,7 +22,7 @@ class RestoredOffsetsListenerTest {
     private final List<Map<String, byte[]>> published = new ArrayList<>();
     private final AtomicLong now = new AtomicLong(1_000);
     private final RestoredOffsetsListener listener = new RestoredOffsetsListener("orders", "p1",
-            Map.of("counts", 0, "totals", 0, "other", 1), published::add, now::get, null, null);
+            Map.of("counts", 0, "totals", 0, "other", 1), published::add, now::get, null, null, Runnable::run);
     private final TopicPartition counts3 = new TopicPartition("orders-counts-changelog", 3);
     private final TopicPartition totals3 = new TopicPartition("orders-totals-changelog", 3);
 
@@ -75,10 +77,34 @@ class RestoredOffsetsListenerTest {
     void aStoreOutsideTheTopologyIsIgnoredAndAFailingSinkNeverThrows() {
         RestoredOffsetsListener failing = new RestoredOffsetsListener("orders", "p1", Map.of(), records -> {
             throw new IllegalStateException("broker down");
-        }, now::get, null, null);
+        }, now::get, null, null, Runnable::run);
         failing.onRestoreStart(counts3, "counts", 0, 10);
         failing.onBatchRestored(counts3, "counts", 10, 10);
         failing.onRestoreEnd(counts3, "counts", 10);
         assertTrue(failing.restores().isEmpty());
+    }
+
+    @Test
+    void restoresEndingWhileAPublishIsQueuedShareItAndItCarriesTheLatest() throws Exception {
+        Queue<Runnable> queued = new ArrayDeque<>();
+        RestoredOffsetsListener later = new RestoredOffsetsListener("orders", "p1", Map.of("counts", 0, "other", 1),
+                published::add, now::get, null, null, queued::add);
+        TopicPartition other3 = new TopicPartition("orders-other-changelog", 3);
+        later.onRestoreStart(counts3, "counts", 0, 100);
+        later.onRestoreStart(other3, "other", 0, 7);
+        later.onBatchRestored(counts3, "counts", 100, 100);
+        later.onRestoreEnd(counts3, "counts", 100);
+        later.onBatchRestored(other3, "other", 7, 7);
+        later.onRestoreEnd(other3, "other", 7);
+        assertEquals(1, queued.size()); // nothing published on the restoring thread; one publish for both ends
+        assertTrue(published.isEmpty());
+        queued.remove().run();
+        assertEquals(1, published.size());
+        RestoredOffsets.Report report = RestoredOffsets.decode("orders/p1/restored",
+                published.get(0).get("orders/p1/restored"));
+        assertEquals(Map.of(new Task(0, 3), new TaskRestore(100, 1_000), new Task(1, 3), new TaskRestore(7, 1_000)),
+                report.restores());
+        later.onRestoreSuspended(counts3, "counts", 100); // after the publish ran: a publish of its own
+        assertEquals(1, queued.size());
     }
 }
