@@ -142,3 +142,21 @@ def replica_balance_feasible(group: GroupState, configs: AssignmentConfigs) -> b
     replicas = len(group.stateful_tasks) * (1 + min(n - 1, configs.num_standby_replicas))
     total = sum(c.capacity for c in group.clients)
     return all(math.ceil(replicas * c.capacity / total) <= len(group.stateful_tasks) for c in group.clients)
+
+
+@st.composite
+def small_groups(draw: st.DrawFn, max_tasks: int = 6) -> tuple[GroupState, AssignmentConfigs]:
+    """Up to ``max_tasks`` tasks on 2-3 clients of any capacity, with 0-1 standbys and a small warmup budget (so
+    rounds differ): small enough to list every end state."""
+    n_clients = draw(st.integers(2, 3))
+    n_subs = draw(st.integers(1, 2))
+    partitions = draw(st.lists(st.integers(1, max_tasks // n_subs), min_size=n_subs, max_size=n_subs))
+    stateful = draw(st.lists(st.booleans(), min_size=n_subs, max_size=n_subs).filter(any))
+    configs = AssignmentConfigs(
+        acceptable_recovery_lag=draw(st.sampled_from((0, 10_000))),
+        num_standby_replicas=draw(st.integers(0, 1)),
+        max_warmup_replicas=draw(st.integers(1, 2)),
+    )
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    group = build_group(rng, n_clients, partitions, stateful, equal_capacity=draw(st.booleans()))
+    return group, configs

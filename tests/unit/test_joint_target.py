@@ -7,14 +7,13 @@ import random
 from typing import Any
 
 from hypothesis import given
-from hypothesis import strategies as st
 
 from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, GroupState, plan_group
 from assignor.invariants import balance_violations, validity_violations
 from assignor.joint_target import joint_target
 from assignor.lags import LagIndex, restore_owed
 from tests.support.plan_corpus import planner_bench
-from tests.support.strategies import build_group
+from tests.support.strategies import small_groups
 
 
 def least_restore_by_brute_force(group: GroupState, configs: AssignmentConfigs) -> int | None:
@@ -52,21 +51,7 @@ def owed(lags: LagIndex, task: Any, pid: str) -> int:
     return restore_owed(lags.reported.get(task, {}).get(pid, end), end, lags.acceptable_recovery_lag)
 
 
-@st.composite
-def tiny_groups(draw: st.DrawFn) -> tuple[GroupState, AssignmentConfigs]:
-    """Up to 5 tasks on 2-3 clients of any capacity, 0-1 standbys: small enough to list every end state."""
-    n_clients = draw(st.integers(2, 3))
-    n_subs = draw(st.integers(1, 2))
-    partitions = draw(st.lists(st.integers(1, 5 // n_subs), min_size=n_subs, max_size=n_subs))
-    stateful = draw(st.lists(st.booleans(), min_size=n_subs, max_size=n_subs).filter(any))
-    configs = AssignmentConfigs(
-        acceptable_recovery_lag=draw(st.sampled_from((0, 10_000))), num_standby_replicas=draw(st.integers(0, 1))
-    )
-    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
-    return build_group(rng, n_clients, partitions, stateful, equal_capacity=draw(st.booleans())), configs
-
-
-@given(tiny_groups())
+@given(small_groups(max_tasks=5))
 def test_the_joint_model_finds_the_least_restore_of_any_balanced_end_state(case: tuple[GroupState, Any]) -> None:
     group, configs = case
     joint = joint_target(group, configs, LagIndex.of(group, configs))
@@ -80,7 +65,7 @@ def test_the_joint_model_finds_the_least_restore_of_any_balanced_end_state(case:
     assert not balance_violations(joint.target, group)
 
 
-@given(tiny_groups())
+@given(small_groups(max_tasks=5))
 def test_no_plan_restores_less_than_the_least_balanced_restore(case: tuple[GroupState, Any]) -> None:
     group, configs = case
     plan = plan_group(group, configs)

@@ -15,7 +15,6 @@ import itertools
 import random
 
 from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, GroupState, plan_group
 from assignor.end_state import active_costs, balanced_placements, with_standbys
@@ -23,7 +22,7 @@ from assignor.high_availability import settled_assignment
 from assignor.invariants import balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.planner import GroupPlan, plan_towards
-from tests.support.strategies import build_group
+from tests.support.strategies import build_group, small_groups
 
 METRICS = ("moves", "warmups", "rounds", "restore_offsets")
 
@@ -53,23 +52,6 @@ def brute_force(group: GroupState, configs: AssignmentConfigs, kip441: GroupPlan
 
 
 Small = tuple[GroupState, AssignmentConfigs]
-
-
-@st.composite
-def small_groups(draw: st.DrawFn) -> tuple[GroupState, AssignmentConfigs]:
-    """Up to 6 tasks on up to 3 clients, with standbys and a small warmup budget (so rounds differ)."""
-    n_clients = draw(st.integers(2, 3))
-    n_subs = draw(st.integers(1, 2))
-    partitions = draw(st.lists(st.integers(1, 6 // n_subs), min_size=n_subs, max_size=n_subs))
-    stateful = draw(st.lists(st.booleans(), min_size=n_subs, max_size=n_subs).filter(any))
-    configs = AssignmentConfigs(
-        acceptable_recovery_lag=draw(st.sampled_from((0, 10_000))),
-        num_standby_replicas=draw(st.integers(0, 1)),
-        max_warmup_replicas=draw(st.integers(1, 2)),
-    )
-    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
-    group = build_group(rng, n_clients, partitions, stateful, equal_capacity=draw(st.booleans()))
-    return group, configs
 
 
 @settings(max_examples=60, deadline=None)
