@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, TIMEOUT_U
 from jobs.report.links import data_docs_url, decide_url, report_url
 from jobs.report.render import render_report
 from tests.support.airflow_harness import DAG_ID, SharedAirflow, plan_rows, published_plans, snapshot_of
+from tests.support.browser import chromium, login
 from tests.support.report_views import report, row
 
 PLANS = "_rebalance_plans"
@@ -49,12 +49,6 @@ def fresh_reports(airflow_standalone: SharedAirflow) -> None:
 def standalone(airflow_standalone: SharedAirflow) -> tuple[LocalAirflow, EmbeddedBroker, Path]:
     """The session's `airflow standalone` on the seeded broker, and the lake its triggered runs write."""
     return airflow_standalone.airflow, airflow_standalone.broker, airflow_standalone.lake
-
-
-def chromium() -> str:
-    path = shutil.which("chromium")
-    assert path, "Debian's chromium is needed for the browser test: `make test` installs it (apt-get install chromium)"
-    return path
 
 
 def listening(pgid: int) -> set[tuple[str, int]]:
@@ -182,11 +176,7 @@ def test_a_person_approves_the_plans_in_the_airflow_ui(standalone: tuple[LocalAi
 
 
 def _login(page: Page, airflow: LocalAirflow) -> None:
-    page.goto(f"{airflow.url}/")
-    page.get_by_label("Username").fill("admin")
-    page.get_by_label("Password").fill(airflow.password())
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(lambda url: "/auth/login" not in url)
+    login(page, airflow.url, airflow.password())
 
 
 def test_a_person_decides_on_the_decision_page_and_an_unknown_group_is_refused_before_the_answer(
