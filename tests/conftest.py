@@ -79,7 +79,9 @@ ENGINES = ("sail", "apache-spark")
 @pytest.fixture(scope="session")
 def spark_connect_server() -> Iterator[LocalSparkConnect]:
     """The local Spark Connect server (a child JVM) with delta-spark, once per session."""
-    server = LocalSparkConnect()
+    # An execution whose client died is interrupted 5 minutes later by default. test_lake_killed_writer needs the
+    # orphaned MERGE of a killed stage to outlive the stage's retry, which takes longer than that on a loaded machine.
+    server = LocalSparkConnect(extra_conf={"spark.connect.execute.manager.detachedTimeout": "30min"})
     with server:
         yield server
 

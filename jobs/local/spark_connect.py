@@ -10,6 +10,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -72,8 +73,10 @@ class LocalSparkConnect:
         driver_memory_mb: int = 1024,
         host: str = "127.0.0.1",
         python: str = sys.executable,
+        extra_conf: Mapping[str, str] | None = None,
     ) -> None:
         self.host = host
+        self._extra_conf = dict(extra_conf or {})
         self.port = port or free_port(host)
         self._jvm_dir = jvm_dir
         self._cores = cores
@@ -98,6 +101,7 @@ class LocalSparkConnect:
     def command(self, delta_jars: list[Path]) -> list[str]:
         """spark-submit of the Connect server class, with the Delta jars and our properties."""
         conf = server_conf(self.port, self.host, self.work_dir, self._cores, self._driver_memory_mb)
+        conf.update(self._extra_conf)
         args = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "rebalance-planner"]
         args += ["--jars", ",".join(str(j) for j in delta_jars)]
         for key, value in conf.items():

@@ -44,6 +44,10 @@ def held(value):
     (signals / "inside-merge").touch()
     if os.getpid() == stage_pid:
         os.kill(stage_pid, signal.SIGKILL)  # the embedded engine dies with its stage
+    try:  # one task holds the MERGE; the others leave the engine's other task slots to the retry
+        os.close(os.open(signals / "holding", os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return value
     deadline = time.monotonic() + 600
     while not (signals / "let-go").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
