@@ -161,6 +161,7 @@ def _with_joint_target(
         target is not None
         and _spread_no_worse(target, plan.target, group, configs)
         and not validity_violations(target, group, configs)
+        and not balance_violations(target, group)  # the model leaves subtopologies mixing both kinds free of B2
         and _cost(target, group, lags) < (plan.cost.restore_offsets, plan.cost.moves)
     )
     best = plan
