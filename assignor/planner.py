@@ -49,7 +49,7 @@ class GroupPlan:
     restore_rate: float
     drained_processes: int = 0
     move_order: Sequence[TaskId] = ()
-    restore_lower_bound: int = 0  # offsets any assignment with the group's standbys must restore (lags.py)
+    restore_lower_bound: int = 0  # offsets any balanced end state must restore (lags.py, or joint_target.py)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
