@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -26,11 +27,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def die_with_parent() -> None:
-    """Ask the kernel to SIGTERM this process when its parent dies (a child-side call: preexec or initializer)."""
-    # If the parent dies, even by SIGKILL, the kernel sends SIGTERM: no orphan keeps running.
+def die_with_parent(death_signal: signal.Signals = signal.SIGTERM) -> None:
+    """Ask the kernel to signal this process when its parent dies (a child-side call: preexec or initializer)."""
+    # If the parent dies, even by SIGKILL, the kernel sends the signal: no orphan keeps running.
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
 
 
 def spawn(
@@ -41,13 +42,15 @@ def spawn(
     stderr: IO[bytes] | int | None = subprocess.STDOUT,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    death_signal: signal.Signals = signal.SIGTERM,
 ) -> subprocess.Popen[bytes]:
-    """Start a child in its own process group that receives SIGTERM when this process dies."""
+    """Start a child in its own process group that receives ``death_signal`` (SIGINT for a child that ignores
+    SIGTERM) when this process dies."""
     # The parent-death signal is set by util-linux's setpriv, which then execs the child: a preexec_fn would make
     # Python fork() instead of vfork(), and a fork() runs gRPC's fork handlers (pyspark's Spark Connect client
     # loads gRPC), which abort the child now and then before it reaches exec.
     setpriv = shutil.which("setpriv")
-    command = [setpriv, "--pdeathsig", "TERM", "--", *args] if setpriv else list(args)
+    command = [setpriv, "--pdeathsig", death_signal.name.removeprefix("SIG"), "--", *args] if setpriv else list(args)
     process = subprocess.Popen(
         command,
         stdin=stdin,  # PIPE for children that exit at EOF on stdin: a second way to never outlive us
@@ -56,7 +59,7 @@ def spawn(
         env=dict(env) if env is not None else None,
         cwd=cwd,
         start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop the child's whole group
-        preexec_fn=None if setpriv else die_with_parent,  # noqa: PLW1509 (only ctypes' prctl runs there)
+        preexec_fn=None if setpriv else functools.partial(die_with_parent, death_signal),  # noqa: PLW1509 (prctl only)
     )
     if setpriv:
         _await_exec(process, setpriv)

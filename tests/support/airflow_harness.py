@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -21,6 +22,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.local.airflow import LocalAirflow, _airflow_bin
 from jobs.local.broker import EmbeddedBroker
 from jobs.polling import wait_until
+from jobs.processes import spawn
 from tests.support.kafka_isolation import isolated
 from tests.support.pipeline_kafka import create_topics, fill_changelog, publish_reports, report, stateful_topology
 from tests.support.processes import FAULTHANDLER_ENV, wait_or_abort
@@ -152,13 +154,12 @@ def start_dags_test(
         table, marker = fail_once_after
         airflow_command = [sys.executable, "-c", FAIL_ONCE_AFTER, table, str(marker)]
     with log.open("wb") as out:
-        return subprocess.Popen(
+        return spawn(
             [*airflow_command, "dags", "test", DAG_ID, "--conf", json.dumps(dict(conf))],
             # faulthandler: a hang's every Python thread stack can be written to the log on demand (see finish).
             env={**airflow.env(), **env, **FAULTHANDLER_ENV},
             stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            death_signal=signal.SIGINT,  # it ignores SIGTERM: a killed test or worker still stops it
         )
 
 
