@@ -114,7 +114,19 @@ def plan_group(
     costs = active_costs(group, lags)
     plan = _Route.to(plan_target(group, configs, lags, costs), group, configs, lags).plan(restore_rate)
     if len(group.all_tasks) > EXACT_MODEL_MAX_TASKS:
-        return plan
+        return _staying_put(plan, group, configs, lags, restore_rate)
+    return _staying_put(_searched(plan, group, configs, lags, costs, restore_rate), group, configs, lags, restore_rate)
+
+
+def _searched(
+    plan: GroupPlan,
+    group: GroupState,
+    configs: AssignmentConfigs,
+    lags: LagIndex,
+    costs: ActiveCosts,
+    restore_rate: float,
+) -> GroupPlan:
+    """The best of ``plan`` and the targets plan_group compares it with on groups small enough to search."""
     baseline = _baseline_target(group, configs)
     if baseline is None:
         return _with_joint_target(plan, None, group, configs, lags, restore_rate)
@@ -128,6 +140,35 @@ def plan_group(
     elif not within:
         plan = _within_moves(restore_rate, costs, kip441) or kip441.plan(restore_rate)
     return _with_joint_target(plan, kip441, group, configs, lags, restore_rate)
+
+
+def _live_assignment(group: GroupState) -> GroupAssignment:
+    """What the group runs now, as an end state (its warmups counted as standbys)."""
+    return GroupAssignment(
+        {c.process_id: ClientAssignment(active=c.previous_active, standby=c.previous_standby) for c in group.clients}
+    )
+
+
+def _staying_put(
+    plan: GroupPlan, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, restore_rate: float
+) -> GroupPlan:
+    """``plan``, or no change where the live assignment is a valid, balanced end state that restores no more (then
+    moves no more) and repeats no more rack tag values.
+
+    Without it a converged group could be planned again: the joint model's end state, once reached, is one the flow
+    model would not choose, and ties in restore (every copy caught up) were broken towards the flow's own shape."""
+    live = _live_assignment(group)
+    if live == plan.target:
+        return plan
+    if (
+        validity_violations(live, group, configs)
+        or balance_violations(live, group)
+        or not _spread_no_worse(live, plan.target, group, configs)
+        or _cost(live, group, lags) > (plan.cost.restore_offsets, plan.cost.moves)
+    ):
+        return plan
+    stay = _Route.to(live, group, configs, lags).plan(restore_rate)
+    return replace(stay, restore_lower_bound=min(plan.restore_lower_bound, stay.cost.restore_offsets))
 
 
 # A plan within this factor of the cheap restore bound is not searched further (joint_target).

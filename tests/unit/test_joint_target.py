@@ -12,8 +12,9 @@ from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, Group
 from assignor.invariants import balance_violations, validity_violations
 from assignor.joint_target import joint_target
 from assignor.lags import LagIndex, restore_owed
+from assignor.simulation import catch_up_fully
 from tests.support.plan_corpus import planner_bench
-from tests.support.strategies import small_groups
+from tests.support.strategies import build_group, small_groups
 
 
 def least_restore_by_brute_force(group: GroupState, configs: AssignmentConfigs) -> int | None:
@@ -83,3 +84,16 @@ def test_a_scale_out_keeps_a_caught_up_standby_where_placing_actives_first_resto
     plan = plan_group(group, configs)
     assert plan.cost.restore_offsets == 3_505_551 == plan.restore_lower_bound
     assert (plan.cost.moves, plan.cost.warmups, plan.cost.rounds) == (5, 6, 4)
+
+
+def test_a_group_that_reached_the_joint_models_end_state_is_not_planned_again() -> None:
+    """The joint model's end state is one the flow model would not pick: once every copy caught up, the planner
+    used to move two actives back to the flow's shape at no restore (found by the converged-group property)."""
+    group = build_group(random.Random(4288), 6, [0, 0, 3, 14], [False, False, False, True], with_history=True)
+    configs = AssignmentConfigs(acceptable_recovery_lag=0, max_warmup_replicas=1, num_standby_replicas=1)
+    first = plan_group(group, configs)
+    assert first.cost.moves > 0  # the example still exercises a plan that changes the group
+    settled = catch_up_fully(group, first.target)
+    again = plan_group(settled, configs)
+    assert again.target == first.target
+    assert (again.cost.moves, again.cost.warmups, again.cost.restore_offsets, len(again.steps)) == (0, 0, 0, 1)
