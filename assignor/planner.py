@@ -152,8 +152,8 @@ def _live_assignment(group: GroupState) -> GroupAssignment:
 def _staying_put(
     plan: GroupPlan, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, restore_rate: float
 ) -> GroupPlan:
-    """``plan``, or no change where the live assignment is a valid, balanced end state that restores no more (then
-    moves no more) and repeats no more rack tag values.
+    """``plan``, or no change where the live assignment is a valid, balanced end state that restores, moves, warms
+    and rebalances no more and repeats no more rack tag values.
 
     Without it a converged group could be planned again: the joint model's end state, once reached, is one the flow
     model would not choose, and ties in restore (every copy caught up) were broken towards the flow's own shape."""
@@ -168,6 +168,8 @@ def _staying_put(
     ):
         return plan
     stay = _Route.to(live, group, configs, lags).plan(restore_rate)
+    if stay.cost.warmups > plan.cost.warmups or stay.cost.rounds > plan.cost.rounds:
+        return plan  # a live active not yet caught up is warmed where it is: the plan may hand it over sooner
     return replace(stay, restore_lower_bound=min(plan.restore_lower_bound, stay.cost.restore_offsets))
 
 
