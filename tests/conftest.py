@@ -64,13 +64,14 @@ def airflow_standalone(tmp_path_factory: pytest.TempPathFactory, kafka: Embedded
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Stop the shared Airflow once the next test does not use it: its scheduler and dag-processor keep a core
-    busy for nothing otherwise (the fixture's own teardown, at the session's end, then finds it stopped)."""
+    busy for nothing otherwise, and what it left on the session's broker (reports and plans of 'orders') would be
+    read by later tests of the same group names (the fixture's own teardown, at the session's end, finds it done)."""
     uses = "airflow_standalone" in getattr(item, "fixturenames", ())
     next_uses = nextitem is not None and "airflow_standalone" in getattr(nextitem, "fixturenames", ())
     if uses and not next_uses:
         shared = getattr(item, "funcargs", {}).get("airflow_standalone")
         if isinstance(shared, SharedAirflow):
-            shared.airflow.stop()
+            shared.stop()
 
 
 ENGINES = ("sail", "apache-spark")

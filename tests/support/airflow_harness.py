@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,12 @@ class SharedAirflow:
     airflow: LocalAirflow
     broker: EmbeddedBroker
     lake: Path
+    stack: ExitStack
+
+    def stop(self) -> None:
+        """Stop Airflow and delete the topics and groups made since it started (the seeded groups' reports and the
+        plans its runs published), now: later tests on the session's broker reuse group names such as 'orders'."""
+        self.stack.close()
 
     def refresh_reports(self) -> None:
         """Report the seeded groups again, now: planning leaves out reports older than 15 minutes (stale_report_age_ms),
@@ -106,15 +112,16 @@ class SharedAirflow:
 @contextmanager
 def shared_standalone(home: Path, kafka: EmbeddedBroker) -> Iterator[SharedAirflow]:
     """`airflow standalone` (scheduler, dag-processor, triggerer, api-server) on the session's broker, seeded with
-    seed_groups; the broker's topics and groups made meanwhile are deleted afterwards."""
+    seed_groups; the broker's topics and groups made meanwhile are deleted when it stops (SharedAirflow.stop)."""
     lake = home / "lake"
-    with isolated(kafka) as broker:
+    with ExitStack() as stack:
+        broker = stack.enter_context(isolated(kafka))
         seed_groups(broker.bootstrap, REPORTS_TOPIC)
         env = {**rbp_env(broker.bootstrap, lake), "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": USERS}
         # A shared machine under load starts the four Airflow processes slowly: a generous deadline, polled.
-        with LocalAirflow(home, extra_env=env).start("standalone", 600) as airflow:
-            airflow.wait_for_dag(DAG_ID)
-            yield SharedAirflow(airflow, broker, lake)
+        airflow = stack.enter_context(LocalAirflow(home, extra_env=env).start("standalone", 600))
+        airflow.wait_for_dag(DAG_ID)
+        yield SharedAirflow(airflow, broker, lake, stack)
 
 
 # `airflow` with Lake.merge wrapped: the first MERGE into the named table commits, then raises a retryable error
