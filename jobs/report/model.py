@@ -194,6 +194,14 @@ class GroupRow:
         return note
 
     @property
+    def changes(self) -> bool:
+        """Whether running the plan changes what the group runs: an active moves, a replica warms up or restores (a
+        new standby), or a KIP-441 setting differs from the group's own (honored with the plan's). The one test of
+        "this plan changes something" (the decision's kind, the report's filter)."""
+        p = self.plan
+        return bool(self.settings_changes) or (p is not None and bool(p.moves or p.warmups or p.restore_offsets))
+
+    @property
     def settings_note(self) -> str:
         """The visible flag of a plan whose settings differ from the group's own ("" when none)."""
         return f"settings change: {self.settings_changes}" if self.settings_changes else ""
