@@ -20,7 +20,7 @@ LONG_RESTORE_S = 600.0
 class Kind(StrEnum):
     """What approving a group's plan does."""
 
-    CHANGE = "change"  # VALIDATED and GroupRow.changes: moves, warms up, restores (new standbys) or changes settings
+    CHANGE = "change"  # VALIDATED and GroupRow.changes: moves or warms up tasks, or changes a KIP-441 setting
     KEEP = "keep"  # VALIDATED, changes nothing: keeps the current assignment where KIP-441 alone would move tasks
     NOTHING = "nothing"  # NOOP, or VALIDATED changing nothing where KIP-441 would not move either (or not computed)
     DECIDED = "decided"  # not awaiting a decision: rejected by validation, approved, published, realized...
@@ -153,9 +153,9 @@ class Triage:
     def headline(self) -> str:
         """``63 groups change (67 moves, 12 warmups); 20 plans keep …; 31 groups need nothing``."""
         change = "changes" if len(self.change) == 1 else "change"
-        # A group changing only its settings or standbys is counted here, not among "need nothing": say so.
+        # A group changing only its settings is counted here, not among "need nothing": say so.
         still = sum(1 for c in self.change if not (c.moves or c.warmups))
-        quiet = f"; {count(still)} without a move: settings or new standbys only" if still else ""
+        quiet = f"; {count(still)} changing only {'its' if still == 1 else 'their'} settings" if still else ""
         parts = [
             f"{plural(len(self.change), 'group')} {change} ({plural(self.changing.moves, 'move')}, "
             f"{plural(self.changing.warmups, 'warmup')}{quiet})",
@@ -207,13 +207,6 @@ def why(row: GroupRow, k: Kind) -> str:
     if k is Kind.CHANGE and row.plan is not None and row.plan.warmups:
         verb = "warms" if row.plan.warmups == 1 else "warm"
         reasons.append(f"{plural(row.plan.warmups, 'task')} {verb} up first (no caught-up copy where they go)")
-    if (
-        k is Kind.CHANGE
-        and row.plan is not None
-        and not (row.plan.moves or row.plan.warmups)
-        and row.plan.restore_offsets
-    ):
-        reasons.append(f"new standbys restore {plural(row.plan.restore_offsets, 'offset')}")
     kip = row.baselines.get(Assignor.KIP441)
     if kip is not None and row.plan is not None and kip.moves > row.plan.moves:
         reasons.append(f"stops KIP-441 moving {plural(kip.moves - row.plan.moves, 'task')}")

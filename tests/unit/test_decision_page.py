@@ -81,7 +81,8 @@ def still(group: str, kip441_moves: int | None, **fields: Any) -> GroupRow:
     [
         (row(2), Kind.CHANGE),
         (replace(row(0), plan=replace(STILL, warmups=1)), Kind.CHANGE),  # warms up, moves later
-        (replace(row(0), plan=replace(STILL, restore_offsets=900)), Kind.CHANGE),  # a new standby restores
+        # Offsets to restore alone: what replicas the group already runs still owe (the demo's keep-plans).
+        (replace(row(0), plan=replace(STILL, restore_offsets=900)), Kind.KEEP),
         (still("settings", None, settings_changes=SETTING), Kind.CHANGE),  # settings only, KIP-441 not computed
         (still("settings", 12, settings_changes=SETTING), Kind.CHANGE),  # ... and KIP-441 would move 12
         (still("kept", 12), Kind.KEEP),
@@ -112,8 +113,8 @@ def test_a_settings_only_plan_is_a_change_in_the_totals_the_row_the_keep_list_an
         assert [c.group_id for c in t.keep] == ["kept"] and t.prevented == 5
         assert [c.group_id for c in t.nothing] == ["noop"]
         assert t.headline() == (
-            "2 groups change (2 moves, 2 warmups; 1 without a move: settings or new standbys only); 1 plan keeps "
-            "the current assignment and prevents 5 KIP-441 moves; 1 group needs nothing"
+            "2 groups change (2 moves, 2 warmups; 1 changing only its settings); 1 plan keeps the current "
+            "assignment and prevents 5 KIP-441 moves; 1 group needs nothing"
         )
         assert "settings change: num_standby_replicas 0 -> 1 (override)" in t.change[0].why
         html = render_decision_page(report(rows), 1_795_000_000_000, "12 h")
@@ -127,11 +128,6 @@ def test_a_settings_only_plan_is_a_change_in_the_totals_the_row_the_keep_list_an
         assert re.search(r'<tr[^>]*data-group="ledger"[^>]*data-changes="true"', report_page)
         body = approval_body(report(rows), "r", "d", 0, 60)
         assert "| ledger |" in body.split("**1 plan keeps")[0]  # among the changing groups of the approval page
-
-
-def test_a_plan_restoring_only_new_standbys_says_so() -> None:
-    standby = replace(row(0, group="standby"), plan=replace(STILL, restore_offsets=900), skew_before=0.0)
-    assert triage([standby]).change[0].why.startswith("new standbys restore 900 offsets")
 
 
 def test_the_confirmation_counts_what_is_approved_by_kind_and_warns_of_keep_plans_left_out() -> None:
