@@ -75,7 +75,8 @@
 
   const plural = (n, word) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 
-  // The same words as Scope.left_to_kip441 and Scope.approving (jobs/report/triage.py); a unit test reads both.
+  // The same words as Scope.left_to_kip441 and Scope.approving (jobs/report/triage.py): tests/system/
+  // test_report_browser.py checks the dialog against them.
   function leftToKip441(t) {
     return t.keepsLeft
       ? `${plural(t.keepsLeft, "keep-plan")} not selected: KIP-441 may move ${plural(t.kip441Left, "task")} there`
