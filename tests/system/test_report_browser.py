@@ -272,6 +272,11 @@ def test_changes_and_keeps_are_shown_first_and_leaving_out_a_keep_plan_is_named_
     browser.get_by_role("button", name="Cancel").click()
     browser.get_by_role("radio", name="everything").check()
     assert shown() == sorted(str(p["group_id"]) for p in validated)
+    # Rejecting everything leaves the keep-plan's group to KIP-441 too: the same warning.
+    browser.get_by_role("button", name="Reject all…").click()
+    expect(browser.locator("#confirm-text")).to_have_text(f"Reject all {len(validated)} plans: nothing is published.")
+    expect(warning).to_have_text(f"{t.changing.left_to_kip441}.")
+    browser.get_by_role("button", name="Cancel").click()
     assert fetched == []
 
 
