@@ -7,7 +7,7 @@ click/keystroke the person makes (the login apart) and times the decision page f
 confirming the decision (the screenshot's own time left out). ``--approve changes-and-keeps`` measures the page's
 default instead (the changing groups and the keep-plans). Lets the demo finish (publish, convergence, observe) and
 records how it ended. Prints one JSON line and a table with the load average; screenshots at 1,600 x 1,000 go to
-var/test-artifacts/demo-decision-*.png.
+var/test-artifacts/demo-decision-*.png (demo-decision-changes-and-keeps-*.png for that choice).
 
     .venv/bin/python bench/demo_decision.py [--approve changes] [--simulated 300] [--root var/demo-decision]
         [--timeout 2400]
@@ -46,6 +46,14 @@ SCREEN = {"width": 1600, "height": 1000}
 PLANNING = "rebalance_planning"
 # What to approve -> the filter (its radio button's name) that shows exactly those groups.
 FILTERS = {"changes": "changes only", "changes-and-keeps": "changes and keeps"}
+
+
+def artifact(approve: str, suffix: str) -> Path:
+    """Where a run's screenshot, log or JSON goes: demo-decision<suffix>, or demo-decision-changes-and-keeps<suffix>
+    for that choice (so one run of each keeps both)."""
+    stem = "demo-decision" if approve == "changes" else f"demo-decision-{approve}"
+    return ARTIFACTS / f"{stem}{suffix}"
+
 
 # What the demo prints (jobs/demo/planning.py, run.py), matched on its piped, unwrapped output.
 UI_LINE = re.compile(r"UI: (?P<url>http://\S+)\s+user (?P<user>\S+)\s+password (?P<password>\S+)")
@@ -161,7 +169,7 @@ def decide(page: Page, url: str, approve: str) -> Decision:
     expect(page.get_by_test_id("headline")).to_contain_text("groups change", timeout=60_000)
     expect(page.get_by_test_id("state")).to_contain_text("Awaiting a decision", timeout=60_000)
     shot = time.monotonic()
-    page.screenshot(path=str(ARTIFACTS / "demo-decision-before.png"))
+    page.screenshot(path=str(artifact(approve, "-before.png")))
     screenshot_s = time.monotonic() - shot
     person.choose(FILTERS[approve])
     shown = page.locator("#shown-count").inner_text()
@@ -181,7 +189,7 @@ def decide(page: Page, url: str, approve: str) -> Decision:
     state = page.get_by_test_id("state")
     expect(state).to_contain_text("Decided by", timeout=180_000)
     seconds = time.monotonic() - started - screenshot_s
-    page.screenshot(path=str(ARTIFACTS / "demo-decision-after.png"))
+    page.screenshot(path=str(artifact(approve, "-after.png")))
     return Decision(
         actions=tuple(person.actions),
         seconds=seconds,
@@ -196,13 +204,15 @@ def decide(page: Page, url: str, approve: str) -> Decision:
     )
 
 
-def published_state(page: Page, demo: subprocess.Popen[bytes], output: DemoOutput, timeout_s: float) -> str:
+def published_state(
+    page: Page, demo: subprocess.Popen[bytes], output: DemoOutput, timeout_s: float, approve: str
+) -> str:
     """Once the demo saw publish succeed, the decision page again (reloaded): what it says was published."""
     await_line(demo, lambda: output.find(PUBLISHED) is not None, "the demo's publish step", timeout_s)
     page.reload()
     state = page.get_by_test_id("state")
     expect(state).to_contain_text("published", timeout=60_000)
-    page.screenshot(path=str(ARTIFACTS / "demo-decision-published.png"))
+    page.screenshot(path=str(artifact(approve, "-published.png")))
     return state.inner_text()
 
 
@@ -216,7 +226,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     demo = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     assert demo.stdout is not None
     output = DemoOutput()
-    reader = output.follow(demo.stdout, ARTIFACTS / "demo-decision-demo.log")
+    reader = output.follow(demo.stdout, artifact(args.approve, "-demo.log"))
     try:
         await_line(demo, lambda: output.has(WAITING), "the demo to wait for a decision", args.timeout)
         ui, triggered = output.find(UI_LINE), output.find(TRIGGERED)
@@ -230,7 +240,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 login(page, ui["url"], ui["password"], ui["user"])
                 load_decision = os.getloadavg()[0]
                 decision = decide(page, decide_url(ui["url"], PLANNING, triggered["run_id"]), args.approve)
-                after_publish = published_state(page, demo, output, args.timeout)
+                after_publish = published_state(page, demo, output, args.timeout, args.approve)
             finally:
                 browser.close()
         rc = demo.wait(timeout=args.timeout)
@@ -284,7 +294,7 @@ def main() -> None:
         parser.error(f"--simulated {args.simulated}: between 0 and 10,000 groups")
     row = run(args)
     print(json.dumps(row), flush=True)
-    (ARTIFACTS / "demo-decision.json").write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")
+    artifact(args.approve, ".json").write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")
     what = FILTERS[row["approve"]]
     table = Table(title=f"approving the demo's {what} (load {row['load']} on {row['cores']} cores)")
     for column in ("clicks", "seconds", "approved", "total", "login actions", "demo"):
