@@ -191,13 +191,18 @@ def test_a_groups_detail_opens_from_the_table(lake_report: Lakeside, page: tuple
     browser.screenshot(path=str(ARTIFACTS / "report-group-detail.png"))
 
 
+def open_decision(lake_report: Lakeside, browser: Page) -> list[Row]:
+    """Open the decision page file at 1,600 x 1,000; the plans it offers (VALIDATED), as the lake has them."""
+    browser.set_viewport_size(SCREEN)
+    browser.goto(lake_report.decide.as_uri())
+    return [p for p in lake_report.plans if p["status"] == "VALIDATED"]
+
+
 def test_the_decision_page_filters_ticks_and_confirms_with_the_counts(
     lake_report: Lakeside, page: tuple[Page, list[str]]
 ) -> None:
     browser, fetched = page
-    browser.set_viewport_size(SCREEN)
-    browser.goto(lake_report.decide.as_uri())
-    validated = [p for p in lake_report.plans if p["status"] == "VALIDATED"]
+    validated = open_decision(lake_report, browser)
     changing = [p for p in validated if changes(p)]
     expect(browser.get_by_test_id("headline")).to_contain_text(f"{len(changing)} groups change")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -221,9 +226,7 @@ def test_changes_and_keeps_are_shown_first_and_leaving_out_a_keep_plan_is_named_
     lake_report: Lakeside, page: tuple[Page, list[str]]
 ) -> None:
     browser, fetched = page
-    browser.set_viewport_size(SCREEN)
-    browser.goto(lake_report.decide.as_uri())
-    validated = [p for p in lake_report.plans if p["status"] == "VALIDATED"]
+    validated = open_decision(lake_report, browser)
     changing = sorted(str(p["group_id"]) for p in validated if changes(p))
     keeps = sorted(str(p["group_id"]) for p in validated if not changes(p))
     settings_only = [str(p["group_id"]) for p in validated if p["settings_changes"] == SETTING and not p["moves"]]
