@@ -1,13 +1,16 @@
 """Clicks and seconds for a person to approve only the changing groups of `make demo` (issue #32's closing note).
 
 Starts the real demo in interactive mode as a child (it dies with this process), follows its output to the approval
-step, then in headless Chromium logs into its Airflow, opens the run's decision page, keeps the "changes only"
-filter on, selects all shown, "Approve selected…", Confirm. Counts each click/keystroke the person makes (the login
-apart) and times the decision page from its first load to the page confirming the decision (the screenshot's own
-time left out). Lets the demo finish (publish, convergence, observe) and records how it ended. Prints one JSON line
-and a table with the load average; screenshots at 1,600 x 1,000 go to var/test-artifacts/demo-decision-*.png.
+step, then in headless Chromium logs into its Airflow, opens the run's decision page, chooses the "changes only"
+filter (the page opens on "changes and keeps"), selects all shown, "Approve selected…", Confirm. Counts each
+click/keystroke the person makes (the login apart) and times the decision page from its first load to the page
+confirming the decision (the screenshot's own time left out). ``--approve changes-and-keeps`` measures the page's
+default instead (the changing groups and the keep-plans). Lets the demo finish (publish, convergence, observe) and
+records how it ended. Prints one JSON line and a table with the load average; screenshots at 1,600 x 1,000 go to
+var/test-artifacts/demo-decision-*.png (demo-decision-changes-and-keeps-*.png for that choice).
 
-    .venv/bin/python bench/demo_decision.py [--simulated 300] [--root var/demo-decision] [--timeout 2400]
+    .venv/bin/python bench/demo_decision.py [--approve changes] [--simulated 300] [--root var/demo-decision]
+        [--timeout 2400]
 """
 
 from __future__ import annotations
@@ -41,6 +44,16 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "var" / "test-artifacts"
 SCREEN = {"width": 1600, "height": 1000}
 PLANNING = "rebalance_planning"
+# What to approve -> the filter (its radio button's name) that shows exactly those groups.
+FILTERS = {"changes": "changes only", "changes-and-keeps": "changes and keeps"}
+
+
+def artifact(approve: str, suffix: str) -> Path:
+    """Where a run's screenshot, log or JSON goes: demo-decision<suffix>, or demo-decision-changes-and-keeps<suffix>
+    for that choice (so one run of each keeps both)."""
+    stem = "demo-decision" if approve == "changes" else f"demo-decision-{approve}"
+    return ARTIFACTS / f"{stem}{suffix}"
+
 
 # What the demo prints (jobs/demo/planning.py, run.py), matched on its piped, unwrapped output.
 UI_LINE = re.compile(r"UI: (?P<url>http://\S+)\s+user (?P<user>\S+)\s+password (?P<password>\S+)")
@@ -112,6 +125,13 @@ class Person:
         self.actions.append(f"click {name}")
         self.page.get_by_role("button", name=name).click()
 
+    def choose(self, name: str) -> None:
+        """Choose a filter: one click, unless the page opened on it."""
+        radio = self.page.get_by_role("radio", name=name, exact=True)
+        if not radio.is_checked():
+            self.actions.append(f"click {name}")
+            radio.check()
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -120,11 +140,12 @@ class Decision:
     actions: tuple[str, ...]
     seconds: float
     screenshot_s: float
-    changing: int
+    approved: int  # the groups the filter showed and the person approved
     offered: int
     planned: int
     headline: str
     confirm_text: str
+    confirm_warning: str  # the keep-plans left out and what KIP-441 may move there ("" when none)
     state: str
 
 
@@ -139,56 +160,59 @@ def page_int(text: str, pattern: str, what: str) -> int:
     return int(digits)
 
 
-def decide(page: Page, url: str) -> Decision:
-    """Approve only the changing groups as a person does; time from the page's first load to its confirmation."""
+def decide(page: Page, url: str, approve: str) -> Decision:
+    """Approve what ``approve`` names (FILTERS) as a person does; time from the page's first load to its
+    confirmation."""
     person = Person(page)
     started = time.monotonic()
     person.open(url)
     expect(page.get_by_test_id("headline")).to_contain_text("groups change", timeout=60_000)
     expect(page.get_by_test_id("state")).to_contain_text("Awaiting a decision", timeout=60_000)
     shot = time.monotonic()
-    page.screenshot(path=str(ARTIFACTS / "demo-decision-before.png"))
+    page.screenshot(path=str(artifact(approve, "-before.png")))
     screenshot_s = time.monotonic() - shot
-    changes_only = page.get_by_role("checkbox", name="changes only")
-    if not changes_only.is_checked():  # on when the page opens; a person would tick it otherwise
-        person.actions.append("click changes only")
-        changes_only.check()
+    person.choose(FILTERS[approve])
     shown = page.locator("#shown-count").inner_text()
-    changing = page_int(shown, r"of ([\d,]+) matching", "how many groups match the filter")
+    approved = page_int(shown, r"of ([\d,]+) matching", "how many groups match the filter")
     offered = page_int(shown, r"\(([\d,]+) awaiting a decision\)", "how many plans await a decision")
     planned = page_int(page.locator("section[aria-labelledby=decision] p.note").inner_text(),
                        r"^([\d,]+) groups? planned", "how many groups were planned")  # fmt: skip
     person.click("select all shown")
-    expect(page.get_by_test_id("selection")).to_contain_text(f"{changing:,} plan", timeout=30_000)
+    expect(page.get_by_test_id("selection")).to_contain_text(f"{approved:,} plan", timeout=30_000)
     person.click("Approve selected…")
     confirm = page.locator("#confirm-text")
-    expect(confirm).to_contain_text(f"Approve {changing:,} plan", timeout=30_000)
+    expect(confirm).to_contain_text(f"Approve {approved:,} plan", timeout=30_000)
     confirm_text = confirm.inner_text()
+    warning = page.locator("#confirm-warning")
+    confirm_warning = warning.inner_text() if warning.is_visible() else ""
     person.click("Confirm")
     state = page.get_by_test_id("state")
     expect(state).to_contain_text("Decided by", timeout=180_000)
     seconds = time.monotonic() - started - screenshot_s
-    page.screenshot(path=str(ARTIFACTS / "demo-decision-after.png"))
+    page.screenshot(path=str(artifact(approve, "-after.png")))
     return Decision(
         actions=tuple(person.actions),
         seconds=seconds,
         screenshot_s=screenshot_s,
-        changing=changing,
+        approved=approved,
         offered=offered,
         planned=planned,
         headline=page.get_by_test_id("headline").inner_text(),
         confirm_text=confirm_text,
+        confirm_warning=confirm_warning,
         state=state.inner_text(),
     )
 
 
-def published_state(page: Page, demo: subprocess.Popen[bytes], output: DemoOutput, timeout_s: float) -> str:
+def published_state(
+    page: Page, demo: subprocess.Popen[bytes], output: DemoOutput, timeout_s: float, approve: str
+) -> str:
     """Once the demo saw publish succeed, the decision page again (reloaded): what it says was published."""
     await_line(demo, lambda: output.find(PUBLISHED) is not None, "the demo's publish step", timeout_s)
     page.reload()
     state = page.get_by_test_id("state")
     expect(state).to_contain_text("published", timeout=60_000)
-    page.screenshot(path=str(ARTIFACTS / "demo-decision-published.png"))
+    page.screenshot(path=str(artifact(approve, "-published.png")))
     return state.inner_text()
 
 
@@ -202,7 +226,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     demo = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     assert demo.stdout is not None
     output = DemoOutput()
-    reader = output.follow(demo.stdout, ARTIFACTS / "demo-decision-demo.log")
+    reader = output.follow(demo.stdout, artifact(args.approve, "-demo.log"))
     try:
         await_line(demo, lambda: output.has(WAITING), "the demo to wait for a decision", args.timeout)
         ui, triggered = output.find(UI_LINE), output.find(TRIGGERED)
@@ -215,8 +239,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 page = browser.new_page(viewport=SCREEN)  # type: ignore[arg-type]
                 login(page, ui["url"], ui["password"], ui["user"])
                 load_decision = os.getloadavg()[0]
-                decision = decide(page, decide_url(ui["url"], PLANNING, triggered["run_id"]))
-                after_publish = published_state(page, demo, output, args.timeout)
+                decision = decide(page, decide_url(ui["url"], PLANNING, triggered["run_id"]), args.approve)
+                after_publish = published_state(page, demo, output, args.timeout, args.approve)
             finally:
                 browser.close()
         rc = demo.wait(timeout=args.timeout)
@@ -228,7 +252,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "bench": "demo_decision",
         "clicks": len(clicks),
         "seconds": round(decision.seconds, 2),
-        "groups_changing": decision.changing,
+        "approve": args.approve,
+        "groups_approved": decision.approved,
         "groups_total": decision.planned,
         "load": round(load_decision, 2),
         "actions": list(decision.actions),
@@ -237,6 +262,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "chosen": APPROVE_SELECTED,
         "headline": decision.headline,
         "confirm": decision.confirm_text,
+        "confirm_warning": decision.confirm_warning,
         "decided": decision.state,
         "after_publish": after_publish,
         "screenshot_s_excluded": round(decision.screenshot_s, 2),
@@ -254,6 +280,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--approve",
+        choices=sorted(FILTERS),
+        default="changes",
+        help="approve only the changing groups (default) or the changing groups and the keep-plans",
+    )
     parser.add_argument("--simulated", type=int, default=300, help="the demo's report-only groups (default 300)")
     parser.add_argument("--root", type=Path, default=ROOT / "var" / "demo-decision", help="the demo's directory")
     parser.add_argument("--timeout", type=float, default=2400, help="seconds for each wait on the demo")
@@ -262,11 +294,12 @@ def main() -> None:
         parser.error(f"--simulated {args.simulated}: between 0 and 10,000 groups")
     row = run(args)
     print(json.dumps(row), flush=True)
-    (ARTIFACTS / "demo-decision.json").write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")
-    table = Table(title=f"approving only the changing groups of the demo (load {row['load']} on {row['cores']} cores)")
-    for column in ("clicks", "seconds", "changing", "total", "login actions", "demo"):
+    artifact(args.approve, ".json").write_text(json.dumps(row, indent=1) + "\n", encoding="utf-8")
+    what = FILTERS[row["approve"]]
+    table = Table(title=f"approving the demo's {what} (load {row['load']} on {row['cores']} cores)")
+    for column in ("clicks", "seconds", "approved", "total", "login actions", "demo"):
         table.add_column(column, justify="right")
-    table.add_row(str(row["clicks"]), f"{row['seconds']:.1f}", str(row["groups_changing"]), str(row["groups_total"]),
+    table.add_row(str(row["clicks"]), f"{row['seconds']:.1f}", str(row["groups_approved"]), str(row["groups_total"]),
                   str(row["login_actions"]), row["demo_ended"][:40])  # fmt: skip
     Console().print(table)
 

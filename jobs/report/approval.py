@@ -76,19 +76,15 @@ def scope_table(t: Triage, fleet: Fleet) -> list[str]:
     """What approving each scope does, every figure labelled with the groups it counts."""
     statuses = ", ".join(f"{numbers.count(n)} {s}" for s, n in fleet.by_status) or "none"
     header = [
-        "| approving | plans | moves | warmups | offsets to restore | longest group |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    rows = [
-        ("only the changing groups", t.changing),
-        ("every validated plan (changing, keep and no-change plans)", t.offered),
+        "| approving | plans | moves | warmups | offsets to restore | longest group | left to KIP-441 |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     lines = [
         *header,
         *(
             f"| {label} | {numbers.count(sc.groups)} | {numbers.count(sc.moves)} | {numbers.count(sc.warmups)} "
-            f"| {numbers.count(sc.restore_offsets)} | {numbers.duration(sc.longest_s)} |"
-            for label, sc in rows
+            f"| {numbers.count(sc.restore_offsets)} | {numbers.duration(sc.longest_s)} | {sc.left_to_kip441 or '-'} |"
+            for label, sc in t.scopes()
         ),
         "",
         f"Of {numbers.plural(fleet.groups, 'group')} planned ({statuses}), only VALIDATED plans await a decision; "

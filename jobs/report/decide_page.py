@@ -90,7 +90,7 @@ def render_decision_page(report: Report, valid_until: int, timeout: str, links: 
         by_status=report.fleet.by_status,
         timeout=timeout,
         links=dict(links or {}),
-        page_data={"offered": len(offered), "candidates": [c.group_id for c in offered]},
+        page_data={"offered": len(offered)},
     )
 
 

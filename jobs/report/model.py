@@ -194,6 +194,15 @@ class GroupRow:
         return note
 
     @property
+    def changes(self) -> bool:
+        """Whether running the plan changes what the group runs: an active moves, a task warms up, or a KIP-441
+        setting differs from the group's own (the plan is honored with its own). The one test of "this plan
+        changes something" (the decision's kind, the report's filter). Offsets to restore alone are not a change:
+        they include what replicas the group already runs still owe."""
+        p = self.plan
+        return bool(self.settings_changes) or (p is not None and bool(p.moves or p.warmups))
+
+    @property
     def settings_note(self) -> str:
         """The visible flag of a plan whose settings differ from the group's own ("" when none)."""
         return f"settings change: {self.settings_changes}" if self.settings_changes else ""

@@ -20,9 +20,9 @@ LONG_RESTORE_S = 600.0
 class Kind(StrEnum):
     """What approving a group's plan does."""
 
-    CHANGE = "change"  # VALIDATED: moves or warms up tasks
-    KEEP = "keep"  # VALIDATED, no move: keeps the current assignment where KIP-441 alone would move tasks
-    NOTHING = "nothing"  # NOOP, or VALIDATED with no move where KIP-441 would not move either (or is not computed)
+    CHANGE = "change"  # VALIDATED and GroupRow.changes: moves or warms up tasks, or changes a KIP-441 setting
+    KEEP = "keep"  # VALIDATED, changes nothing: keeps the current assignment where KIP-441 alone would move tasks
+    NOTHING = "nothing"  # NOOP, or VALIDATED changing nothing where KIP-441 would not move either (or not computed)
     DECIDED = "decided"  # not awaiting a decision: rejected by validation, approved, published, realized...
 
 
@@ -75,7 +75,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class Scope:
-    """A set of groups and what approving all of them does (the scope is named with every figure)."""
+    """A set of offered plans and what approving them (and rejecting the other offered ones) does."""
 
     groups: int
     moves: int
@@ -83,6 +83,42 @@ class Scope:
     restore_offsets: int
     longest_s: float | None
     kip441_moves: int  # what KIP-441 alone would move in these groups (where computed)
+    changing: int  # plans of each kind in the scope
+    keeping: int
+    unchanged: int
+    rejected: int  # offered plans outside the scope: approving the scope rejects them
+    keeps_left: int  # keep-plans among the rejected: their groups are left to KIP-441
+    kip441_left: int  # what KIP-441 may move in those groups
+
+    @property
+    def left_to_kip441(self) -> str:
+        """The keep-plans the scope leaves out: ``3 keep-plans not selected: KIP-441 may move 126 tasks there``."""
+        if not self.keeps_left:
+            return ""
+        moves = plural(self.kip441_left, "task")
+        return f"{plural(self.keeps_left, 'keep-plan')} not selected: KIP-441 may move {moves} there"
+
+    def approving(self) -> str:
+        """The confirmation's first sentence: the counts approved, by kind, and the plans rejected."""
+        kinds = [
+            plural(n, word)
+            for n, word in (
+                (self.changing, "changing group"),
+                (self.keeping, "keep-plan"),
+                (self.unchanged, "no-change plan"),
+            )
+            if n
+        ]
+        return (
+            f"Approve {plural(self.groups, 'plan')}, {plural(self.moves, 'move')}, {plural(self.warmups, 'warmup')}"
+            + (f" ({', '.join(kinds)})" if kinds else "")
+            + f"; reject the other {plural(self.rejected, 'plan')}."
+        )
+
+    def confirmation(self) -> str:
+        """What the confirmation says before the scope is approved (decide.js writes the same words for a ticked
+        selection): what is approved, and the KIP-441 moves the keep-plans left out allow."""
+        return f"{self.approving()} {self.left_to_kip441}." if self.keeps_left else self.approving()
 
 
 @dataclass(frozen=True)
@@ -96,18 +132,33 @@ class Triage:
     awaiting: tuple[Choice, ...]  # every VALIDATED plan, as offered: the changing ones, the keep-plans, the rest
     offered: Scope  # over ``awaiting``
     changing: Scope  # the change groups only
+    differing: Scope  # the change groups and the keep-plans: every plan that differs from what Kafka would do
 
     @property
     def prevented(self) -> int:
         """KIP-441 moves the keep-plans prevent."""
         return sum(c.kip441_moves or 0 for c in self.keep)
 
+    def scopes(self) -> tuple[tuple[str, Scope], ...]:
+        """The scopes a person approves at once, each with its label (the filters of the decision page)."""
+        return (
+            ("only the changing groups", self.changing),
+            (
+                "the changing groups and the keep-plans (every plan that differs from what Kafka would do)",
+                self.differing,
+            ),
+            ("every validated plan (changing, keep and no-change plans)", self.offered),
+        )
+
     def headline(self) -> str:
         """``63 groups change (67 moves, 12 warmups); 20 plans keep …; 31 groups need nothing``."""
         change = "changes" if len(self.change) == 1 else "change"
+        # A group changing only its settings is counted here, not among "need nothing": say so.
+        still = sum(1 for c in self.change if not (c.moves or c.warmups))
+        quiet = f"; {count(still)} changing only {'its' if still == 1 else 'their'} settings" if still else ""
         parts = [
             f"{plural(len(self.change), 'group')} {change} ({plural(self.changing.moves, 'move')}, "
-            f"{plural(self.changing.warmups, 'warmup')})",
+            f"{plural(self.changing.warmups, 'warmup')}{quiet})",
             f"{plural(len(self.keep), 'plan')} {'keeps' if len(self.keep) == 1 else 'keep'} the current assignment and "
             f"{'prevents' if len(self.keep) == 1 else 'prevent'} "
             f"{plural(self.prevented, 'KIP-441 move')}",
@@ -124,12 +175,13 @@ class Triage:
 
 
 def kind(row: GroupRow) -> Kind:
-    """What approving the group's plan does."""
+    """What approving the group's plan does: the one place a plan is called a change, a keep or nothing (the
+    totals, the row notes, the keep list and the filters all read it)."""
     if row.status == PlanStatus.NOOP:
         return Kind.NOTHING
     if row.status != PlanStatus.VALIDATED:
         return Kind.DECIDED
-    if row.plan is not None and (row.plan.moves or row.plan.warmups):
+    if row.changes:
         return Kind.CHANGE
     kip = row.baselines.get(Assignor.KIP441)
     return Kind.KEEP if kip is not None and kip.moves > 0 else Kind.NOTHING
@@ -208,15 +260,24 @@ def choice(row: GroupRow) -> Choice:
     return Choice(row, k, why(row, k), level, figures, None if kip is None else kip.moves)
 
 
-def _scope(choices: Sequence[Choice]) -> Scope:
-    plans = [c.row.plan for c in choices if c.row.plan is not None]
+def scope(chosen: Sequence[Choice], offered: Sequence[Choice]) -> Scope:
+    """What approving ``chosen`` among the ``offered`` plans does (the others are rejected)."""
+    plans = [c.row.plan for c in chosen if c.row.plan is not None]
+    picked = {c.group_id for c in chosen}
+    left = [c for c in offered if c.kind is Kind.KEEP and c.group_id not in picked]
     return Scope(
-        groups=len(choices),
+        groups=len(chosen),
         moves=sum(p.moves for p in plans),
         warmups=sum(p.warmups for p in plans),
         restore_offsets=sum(p.restore_offsets for p in plans),
         longest_s=max((p.estimated_seconds for p in plans), default=None),
-        kip441_moves=sum(c.kip441_moves or 0 for c in choices),
+        kip441_moves=sum(c.kip441_moves or 0 for c in chosen),
+        changing=sum(1 for c in chosen if c.kind is Kind.CHANGE),
+        keeping=sum(1 for c in chosen if c.kind is Kind.KEEP),
+        unchanged=sum(1 for c in chosen if c.kind is Kind.NOTHING),
+        rejected=sum(1 for c in offered if c.group_id not in picked),
+        keeps_left=len(left),
+        kip441_left=sum(c.kip441_moves or 0 for c in left),
     )
 
 
@@ -241,8 +302,9 @@ def triage(rows: Sequence[GroupRow]) -> Triage:
         nothing=nothing,
         decided=tuple(sorted(by_kind[Kind.DECIDED], key=lambda c: (c.row.status, c.group_id))),
         awaiting=awaiting,
-        offered=_scope(awaiting),
-        changing=_scope(change),
+        offered=scope(awaiting, awaiting),
+        changing=scope(change, awaiting),
+        differing=scope((*change, *keep), awaiting),
     )
 
 

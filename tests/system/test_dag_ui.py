@@ -225,7 +225,8 @@ def test_a_person_decides_on_the_decision_page_and_an_unknown_group_is_refused_b
             page.screenshot(path=str(ARTIFACTS / "decide-refused.png"))
             assert airflow.api("GET", hitl)["response_received"] is False
 
-            # Approve only the changing groups, timed from opening the page: "changes only" is on when it opens.
+            # Approve the changing groups, timed from opening the page: with no keep-plan in this run, the filter the
+            # page opens on ("changes and keeps") shows exactly them.
             started = time.monotonic()
             page.goto(decide_url(airflow.url, DAG_ID, run_id))
             clicks = ("select all shown", "Approve selected…", "Confirm")

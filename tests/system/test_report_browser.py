@@ -1,7 +1,8 @@
 """The HTML report and the decision page in headless Chromium, opened from files as an operator would: the first
 screen's numbers are the lake's, the table sorts and filters, a group's detail opens, nothing is fetched; the decision
-page filters, ticks and confirms with the counts; a realized plan shows its estimate beside what it took and
-restored, in the report and on the decision page written again after it ran.
+page filters (changes and keeps first), ticks and confirms with the counts, warning of keep-plans left to KIP-441 in
+the words the Python side uses; a realized plan shows its estimate beside what it took and restored, in the report
+and on the decision page written again after it ran.
 Screenshots go to var/test-artifacts/ (the decision and estimate-vs-actual ones at 1,600 x 1,000)."""
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, Request, ViewportSize, expect, sync_playwright
 from pyspark.sql import Row, SparkSession
-from pyspark.sql.functions import lit
+from pyspark.sql.functions import col, lit, when
 
+from jobs.lakehouse.lake import Lake
 from jobs.report import build_report, run_report
 from jobs.report.decide_page import refresh_decision_page, write_decision_page
+from jobs.report.triage import triage
 from tests.support.report_lake import SNAPSHOT, planned_lake, seed_baselines
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
@@ -35,16 +38,54 @@ class Lakeside:
     plans: list[Row]
     kip441_moves: int
     decide: Path
+    lake: Lake
+
+
+SETTING = "num_standby_replicas 0 -> 1 (override)"
+
+
+def keep_and_settings_only(lake: Lake) -> tuple[str, str]:
+    """Make two validated plans what a nightly run has beside its changing groups (the synthetic fleet only scales
+    out, so every plan moves): a keep-plan (nothing moves, no setting changes; KIP-441, seeded after, would move)
+    and a settings-only plan (nothing moves, one setting changes: the demo's ``ledger``). Their group ids."""
+    plans = sorted((p for p in lake.read("plans", SNAPSHOT).collect() if p["status"] == "VALIDATED"),
+                   key=lambda p: str(p["group_id"]))  # fmt: skip
+    assert len(plans) >= 4, "the fixture needs validated plans that still change beside the two made still"
+    keep, settings = plans[-1], plans[-2]
+    still = (
+        lake.read("plans", SNAPSHOT)
+        .where(col("plan_id").isin(keep["plan_id"], settings["plan_id"]))
+        .withColumn("moves", lit(0))
+        .withColumn("warmups", lit(0))
+        .withColumn("rounds", lit(0))
+        .withColumn("estimated_seconds", lit(0.0))
+        .withColumn("max_load_skew_after", col("max_load_skew_before"))  # the current assignment, kept
+        .withColumn(
+            "settings_changes",
+            when(col("plan_id") == settings["plan_id"], lit(SETTING)).otherwise(lit(None).cast("string")),
+        )
+    )
+    # restore_offsets stays: the replicas kept still owe offsets (as the demo's keep-plans do), not a change.
+    cost = ["moves", "warmups", "rounds", "estimated_seconds", "max_load_skew_after"]
+    lake.merge("plans", still, update=[*cost, "settings_changes"])
+    return str(keep["group_id"]), str(settings["group_id"])
 
 
 @pytest.fixture(scope="module")
 def lake_report(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lakeside:
-    """A planned lake of 8 groups with KIP-441 baselines, its report file and its plans as the lake has them."""
+    """A planned lake of 8 groups with KIP-441 baselines (one plan a keep-plan, one settings-only), its report file
+    and its plans as the lake has them."""
     lake = planned_lake(spark, tmp_path_factory.mktemp("report") / "lake", groups=8)
+    keep_and_settings_only(lake)
     kip441_moves = sum(int(str(b[4])) for b in seed_baselines(lake, "kip441"))
     path = run_report(lake, SNAPSHOT, None)
     decide = write_decision_page(build_report(lake, SNAPSHOT), path.parent, 1_795_000_000_000, "12 h")
-    return Lakeside(path, lake.read("plans", SNAPSHOT).collect(), kip441_moves, decide)
+    return Lakeside(path, lake.read("plans", SNAPSHOT).collect(), kip441_moves, decide, lake)
+
+
+def changes(p: Row) -> bool:
+    """What makes a plan a change, read from the lake's row: a move, a warmup or a settings change."""
+    return bool(p["moves"] or p["warmups"] or p["settings_changes"])
 
 
 @pytest.fixture
@@ -150,18 +191,25 @@ def test_a_groups_detail_opens_from_the_table(lake_report: Lakeside, page: tuple
     browser.screenshot(path=str(ARTIFACTS / "report-group-detail.png"))
 
 
+def open_decision(lake_report: Lakeside, browser: Page) -> list[Row]:
+    """Open the decision page file at 1,600 x 1,000; the plans it offers (VALIDATED), as the lake has them."""
+    browser.set_viewport_size(SCREEN)
+    browser.goto(lake_report.decide.as_uri())
+    return [p for p in lake_report.plans if p["status"] == "VALIDATED"]
+
+
 def test_the_decision_page_filters_ticks_and_confirms_with_the_counts(
     lake_report: Lakeside, page: tuple[Page, list[str]]
 ) -> None:
     browser, fetched = page
-    browser.set_viewport_size(SCREEN)
-    browser.goto(lake_report.decide.as_uri())
-    changing = [p for p in lake_report.plans if p["status"] == "VALIDATED" and (p["moves"] or p["warmups"])]
+    validated = open_decision(lake_report, browser)
+    changing = [p for p in validated if changes(p)]
     expect(browser.get_by_test_id("headline")).to_contain_text(f"{len(changing)} groups change")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.screenshot(path=str(ARTIFACTS / "decide-file-first-screen.png"))
     rows = browser.locator("#choices tbody tr:not([hidden])")
-    assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.group)")) == sorted(p["group_id"] for p in changing)
+    # Every offered plan but the no-change ones when the page opens (here: all of them; KIP-441 moves in each).
+    assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.group)")) == sorted(p["group_id"] for p in validated)
     target = sorted(changing, key=lambda p: str(p["group_id"]))[0]
     browser.get_by_role("searchbox", name="group").fill(str(target["group_id"]))
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.group)") == [target["group_id"]]
@@ -171,6 +219,67 @@ def test_the_decision_page_filters_ticks_and_confirms_with_the_counts(
     expect(browser.locator("#confirm-text")).to_contain_text(f"Approve 1 plan, {moves} move{'s' if moves != 1 else ''}")
     browser.get_by_role("button", name="Confirm").click()  # a file cannot answer: it says so
     expect(browser.get_by_test_id("state")).to_contain_text("open the page from Airflow")
+    assert fetched == []
+
+
+def test_changes_and_keeps_are_shown_first_and_leaving_out_a_keep_plan_is_named_with_kip441s_moves(
+    lake_report: Lakeside, page: tuple[Page, list[str]]
+) -> None:
+    browser, fetched = page
+    validated = open_decision(lake_report, browser)
+    changing = sorted(str(p["group_id"]) for p in validated if changes(p))
+    keeps = sorted(str(p["group_id"]) for p in validated if not changes(p))
+    settings_only = [str(p["group_id"]) for p in validated if p["settings_changes"] == SETTING and not p["moves"]]
+    assert len(keeps) == 1 and len(settings_only) == 1, "the fixture makes one keep-plan and one settings-only plan"
+    rows = browser.locator("#choices tbody tr:not([hidden])")
+
+    def shown() -> list[str]:
+        return sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.group)"))
+
+    # The filter a person sees first: the plans that differ from what Kafka would do. The settings-only plan is a
+    # change (no "keeps" or "nothing to do" note), and the keep-plan is beside it.
+    assert browser.get_by_role("radio", name="changes and keeps").is_checked()
+    assert shown() == sorted(changing + keeps)
+    ledger = browser.locator(f"#choices tr[data-group='{settings_only[0]}']")
+    assert ledger.get_attribute("data-kind") == "change" and settings_only[0] in changing
+    expect(ledger).to_contain_text("settings change: num_standby_replicas 0 -> 1 (override)")
+    keep = browser.locator(f"#choices tr[data-group='{keeps[0]}']")
+    expect(keep.locator("th")).to_contain_text("keeps")
+    keep.scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(path=str(ARTIFACTS / "decide-changes-and-keeps.png"))
+    # The words the dialog must show, from the Python side (the Markdown approval page and the scope table).
+    t = triage(build_report(lake_report.lake, SNAPSHOT).rows)
+    # Changes only: the keep-plan is left out, and both the selection and the dialog say what KIP-441 may do there.
+    browser.get_by_role("radio", name="changes only").check()
+    assert shown() == changing
+    browser.get_by_role("button", name="select all shown").click()
+    expect(browser.locator("#selection-warning")).to_have_text(t.changing.left_to_kip441)
+    browser.get_by_role("button", name="Approve selected…").click()
+    expect(browser.locator("#confirm-text")).to_have_text(t.changing.approving())
+    warning = browser.locator("#confirm-warning")
+    expect(warning).to_have_text("1 keep-plan not selected: KIP-441 may move 2 tasks there.")  # seeded: 0 + 2
+    assert f"{browser.locator('#confirm-text').inner_text()} {warning.inner_text()}" == t.changing.confirmation()
+    assert t.changing.approving().startswith(f"Approve {len(changing)} plans, ")
+    browser.screenshot(path=str(ARTIFACTS / "decide-confirm-keep-left-out.png"))
+    browser.get_by_role("button", name="Cancel").click()
+    # Changes and keeps: nothing is left to KIP-441, no warning.
+    browser.get_by_role("button", name="clear selection").click()
+    browser.get_by_role("radio", name="changes and keeps").check()
+    browser.get_by_role("button", name="select all shown").click()
+    expect(browser.locator("#selection-warning")).to_have_text("")
+    browser.get_by_role("button", name="Approve selected…").click()
+    expect(browser.locator("#confirm-text")).to_have_text(t.differing.confirmation())
+    expect(warning).to_be_hidden()
+    browser.screenshot(path=str(ARTIFACTS / "decide-confirm-changes-and-keeps.png"))
+    browser.get_by_role("button", name="Cancel").click()
+    browser.get_by_role("radio", name="everything").check()
+    assert shown() == sorted(str(p["group_id"]) for p in validated)
+    # Rejecting everything leaves the keep-plan's group to KIP-441 too: the same warning.
+    browser.get_by_role("button", name="Reject all…").click()
+    expect(browser.locator("#confirm-text")).to_have_text(f"Reject all {len(validated)} plans: nothing is published.")
+    expect(warning).to_have_text(f"{t.changing.left_to_kip441}.")
+    browser.get_by_role("button", name="Cancel").click()
     assert fetched == []
 
 

@@ -22,6 +22,8 @@ from jobs.orchestration.decision import (
     check_selection,
     decision,
 )
+from jobs.pipeline.status import PlanStatus
+from jobs.report.approval import approval_body
 from jobs.report.decide_page import (
     fleet_risk,
     has_decision_page,
@@ -30,7 +32,8 @@ from jobs.report.decide_page import (
     write_decision_page,
 )
 from jobs.report.model import Assignor, Assumptions, GroupRisk, GroupRow
-from jobs.report.triage import Kind, Risk, triage, versus
+from jobs.report.render import render_report
+from jobs.report.triage import Kind, Risk, kind, scope, triage, versus
 from tests.support.report_views import HOSTILE, report, row
 
 ASSUMED = Assumptions(10_000, 2, 1, 600_000, 5_000.0, "measured")
@@ -61,6 +64,97 @@ def test_groups_are_sorted_into_change_keep_and_nothing_with_scoped_totals() -> 
         == "Rebalance 2026-11-26 02:00: 4 plans, 2 change, 3 moves, longest 2 min"
     )
     assert t.keep[0].why == "stops KIP-441 moving 2 tasks"
+
+
+STILL = PlanCost(moves=0, warmups=0, rounds=1, restore_offsets=0, estimated_seconds=0.0)
+SETTING = "num_standby_replicas 0 -> 1 (override)"
+
+
+def still(group: str, kip441_moves: int | None, **fields: Any) -> GroupRow:
+    """A validated plan that moves, warms up and restores nothing; KIP-441 alone would move ``kip441_moves``."""
+    baselines = {} if kip441_moves is None else {Assignor.KIP441: replace(STILL, moves=kip441_moves)}
+    return replace(row(0, group=group), plan=STILL, baselines=baselines, skew_before=0.0, **fields)
+
+
+@pytest.mark.parametrize(
+    ("plan_row", "expected"),
+    [
+        (row(2), Kind.CHANGE),
+        (replace(row(0), plan=replace(STILL, warmups=1)), Kind.CHANGE),  # warms up, moves later
+        # Offsets to restore alone: what replicas the group already runs still owe (the demo's keep-plans).
+        (replace(row(0), plan=replace(STILL, restore_offsets=900)), Kind.KEEP),
+        (still("settings", None, settings_changes=SETTING), Kind.CHANGE),  # settings only, KIP-441 not computed
+        (still("settings", 12, settings_changes=SETTING), Kind.CHANGE),  # ... and KIP-441 would move 12
+        (still("kept", 12), Kind.KEEP),
+        (still("idle", 0), Kind.NOTHING),
+        (still("unknown", None), Kind.NOTHING),
+        (row(0, "NOOP"), Kind.NOTHING),
+        (row(2, "REJECTED"), Kind.DECIDED),
+        (replace(row(0, "PUBLISHED"), settings_changes=SETTING), Kind.DECIDED),
+    ],
+    ids=lambda v: v.group_id + "-" + v.status if isinstance(v, GroupRow) else str(v),
+)
+def test_a_plans_kind_is_what_approving_it_does(plan_row: GroupRow, expected: Kind) -> None:
+    assert kind(plan_row) is expected
+    t = triage([plan_row])  # and the first screen sorts it by that kind, nowhere else
+    assert {k: len(v) for k, v in ((Kind.CHANGE, t.change), (Kind.KEEP, t.keep), (Kind.NOTHING, t.nothing),
+                                   (Kind.DECIDED, t.decided))} == {k: int(k is expected) for k in Kind}  # fmt: skip
+    assert len(t.awaiting) == int(plan_row.status == PlanStatus.VALIDATED)
+
+
+def test_a_settings_only_plan_is_a_change_in_the_totals_the_row_the_keep_list_and_both_filters() -> None:
+    # The demo's `ledger`: no move, no warmup, num_standby_replicas 0 -> 1; once with KIP-441 moving 12 of its
+    # tasks (it read as a keep-plan then), once with KIP-441 not computed (it read as "needs nothing").
+    for kip441 in (12, None):
+        ledger = still("ledger", kip441, settings_changes=SETTING)
+        rows = [row(2, group="orders"), ledger, still("kept", 5), row(0, "NOOP", group="noop")]
+        t = triage(rows)
+        assert [c.group_id for c in t.change] == ["ledger", "orders"]  # a settings change is a medium risk
+        assert [c.group_id for c in t.keep] == ["kept"] and t.prevented == 5
+        assert [c.group_id for c in t.nothing] == ["noop"]
+        assert t.headline() == (
+            "2 groups change (2 moves, 2 warmups; 1 changing only its settings); 1 plan keeps the current "
+            "assignment and prevents 5 KIP-441 moves; 1 group needs nothing"
+        )
+        assert "settings change: num_standby_replicas 0 -> 1 (override)" in t.change[0].why
+        html = render_decision_page(report(rows), 1_795_000_000_000, "12 h")
+        ledger_tr = re.search(r'<tr data-group="ledger"[^>]*>.*?</tr>', html, re.S)
+        assert ledger_tr is not None and 'data-kind="change"' in ledger_tr.group(0)
+        assert " hidden>" not in ledger_tr.group(0).split("\n")[0]  # shown when the page opens
+        assert "nothing to do" not in ledger_tr.group(0) and "keeps" not in ledger_tr.group(0)
+        keep_list = html[html.index('data-testid="keep"') : html.index('data-testid="nothing"')]
+        assert "ledger" not in keep_list and "kept" in keep_list
+        report_page = render_report(report(rows))
+        assert re.search(r'<tr[^>]*data-group="ledger"[^>]*data-changes="true"', report_page)
+        body = approval_body(report(rows), "r", "d", 0, 60)
+        assert "| ledger |" in body.split("**1 plan keeps")[0]  # among the changing groups of the approval page
+
+
+def test_the_confirmation_counts_what_is_approved_by_kind_and_warns_of_keep_plans_left_out() -> None:
+    rows = [row(2, group="a"), row(1, group="b"), still("k1", 12), still("k2", 114), still("idle", 0)]
+    t = triage(rows)
+    assert t.changing.confirmation() == (
+        "Approve 2 plans, 3 moves, 3 warmups (2 changing groups); reject the other 3 plans. "
+        "2 keep-plans not selected: KIP-441 may move 126 tasks there."
+    )
+    assert t.differing.confirmation() == (
+        "Approve 4 plans, 3 moves, 3 warmups (2 changing groups, 2 keep-plans); reject the other 1 plan."
+    )
+    assert t.offered.confirmation() == (
+        "Approve 5 plans, 3 moves, 3 warmups (2 changing groups, 2 keep-plans, 1 no-change plan); "
+        "reject the other 0 plans."
+    )
+    one = scope([c for c in t.awaiting if c.group_id in ("a", "k2")], t.awaiting)
+    assert one.confirmation() == (
+        "Approve 2 plans, 2 moves, 2 warmups (1 changing group, 1 keep-plan); reject the other 3 plans. "
+        "1 keep-plan not selected: KIP-441 may move 12 tasks there."
+    )
+    assert (one.keeps_left, one.kip441_left, t.differing.left_to_kip441) == (1, 12, "")
+    # The first screen states each scope's consequence; the filter a person sees first is changes and keeps.
+    html = render_decision_page(report(rows), 1_795_000_000_000, "12 h")
+    assert '<td class="warn">2 keep-plans not selected: KIP-441 may move 126 tasks there</td>' in html
+    assert re.search(r'<input type="radio" name="scope" value="differs" checked>', html)
+    assert html.count('data-kind="keep"') == 2 and 'data-kip441="114"' in html
 
 
 def test_changing_groups_rank_by_risk_then_by_difference_from_kip441_and_say_why() -> None:

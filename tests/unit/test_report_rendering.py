@@ -110,9 +110,17 @@ def test_approval_body_leads_with_the_decision_and_ranks_the_changing_groups() -
         "**2 groups change (3 moves, 3 warmups); 1 plan keeps the current assignment and prevents 2 KIP-441 "
         "moves; 1 group needs nothing.**" in body
     )
-    # Every total names its scope: the changing groups, every validated plan, the whole fleet (NOOP included).
-    assert "| only the changing groups | 2 | 3 | 3 | 3,000 | 2 min |" in body
-    assert "| every validated plan (changing, keep and no-change plans) | 3 | 3 | 3 | 3,000 | 2 min |" in body
+    # Every total names its scope: the changing groups (and what they leave to KIP-441), with the keep-plans,
+    # every validated plan, the whole fleet (NOOP included).
+    assert (
+        "| only the changing groups | 2 | 3 | 3 | 3,000 | 2 min "
+        "| 1 keep-plan not selected: KIP-441 may move 2 tasks there |" in body
+    )
+    assert (
+        "| the changing groups and the keep-plans (every plan that differs from what Kafka would do) "
+        "| 3 | 3 | 3 | 3,000 | 2 min | - |" in body
+    )
+    assert "| every validated plan (changing, keep and no-change plans) | 3 | 3 | 3 | 3,000 | 2 min | - |" in body
     assert "over all 5 groups planned (NOOP and rejected included" in body
     # The direction against a baseline is spelt out, never a bare "-43%" beside the baseline's figure.
     assert re.search(r"\| moves, total \| 8 \| 16 \(plan 50% less\), on 4 groups where this plan: 8 \|", body)

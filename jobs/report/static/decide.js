@@ -9,11 +9,11 @@
   const count = document.getElementById("shown-count");
   const more = document.getElementById("more");
   const selection = document.getElementById("selection");
+  const selectionWarning = document.getElementById("selection-warning");
   const form = document.getElementById("answer-form");
   const dialog = document.getElementById("confirm");
   const state = document.getElementById("state");
   const live = location.protocol.startsWith("http");
-  const candidates = new Set(data.candidates);  // a Set: 10,000 ticked ids checked against 10,000 offered
   let limit = PAGE;
   let pending = null;
 
@@ -25,11 +25,14 @@
     return (id) => re.test(id);
   }
 
+  // The kinds each "show" choice lists (the kind is decided once, in jobs/report/triage.py: kind).
+  const SCOPES = { differs: ["change", "keep"], change: ["change"], all: ["change", "keep", "nothing"] };
+
   function matching() {
-    const changes = filters.elements.changes.checked;
+    const kinds = SCOPES[filters.elements.scope.value] || SCOPES.all;
     const risk = filters.elements.risk.value;
     const match = glob(filters.elements.pattern.value);
-    return rows.filter((r) => (!changes || r.dataset.kind === "change") && (!risk || r.dataset.risk === risk)
+    return rows.filter((r) => kinds.includes(r.dataset.kind) && (!risk || r.dataset.risk === risk)
       && (!match || match(r.dataset.group)));
   }
 
@@ -52,14 +55,41 @@
     return Array.from(ids).sort();
   }
 
+  // What approving ``ids`` does, counted as jobs/report/triage.py's scope() counts it.
   function totals(ids) {
-    const byId = new Map(rows.map((r) => [r.dataset.group, r]));
-    let moves = 0, warmups = 0;
-    ids.forEach((g) => { const r = byId.get(g); if (r) { moves += Number(r.dataset.moves); warmups += Number(r.dataset.warmups); } });
-    return { moves, warmups };
+    const picked = new Set(ids);
+    const t = { moves: 0, warmups: 0, change: 0, keep: 0, nothing: 0, offered: 0, keepsLeft: 0, kip441Left: 0 };
+    rows.forEach((r) => {
+      if (picked.has(r.dataset.group)) {
+        t.moves += Number(r.dataset.moves);
+        t.warmups += Number(r.dataset.warmups);
+        t[r.dataset.kind] += 1;
+        t.offered += 1;
+      } else if (r.dataset.kind === "keep") {
+        t.keepsLeft += 1;
+        t.kip441Left += Number(r.dataset.kip441);
+      }
+    });
+    return t;
   }
 
   const plural = (n, word) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+
+  // The same words as Scope.left_to_kip441 and Scope.approving (jobs/report/triage.py): tests/system/
+  // test_report_browser.py checks the dialog against them.
+  function leftToKip441(t) {
+    return t.keepsLeft
+      ? `${plural(t.keepsLeft, "keep-plan")} not selected: KIP-441 may move ${plural(t.kip441Left, "task")} there`
+      : "";
+  }
+
+  function approving(ids, t) {
+    const kinds = [[t.change, "changing group"], [t.keep, "keep-plan"], [t.nothing, "no-change plan"]]
+      .filter(([n]) => n).map(([n, word]) => plural(n, word));
+    const rest = Math.max(data.offered - t.offered, 0);
+    return `Approve ${plural(ids.length, "plan")}, ${plural(t.moves, "move")}, ${plural(t.warmups, "warmup")}`
+      + (kinds.length ? ` (${kinds.join(", ")})` : "") + `; reject the other ${plural(rest, "plan")}.`;
+  }
 
   function summarize() {
     const ids = chosen();
@@ -67,11 +97,15 @@
     selection.textContent = ids.length
       ? `${plural(ids.length, "plan")} selected: ${plural(t.moves, "move")}, ${plural(t.warmups, "warmup")}`
       : "no plan selected";
+    selectionWarning.textContent = ids.length && t.keepsLeft ? leftToKip441(t) : "";
   }
 
-  function ask(text, answer) {
+  function ask(text, warning, answer) {
     pending = answer;
     document.getElementById("confirm-text").textContent = text;
+    const warn = document.getElementById("confirm-warning");
+    warn.textContent = warning ? warning + "." : "";
+    warn.hidden = !warning;
     dialog.showModal();
   }
 
@@ -140,13 +174,10 @@
     const ids = chosen();
     if (!ids.length) { show("refused", "<p>Select at least one plan, or reject all.</p>"); return; }
     const t = totals(ids);
-    const rest = data.offered - ids.filter((g) => candidates.has(g)).length;
-    ask(`Approve ${plural(ids.length, "plan")}, ${plural(t.moves, "move")}, ${plural(t.warmups, "warmup")}; `
-      + `reject the other ${plural(Math.max(rest, 0), "plan")}.`,
-      { option: "approve", groups: ids, reason: form.elements.reason.value });
+    ask(approving(ids, t), leftToKip441(t), { option: "approve", groups: ids, reason: form.elements.reason.value });
   });
   document.getElementById("reject").addEventListener("click", () => {
-    ask(`Reject all ${plural(data.offered, "plan")}: nothing is published.`,
+    ask(`Reject all ${plural(data.offered, "plan")}: nothing is published.`, leftToKip441(totals([])),
       { option: "reject", groups: [], reason: form.elements.reason.value });
   });
   document.getElementById("confirm-no").addEventListener("click", () => { dialog.close(); pending = null; });
