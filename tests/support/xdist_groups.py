@@ -205,8 +205,7 @@ class ControllerGroups:
                 location=(path, None, nodeid.rsplit("::", 1)[-1]),
                 keywords={},
                 outcome="failed",
-                longrepr=f"not run: its group's worker died ({crashes}) and no worker was left to run it "
-                "(--max-worker-restart reached)",
+                longrepr=f"not run: a worker died ({crashes}) and --max-worker-restart left no replacement to run it",
                 when="call",
             )
             session.config.hook.pytest_runtest_logreport(report=report)

@@ -1,0 +1,135 @@
+"""The suite's xdist scheduling when a worker dies (tests/support/xdist_groups.py): an inner pytest on two workers over
+a few small modules, one of whose tests takes its worker down mid-group, must end with a summary, the test named as
+failed, the rest of its group run on the replacement and a non-zero exit, never wait forever."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+DEADLINE_S = 120.0  # the inner runs take seconds; a hang would otherwise hold the outer run until its own timeout
+# The inner suite's conftest wires the groups exactly as tests/conftest.py does.
+CONFTEST = """
+from tests.support import xdist_groups
+
+
+def pytest_configure(config):
+    xdist_groups.install(config)
+"""
+DIES = """
+import os
+
+
+def test_before():
+    pass
+
+
+def test_dies():
+    os._exit(1)  # as faulthandler_exit_on_timeout ends a worker
+
+
+def test_after():
+    pass
+"""
+
+
+def small_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dying_module: str) -> None:
+    """Four passing two-test modules and ``dying_module``, whose middle test ends its worker's process."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the inner pytest imports tests.support from this checkout
+    for name in (
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
+    ):  # if this run is on xdist
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(CONFTEST)
+    for name in ("test_m1", "test_m2", "test_m3", "test_m4"):
+        pytester.makepyfile(**{name: "def test_one():\n    pass\n\n\ndef test_two():\n    pass\n"})
+    pytester.makepyfile(**{dying_module: DIES})
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """The inner pytest on two workers with our groups; ``timeout`` kills it and fails this test if it hangs."""
+    return pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-rA", *args, timeout=DEADLINE_S
+    )
+
+
+# test_a_dies sorts first, so it dies in the first group handed out while the other worker is busy; test_z_dies last,
+# after its worker has completed groups: the case that hung (xdist 3.8 put the completed groups back in the queue).
+@pytest.mark.parametrize("dying_module", ["test_a_dies", "test_z_dies"])
+def test_a_dead_worker_fails_its_test_and_its_group_goes_on_on_the_replacement(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dying_module: str
+) -> None:
+    small_suite(pytester, monkeypatch, dying_module)
+    result = run(pytester)
+    result.assert_outcomes(passed=10, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"FAILED {dying_module}.py::test_dies - worker 'gw*' crashed while running*"])
+    passed = {line.split()[1] for line in result.outlines if line.startswith("PASSED ")}
+    assert {f"{dying_module}.py::test_before", f"{dying_module}.py::test_after"} <= passed
+    assert sum(1 for line in result.outlines if "::test_dies" in line and line.startswith("FAILED")) == 1  # not re-run
+
+
+def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_suite(pytester, monkeypatch, "test_a_dies")
+    result = run(pytester, "--max-worker-restart", "0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*worker gw* crashed and worker restarting disabled*"])
+    result.stdout.fnmatch_lines(["FAILED test_a_dies.py::test_after - not run*"])
+    result.stdout.fnmatch_lines(
+        ["not run: a worker died (gw? in test_a_dies.py::test_dies) and --max-worker-restart left no replacement*"]
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] >= 2  # the test it died in, and at least the rest of its group
+    assert outcomes["failed"] + outcomes.get("passed", 0) == 11  # every test is accounted for
+
+
+def test_an_interrupted_run_after_a_crash_ends_with_its_summary(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a test is stuck, after a worker died."""
+    small_suite(pytester, monkeypatch, "test_a_dies")
+    started = pytester.path / "stuck.started"
+    pytester.makepyfile(
+        test_stuck=f"import pathlib, threading\n\n\ndef test_stuck():\n    pathlib.Path({str(started)!r}).touch()\n"
+        "    threading.Event().wait(600)  # stuck until interrupted\n"
+    )
+    # The inner pytest takes SIGINT even if this run was started with it ignored (a background job in a script).
+    code = "import signal, sys, pytest\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    code += "sys.exit(pytest.main(['-n', '2', '--dist', 'loadgroup', '-p', 'no:cacheprovider', '-rA']))"
+    with subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    ) as process:
+        deadline = time.monotonic() + DEADLINE_S
+        while not started.exists():
+            assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
+            assert time.monotonic() < deadline, "the stuck test never started"
+            time.sleep(0.05)  # polling a file the inner test writes, with a deadline
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            output, _ = process.communicate(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    text = output.decode()
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, text
+    assert "KeyboardInterrupt" in text, text
+    assert re.search(r"FAILED test_a_dies\.py::test_dies - worker 'gw\d+' crashed while running", text), text
+    assert re.search(r"\d+ failed.* in [\d.]+s", text), text  # the summary line
