@@ -8,12 +8,15 @@ scheduler reads (xdist's controller never collects): node ids stay as they are."
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Generator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -214,13 +217,42 @@ class ControllerGroups:
         shutil.rmtree(self.groups_dir, ignore_errors=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C: pytest stops the run and still prints its summary."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(f"signal {signal.Signals(signum).name}")
+
+
+def honour_stop_signals(config: pytest.Config, *, terminate: bool) -> None:
+    """Let SIGINT (and SIGTERM if ``terminate``) end the run as Ctrl-C does, with its summary, however pytest was
+    started; the handlers in place before come back at the end."""
+    # A script's background job (`make test &`) starts with SIGINT ignored, and Python leaves it ignored: `kill -INT`
+    # then does nothing. SIGTERM (a CI timeout, `kill`) ends a process at once, with no summary.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        config.add_cleanup(functools.partial(_restore, signal.SIGINT, signal.SIG_IGN))
+    if terminate and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+        config.add_cleanup(functools.partial(_restore, signal.SIGTERM, signal.SIG_DFL))
+
+
+def _restore(sig: signal.Signals, handler: signal.Handlers) -> None:
+    signal.signal(sig, handler)
+
+
 def install(config: pytest.Config) -> None:
     """Group the tests when xdist runs them with ``--dist loadgroup``: in a worker, write its tests' groups; in the
-    controller, schedule them (called from the suite's ``pytest_configure``)."""
+    controller, schedule them and honour stop signals (called from the suite's ``pytest_configure``)."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         if GROUPS_FILE in workerinput:
             config.pluginmanager.register(WorkerGroups(Path(workerinput[GROUPS_FILE])), "rbp-xdist-groups")
-    elif config.getoption("dist", "no") == "loadgroup" and config.getoption("numprocesses", None):
+        return
+    controller = bool(config.getoption("numprocesses", None))
+    # SIGTERM only where no test runs (the xdist controller): code under test may count on its default.
+    honour_stop_signals(config, terminate=controller)
+    if controller and config.getoption("dist", "no") == "loadgroup":
         groups_dir = Path(tempfile.mkdtemp(prefix="rbp-xdist-groups-"))
         config.pluginmanager.register(ControllerGroups(groups_dir), "rbp-xdist-groups")

@@ -97,39 +97,51 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
     assert outcomes["failed"] + outcomes.get("passed", 0) == 11  # every test is accounted for
 
 
-def test_an_interrupted_run_after_a_crash_ends_with_its_summary(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+# SIGINT to the whole process group, as a terminal's Ctrl-C sends it, to a pytest started with SIGINT ignored (a
+# script's background job: `make test &`, as the rehearsal ran); SIGTERM to the controller alone (a CI timeout, kill).
+@pytest.mark.parametrize(
+    ("stop", "to_group", "says"),
+    [(signal.SIGINT, True, "KeyboardInterrupt"), (signal.SIGTERM, False, "SIGTERM")],
+    ids=["SIGINT-to-group", "SIGTERM-to-controller"],
+)
+def test_a_run_stopped_after_a_crash_ends_with_its_summary(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals, to_group: bool, says: str
 ) -> None:
-    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while a test is stuck, after a worker died."""
     small_suite(pytester, monkeypatch, "test_a_dies")
     started = pytester.path / "stuck.started"
     pytester.makepyfile(
         test_stuck=f"import pathlib, threading\n\n\ndef test_stuck():\n    pathlib.Path({str(started)!r}).touch()\n"
-        "    threading.Event().wait(600)  # stuck until interrupted\n"
+        "    threading.Event().wait(600)  # stuck until stopped\n"
     )
-    # The inner pytest takes SIGINT even if this run was started with it ignored (a background job in a script).
-    code = "import signal, sys, pytest\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    code = "import signal, sys, pytest\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     code += "sys.exit(pytest.main(['-n', '2', '--dist', 'loadgroup', '-p', 'no:cacheprovider', '-rA']))"
-    with subprocess.Popen(
-        [sys.executable, "-c", code],
-        cwd=pytester.path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    ) as process:
+    log = pytester.path / "inner.log"
+    with (
+        log.open("wb") as out,
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=pytester.path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        ) as process,
+    ):
         deadline = time.monotonic() + DEADLINE_S
         while not started.exists():
-            assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
-            assert time.monotonic() < deadline, "the stuck test never started"
-            time.sleep(0.05)  # polling a file the inner test writes, with a deadline
-        os.killpg(process.pid, signal.SIGINT)
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"the stuck test never started:\n{log.read_text()}"
+            time.sleep(0.05)  # polling for a file the inner test writes, with a deadline
+        if to_group:
+            os.killpg(process.pid, stop)
+        else:
+            process.send_signal(stop)
         try:
-            output, _ = process.communicate(timeout=DEADLINE_S)
+            process.wait(timeout=DEADLINE_S)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             raise
-    text = output.decode()
+    text = log.read_text()
     assert process.returncode == pytest.ExitCode.INTERRUPTED, text
-    assert "KeyboardInterrupt" in text, text
+    assert says in text, text
     assert re.search(r"FAILED test_a_dies\.py::test_dies - worker 'gw\d+' crashed while running", text), text
     assert re.search(r"\d+ failed.* in [\d.]+s", text), text  # the summary line
