@@ -43,6 +43,23 @@ def test_dies():
 def test_after():
     pass
 """
+# The rehearsal's way to die: stuck past faulthandler_timeout, with faulthandler_exit_on_timeout (pyproject: 15 min).
+STUCK = """
+import threading
+
+
+def test_before():
+    pass
+
+
+def test_dies():
+    threading.Event().wait(60)
+
+
+def test_after():
+    pass
+"""
+FAULTHANDLER_EXIT = ("-o", "faulthandler_timeout=3", "-o", "faulthandler_exit_on_timeout=true")
 
 
 def small_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,11 +84,12 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_a_dead_worker_fails_its_test_and_its_group_goes_on_on_the_replacement(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """test_a_dies sorts first: its worker dies in the first group handed out, while the other is busy; test_z_dies
-    last, after its worker completed groups: the case that hung (xdist 3.8 put completed groups back in the queue)."""
+    """test_a_dies sorts first: its worker exits in the first group handed out, while the other is busy; test_z_dies
+    last, after its worker completed groups, is stuck until faulthandler ends its worker: the case that hung (xdist 3.8
+    put completed groups back in the queue)."""
     small_suite(pytester, monkeypatch)
-    pytester.makepyfile(test_z_dies=DIES)
-    result = run(pytester)
+    pytester.makepyfile(test_z_dies=STUCK)
+    result = run(pytester, *FAULTHANDLER_EXIT)
     result.assert_outcomes(passed=12, failed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     passed = {line.split()[1] for line in result.outlines if line.startswith("PASSED ")}
