@@ -94,6 +94,7 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships
         self._groups_dir = groups_dir
         self._groups: dict[str, str] | None = None
         self.crashes: list[tuple[str, str]] = []  # (worker id, node id of the test it died in), in order
+        self._unsent: dict[WorkerController, set[str]] = {}  # groups given to a worker already dead: never received
 
     def _split_scope(self, nodeid: str) -> str:
         if self._groups is None:
@@ -136,13 +137,16 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships
         # each replacement in turn, until --max-worker-restart is spent (#1371).
         workload = self.assigned_work.pop(node)
         self.registered_collections.pop(node, None)  # its replacement registers its own
+        unsent = self._unsent.pop(node, set())
         left = {scope: [nodeid for nodeid, done in unit.items() if not done] for scope, unit in workload.items()}
         left = {scope: ids for scope, ids in left.items() if ids}
         if not left:
             return None
-        crashed_scope = next(iter(left))
-        crashitem: str = left[crashed_scope].pop(0)
-        self.crashes.append((node.gateway.id, crashitem))
+        crashitem: str | None = None
+        started = [scope for scope in left if scope not in unsent]  # in the order the worker runs them
+        if started:
+            crashitem = left[started[0]].pop(0)
+            self.crashes.append((node.gateway.id, crashitem))
         # First in the queue: these groups were the longest waiting when they started, and restart their fixtures.
         for scope, ids in reversed(left.items()):
             if ids:
@@ -151,6 +155,14 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships
         for other in list(self.assigned_work):
             self._reschedule(other)
         return crashitem
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        try:
+            super()._assign_work_unit(node)
+        except OSError:
+            # The worker died after it sent the event being handled (its pipe is closed): its `errordown`, queued
+            # behind, puts this group back, as one it never received (it did not die in it).
+            self._unsent.setdefault(node, set()).add(next(reversed(self.assigned_work[node])))
 
     def _reschedule(self, node: WorkerController) -> None:
         """Give ``node`` a group when it runs short, enough that it can run what it has (a worker runs a test only once

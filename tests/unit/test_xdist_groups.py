@@ -91,7 +91,7 @@ def test_a_dead_worker_fails_its_test_and_its_group_goes_on_on_the_replacement(
     pytester.makepyfile(test_z_dies=STUCK)
     result = run(pytester, *FAULTHANDLER_EXIT)
     result.assert_outcomes(passed=12, failed=2)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     passed = {line.split()[1] for line in result.outlines if line.startswith("PASSED ")}
     failed = [line for line in result.outlines if line.startswith("FAILED ")]
     for module in ("test_a_dies", "test_z_dies"):
@@ -106,7 +106,7 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
 ) -> None:
     small_suite(pytester, monkeypatch)
     result = run(pytester, "--max-worker-restart", "0")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["*worker gw* crashed and worker restarting disabled*"])
     result.stdout.fnmatch_lines(["FAILED test_a_dies.py::test_after - not run*"])
     result.stdout.fnmatch_lines(
