@@ -4,7 +4,9 @@
 pytest-xdist 3.8's own ``--dist loadgroup`` does not group on pytest 9.2 (it renames node ids through an attribute
 pytest 9.2 no longer reads: pytest-xdist#1386, tests silently spread one by one), and it would group unmarked tests
 not by module but one by one. So each worker writes the groups of what it collected to a file the controller's
-scheduler reads (xdist's controller never collects): node ids stay as they are."""
+scheduler reads (xdist's controller never collects): node ids stay as they are. A worker that dies fails the test
+it died in; the rest of its group goes on on its replacement (``GroupScheduling.remove_node``); SIGINT and SIGTERM end
+the run with its summary (``honour_stop_signals``)."""
 
 from __future__ import annotations
 

@@ -129,10 +129,27 @@ def test_a_run_stopped_after_a_crash_ends_with_its_summary(
 ) -> None:
     small_suite(pytester, monkeypatch)
     started = pytester.path / "stuck.started"
-    pytester.makepyfile(
-        test_stuck=f"import pathlib, threading\n\n\ndef test_stuck():\n    pathlib.Path({str(started)!r}).touch()\n"
-        "    threading.Event().wait(600)  # stuck until stopped\n"
-    )
+    # The test after the one that ends its worker is stuck: it runs on the replacement, so once it has started, the
+    # controller has taken in the death (and reported it).
+    stuck_after = f"""
+import os
+import pathlib
+import threading
+
+
+def test_before():
+    pass
+
+
+def test_dies():
+    os._exit(1)
+
+
+def test_after():
+    pathlib.Path({str(started)!r}).touch()
+    threading.Event().wait(600)  # stuck until stopped
+"""
+    pytester.makepyfile(test_a_dies=stuck_after)
     code = "import signal, sys, pytest\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     code += f"sys.exit(pytest.main({list(INNER_ARGS)!r}))"
     log = pytester.path / "inner.log"
