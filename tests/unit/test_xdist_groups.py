@@ -118,7 +118,7 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
 
 
 # SIGINT to the whole process group, as a terminal's Ctrl-C sends it, to a pytest started with SIGINT ignored (a
-# script's background job: `make test &`, as the rehearsal ran); SIGTERM to the controller alone (a CI timeout, kill).
+# script's background job: `make test &`); SIGTERM to the controller alone (a CI timeout, kill).
 @pytest.mark.parametrize(
     ("stop", "to_group", "says"),
     [(signal.SIGINT, True, "KeyboardInterrupt"), (signal.SIGTERM, False, "SIGTERM")],
