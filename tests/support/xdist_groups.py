@@ -97,6 +97,7 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships
         self._groups: dict[str, str] | None = None
         self.crashes: list[tuple[str, str]] = []  # (worker id, node id of the test it died in), in order
         self._unsent: dict[WorkerController, set[str]] = {}  # groups given to a worker already dead: never received
+        self._first_id = ""  # the first worker whose collection came in: the one a replacement's is compared with
 
     def _split_scope(self, nodeid: str) -> str:
         if self._groups is None:
@@ -119,16 +120,14 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships
         """A replacement's collection may come in any order (work goes out by each worker's own indices), but it must
         hold the same tests; a worker that collected other tests gets none and is shut down, with a collection error."""
         if self.collection is not None and set(collection) != set(self.collection):
-            first = next(iter(self.registered_collections), None)
-            message = report_collection_diff(
-                self.collection, list(collection), first.gateway.id if first else "first", node.gateway.id
-            )
+            message = report_collection_diff(self.collection, list(collection), self._first_id, node.gateway.id)
             self.config.hook.pytest_collectreport(
                 report=pytest.CollectReport(nodeid=node.gateway.id, outcome="failed", longrepr=message, result=[])
             )
             node.shutdown()
             return
         self.registered_collections[node] = list(collection)
+        self._first_id = self._first_id or node.gateway.id
 
     def remove_node(self, node: WorkerController) -> str | None:
         """A worker is gone, at its end or dead: then the test it died in (its first not complete) goes back to xdist,
@@ -207,13 +206,22 @@ class ControllerGroups:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        result = yield  # an interrupted run (Ctrl-C, -x) raises here, and pytest reports what was left itself
+        try:
+            result = yield
+        except RuntimeError:
+            # xdist's "Unexpectedly no active workers available": after a death, no worker is left to take what the
+            # dead one left (its replacement collected other tests). Those tests fail by name and the run ends as a
+            # failed one, with every section of its summary (an internal error would print only the counts).
+            if not self._report_not_run(session):
+                raise
+            return True
         self._report_not_run(session)
         return result
 
-    def _report_not_run(self, session: pytest.Session) -> None:
+    def _report_not_run(self, session: pytest.Session) -> int:
+        """Fail by name each test a crash left in the queue; how many."""
         if self.scheduler is None or not self.scheduler.crashes:
-            return
+            return 0
         crashes = ", ".join(f"{worker} in {nodeid}" for worker, nodeid in self.scheduler.crashes)
         for nodeid in self.scheduler.not_run():
             path = module_of(nodeid)
@@ -222,10 +230,11 @@ class ControllerGroups:
                 location=(path, None, nodeid.rsplit("::", 1)[-1]),
                 keywords={},
                 outcome="failed",
-                longrepr=f"not run: a worker died ({crashes}) and --max-worker-restart left no replacement to run it",
+                longrepr=f"not run: a worker died ({crashes}) and no worker was left to run it",
                 when="call",
             )
             session.config.hook.pytest_runtest_logreport(report=report)
+        return len(self.scheduler.not_run())
 
     def pytest_unconfigure(self) -> None:
         shutil.rmtree(self.groups_dir, ignore_errors=True)

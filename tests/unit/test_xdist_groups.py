@@ -110,11 +110,30 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
     result.stdout.fnmatch_lines(["*worker gw* crashed and worker restarting disabled*"])
     result.stdout.fnmatch_lines(["FAILED test_a_dies.py::test_after - not run*"])
     result.stdout.fnmatch_lines(
-        ["not run: a worker died (gw? in test_a_dies.py::test_dies) and --max-worker-restart left no replacement*"]
+        ["not run: a worker died (gw? in test_a_dies.py::test_dies) and no worker was left to run it"]
     )
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] >= 2  # the test it died in, and at least the rest of its group
     assert outcomes["failed"] + outcomes.get("passed", 0) == 11  # every test is accounted for
+
+
+def test_a_replacement_that_collected_other_tests_gets_none_and_the_run_still_ends(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both first workers die (test_a_dies, then test_z_dies), and every replacement collects one test more."""
+    small_suite(pytester, monkeypatch)
+    pytester.makepyfile(test_z_dies=STUCK)
+    pytester.makepyfile(
+        test_extra="import os\n\nif os.environ['PYTEST_XDIST_WORKER'] not in {'gw0', 'gw1'}:\n\n"
+        "    def test_on_replacements():\n        pass\n"
+    )
+    result = run(pytester, *FAULTHANDLER_EXIT)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*Different tests were collected between gw? and gw2*"])
+    result.stdout.fnmatch_lines(["*Different tests were collected between gw? and gw3*"])
+    result.stdout.fnmatch_lines(["FAILED test_z_dies.py::test_dies - worker 'gw?' crashed while running*"])
+    result.stdout.fnmatch_lines(["FAILED test_z_dies.py::test_after - not run*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
 
 
 # SIGINT to the whole process group, as a terminal's Ctrl-C sends it, to a pytest started with SIGINT ignored (a
