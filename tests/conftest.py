@@ -2,11 +2,8 @@
 set) and the xdist groups that `make test` (``-n 2 --dist loadgroup``) hands out longest first."""
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 # pyspark's classic launcher (the parity tests' local[2] server) starts its JVM with fork(), and gRPC's fork handlers,
 # armed once a Spark Connect client has run, abort that child now and then; they must be off before gRPC loads.
@@ -22,11 +19,9 @@ from jobs.lakehouse.engine import spark_session
 from jobs.local.broker import EmbeddedBroker
 from jobs.local.spark_connect import LocalSparkConnect
 from jobs.processes import die_with_parent
+from tests.support import xdist_groups
 from tests.support.airflow_harness import SharedAirflow, shared_standalone
 from tests.support.kafka_isolation import isolated
-from tests.support.xdist_groups import GROUPS_FILE, GroupScheduling, WorkerGroups, worker_input
-
-GROUPS_DIR = pytest.StashKey[Path]()  # the controller's folder of the workers' group files
 
 # tests/deploy runs against containers only `make deploy-test` (tests/deploy/run.sh) starts, and says so in its env.
 collect_ignore = [] if os.environ.get("RBP_DEPLOY_PROJECT") else ["deploy"]
@@ -112,38 +107,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """In an xdist worker: die with the pytest that started it (its servers, spawned with a parent-death signal, die
-    with it: a killed run leaves no broker, Spark Connect, Airflow or Streams JVM behind), order the collection and
-    say each test's group (tests/support/xdist_groups.py). In the controller: a folder for those groups."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
+    with it: a killed run leaves no broker, Spark Connect, Airflow or Streams JVM behind). In every process: the xdist
+    groups (tests/support/xdist_groups.py: the workers say each test's group, the controller schedules them)."""
+    if getattr(config, "workerinput", None) is not None:
         controller = os.getppid()
         die_with_parent()
         if os.getppid() != controller:  # the controller died before the signal was armed
             os._exit(1)
-        if GROUPS_FILE in workerinput:
-            config.pluginmanager.register(WorkerGroups(Path(workerinput[GROUPS_FILE])), "rbp-xdist-groups")
-    elif config.getoption("dist", "no") == "loadgroup" and config.getoption("numprocesses", None):
-        config.stash[GROUPS_DIR] = Path(tempfile.mkdtemp(prefix="rbp-xdist-groups-"))
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if GROUPS_DIR in config.stash:
-        shutil.rmtree(config.stash[GROUPS_DIR], ignore_errors=True)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist's controller, starting a worker: where the worker writes its tests' groups."""
-    if GROUPS_DIR in node.config.stash:
-        node.workerinput.update(worker_input(node.config.stash[GROUPS_DIR], node.gateway.id))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup`` (pyproject's addopts) schedules our groups: a module, or what an ``xdist_group`` names."""
-    if GROUPS_DIR in config.stash:
-        return GroupScheduling(config, log, config.stash[GROUPS_DIR])
-    return None
+    xdist_groups.install(config)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
