@@ -20,7 +20,7 @@ from pyspark.sql import functions as sf
 
 from assignor import ClientAssignment, GroupAssignment, TaskId
 from assignor.protocol.restored_offsets import RestoredOffsetsReport
-from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS
+from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS, StateReport
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.broker_reads import read_membership
@@ -113,6 +113,14 @@ def _restored_frame(lake: Lake, restored: Mapping[str, RestoredDuring]) -> DataF
     return lake.spark.createDataFrame(rows, ddl)
 
 
+def group_members(own: Iterable[Report], streams_reports: Iterable[Report], streams: set[str]) -> list[StateReport]:
+    """The reports whose processes are the groups' members: a group's fresh state reports, or for a streams-protocol
+    group (``streams``) the broker's description only (old plugin reports of a group that switched protocol name no
+    member). Restores join them by process id from the members' own restored-offsets reports, which the restore
+    listener publishes under either protocol."""
+    return [r.record for r in own if r.group_id not in streams] + [r.record for r in streams_reports]
+
+
 def restored_after(settings: Settings, bootstrap: str) -> list[RestoredOffsetsReport]:
     """The restored-offsets reports, read again once the targets were seen: a member publishes a warmup's restore
     when the warmup is promoted, which the broker's description of a streams group can show after this run's first
@@ -176,10 +184,7 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     streams_read = read_streams_groups(settings, bootstrap, streams) if streams else []
     streams_reports = group_reports(streams_read)
     generations = group_generations(fresh)  # before the streams groups' member epochs join them
-    # A group's members: its fresh state reports, or for a streams-protocol group the broker's description (old
-    # plugin reports of a group that switched protocol name no member). Their restores come from the members' own
-    # restored-offsets reports (the listener publishes them under either protocol), joined by process id.
-    member_reports = [r.record for r in fresh if r.group_id not in streams] + [r.record for r in streams_reports]
+    member_reports = group_members(fresh, streams_reports, streams)
     fresh += streams_reports
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a

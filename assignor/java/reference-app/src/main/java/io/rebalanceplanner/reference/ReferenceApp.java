@@ -52,7 +52,6 @@ import org.apache.kafka.streams.state.Stores;
  */
 public final class ReferenceApp {
     static final String STORE = "counts";
-    private static final String PLUGIN = "io.rebalanceplanner.PlanHonoringTaskAssignor";
 
     private ReferenceApp() {}
 
@@ -107,24 +106,15 @@ public final class ReferenceApp {
         String input = flags.get("input-topic", "input");
         GroupProtocol protocol = GroupProtocol.parse(flags.get("group-protocol", "classic"));
         // Under the streams protocol Kafka Streams never consults task.assignor.class: the broker assigns.
-        boolean plugin = flags.getBool("plugin", true) && protocol == GroupProtocol.CLASSIC;
+        PlannerParts parts = PlannerParts.from(flags, protocol);
+        boolean plugin = parts.plugin();
         if (flags.getBool("plugin", true) && !plugin) {
             System.err.println("--plugin ignored: the streams group protocol has no client-side assignor");
         }
-        // Each member's restored offsets: the leader's state reports cannot say them, and a streams-protocol group
-        // sends no reports at all, so this is the only way observe learns what a plan restored there.
-        boolean restoredReports = flags.getBool("restored-reports", plugin || protocol == GroupProtocol.STREAMS);
         Events events = new Events(flags.get("events", null));
         Counters counters = new Counters(events);
         if (flags.getBool("create-topics", true)) {
-            List<String> compacted = new ArrayList<>();
-            if (plugin) {
-                compacted.add(flags.get("plans-topic", "_rebalance_plans"));
-            }
-            if (plugin || restoredReports) {
-                compacted.add(flags.get("reports-topic", "_rebalance_reports"));
-            }
-            createTopics(bootstrap, input, flags.getInt("partitions", 12), compacted);
+            createTopics(bootstrap, input, flags.getInt("partitions", 12), parts.compactedTopics(flags));
         }
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
@@ -163,22 +153,7 @@ public final class ReferenceApp {
         if (flags.has("application-server")) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, flags.get("application-server", ""));
         }
-        if (plugin || restoredReports) {
-            // The listener's settings; Kafka Streams ignores rebalance.planner.* keys it does not know.
-            props.put("rebalance.planner.reports.topic", flags.get("reports-topic", "_rebalance_reports"));
-        }
-        if (plugin) {
-            props.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, PLUGIN);
-            props.put("rebalance.planner.verify.keys", flags.get("verify-keys", ""));
-            props.put("rebalance.planner.plans.topic", flags.get("plans-topic", "_rebalance_plans"));
-            if (flags.has("plan-check-interval-ms")) {
-                props.put("rebalance.planner.plan.check.interval.ms", flags.get("plan-check-interval-ms", ""));
-            }
-            props.put("rebalance.planner.scheduled.rebalance.max.delay.ms",
-                    flags.get("scheduled-rebalance-max-delay-ms", "0"));
-            props.put("rebalance.planner.hold.without.caught.up.copy",
-                    flags.get("hold-without-caught-up-copy", "false"));
-        }
+        props.putAll(parts.properties(flags));
         Topology topology = topology(input, counters);
         Map<String, Integer> storeSubtopology = RestoredOffsetsListener.storeSubtopologies(topology.describe());
         KafkaStreams streams = new KafkaStreams(topology, props);
@@ -186,7 +161,7 @@ public final class ReferenceApp {
         AtomicBoolean closing = new AtomicBoolean();
         RestoreEvents restoreEvents = new RestoreEvents(events, storeSubtopology);
         StandbyEvents standbyEvents = new StandbyEvents(events);
-        if (restoredReports) { // the reference app's own listeners receive every callback as delegates
+        if (parts.restoredReports()) { // the reference app's own listeners receive every callback as delegates
             RestoredOffsetsListener.register(streams, topology, props, restoreEvents, standbyEvents);
         } else {
             streams.setGlobalStateRestoreListener(restoreEvents);
