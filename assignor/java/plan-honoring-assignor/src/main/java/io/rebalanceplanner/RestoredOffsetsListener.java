@@ -73,7 +73,10 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
         this.publisher = publisher;
     }
 
-    /** Registers the listener on {@code streams} (restore and standby), publishing with the plugin's settings. */
+    /**
+     * Registers the listener on {@code streams} (restore and standby), publishing with the {@code rebalance.planner.*}
+     * settings in {@code props}; under either group protocol (a streams-protocol application has no plugin).
+     */
     public static RestoredOffsetsListener register(KafkaStreams streams, Topology topology, Properties props) {
         return register(streams, topology, props, null, null);
     }
@@ -100,7 +103,8 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
     }
 
     /**
-     * The instance's process id, the one its subscription (and so the leader's state report) carries. Kafka
+     * The instance's process id, the one its subscription (and so the leader's state report) carries, or under the
+     * streams protocol its heartbeats (and so the broker's description of the group). Kafka
      * Streams has no public accessor for it: read from its field, named in the error when that ever changes.
      */
     static UUID processId(KafkaStreams streams) {
