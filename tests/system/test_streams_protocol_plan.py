@@ -2,7 +2,8 @@
 broker-side assignor (KIP-1357) installed and trusting the test key, two reference-app JVMs on
 ``--group-protocol streams``, and every pipeline stage in-process (extract → lags → plan → validate → approve →
 publish). Publish selects our assignor for the group and triggers an assignment; the group then runs the plan's
-target. The plan adds a standby of every stateful task, which the group's own config (no standbys) would not."""
+target. The plan adds a standby of every stateful task, which the group's own config (no standbys) would not; the
+members' restore listeners report the standbys' loading, which observe records as what the plan restored."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from assignor import GroupAssignment
+from assignor.protocol.restored_offsets import RestoredOffsetsReport, is_restored_key
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_jar
-from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig
+from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig, standby_restored_records
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.broker_streams import parse_reader_output
 from jobs.pipeline.extract import run_extract
@@ -66,6 +68,17 @@ def at_target(bootstrap: str, target: GroupAssignment) -> bool:
     return now == want
 
 
+def listener_sum(bootstrap: str, since_ms: int) -> int:
+    """The offsets the members' restore listeners last published for restores begun since ``since_ms``."""
+    total = 0
+    for key, value in read_latest_by_key(bootstrap, REPORTS).items():
+        text = key.decode("utf-8")
+        if value is not None and text.startswith(f"{APP}/") and is_restored_key(text):
+            report = RestoredOffsetsReport.decode(text, value)
+            total += sum(r.offsets for r in report.restores.values() if r.started_at >= since_ms)
+    return total
+
+
 def group_config(bootstrap: str, name: str) -> str | None:
     """The group config's value as the broker describes it (its default when not set on the group)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -91,6 +104,7 @@ def fleet(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> I
         partitions=PARTITIONS,
         plugin=False,
         group_protocol="streams",
+        reports_topic=REPORTS,  # where each member's restore listener publishes what it restored
     )
     with StreamsFleet(config) as running:
         running.produce(RECORDS, keys=RECORDS)
@@ -189,10 +203,23 @@ def test_publish_selects_our_assignor_and_the_group_runs_the_plan(
     wait_until(lambda: at_target(broker.bootstrap, target), 120, "the group to run the plan's target", poll_s=1)
     assert all(i.alive for i in fleet.members())
 
+    # The new standbys load their stores: each member's restore listener publishes that loading while it goes on
+    # (a hot standby's loading never ends), within rebalance.planner.restored.publish.interval.ms.
+    published_at = int(row["published_at"])
+
+    def listeners_saw_the_loading() -> bool:
+        loaded = sum(standby_restored_records(fleet.members(), published_at).values())
+        return 0 < loaded == listener_sum(broker.bootstrap, published_at)
+
+    wait_until(listeners_saw_the_loading, 60, "the listeners to publish the standbys' loading", poll_s=1)
+    loaded = sum(standby_restored_records(fleet.members(), published_at).values())
+
     # observe reads the group from the broker, marks the plan REALIZED and hands the group back to the default.
     ensure_topics({"bootstrap.servers": broker.bootstrap}, [TopicSpec(REPORTS, compacted=True)])
     assert run_observe(lake, settings, broker.bootstrap).counts["realized"] == 1
     row = lake.read("plans").where(sf.col("plan_id") == plan_id).first()
     assert row is not None and row["status"] == "REALIZED"
+    # What the plan restored: both members reported (their process ids are the ones the broker describes).
+    assert (row["restored_offsets"], row["restored_reporting"], row["restored_members"]) == (loaded, 2, 2), row
     assert group_config(broker.bootstrap, ASSIGNOR_CONFIG) == "sticky"
     assert group_config(broker.bootstrap, TRIGGER_CONFIG) is None  # the group's own rack tags (none) again
