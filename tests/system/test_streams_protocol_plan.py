@@ -18,7 +18,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from assignor import GroupAssignment
-from assignor.protocol.restored_offsets import RestoredOffsetsReport, is_restored_key
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
@@ -41,6 +40,7 @@ from jobs.polling import wait_until
 from jobs.report import build_report
 from jobs.report.gaps import gaps_markdown, reporting_gaps
 from jobs.settings import Kip441Overrides, Settings
+from tests.support.restored_reports import restored_reports, restored_since
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
 APP = "streams-planned"
@@ -66,17 +66,6 @@ def at_target(bootstrap: str, target: GroupAssignment) -> bool:
     _, now = live(bootstrap)
     want = {p: ({str(t) for t in c.active}, {str(t) for t in c.standby}) for p, c in target.clients.items()}
     return now == want
-
-
-def listener_sum(bootstrap: str, since_ms: int) -> int:
-    """The offsets the members' restore listeners last published for restores begun since ``since_ms``."""
-    total = 0
-    for key, value in read_latest_by_key(bootstrap, REPORTS).items():
-        text = key.decode("utf-8")
-        if value is not None and text.startswith(f"{APP}/") and is_restored_key(text):
-            report = RestoredOffsetsReport.decode(text, value)
-            total += sum(r.offsets for r in report.restores.values() if r.started_at >= since_ms)
-    return total
 
 
 def group_config(bootstrap: str, name: str) -> str | None:
@@ -209,7 +198,7 @@ def test_publish_selects_our_assignor_and_the_group_runs_the_plan(
 
     def listeners_saw_the_loading() -> bool:
         loaded = sum(standby_restored_records(fleet.members(), published_at).values())
-        return 0 < loaded == listener_sum(broker.bootstrap, published_at)
+        return 0 < loaded == restored_since(restored_reports(broker.bootstrap, REPORTS, APP), published_at)
 
     wait_until(listeners_saw_the_loading, 60, "the listeners to publish the standbys' loading", poll_s=1)
     loaded = sum(standby_restored_records(fleet.members(), published_at).values())

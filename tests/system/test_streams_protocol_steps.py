@@ -15,7 +15,6 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from assignor.protocol.restored_offsets import RestoredOffsetsReport, is_restored_key
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
@@ -40,6 +39,7 @@ from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
 from jobs.report.collect import group_rows
 from jobs.settings import Kip441Overrides, Settings
+from tests.support.restored_reports import restored_reports
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 from tests.support.streams_holdings import broker_holdings
 
@@ -71,17 +71,6 @@ def warmups_caught_up(bootstrap: str, process_id: str, tasks: set[str]) -> bool:
             lags = [lag(sums.get(t), ends.get(t)) for t in tasks]
             return all(x is not None and x <= ACCEPTABLE_LAG for x in lags)
     return False
-
-
-def restored_reports(bootstrap: str) -> dict[str, RestoredOffsetsReport]:
-    """process id -> the restored-offsets report the member's listener published last."""
-    out = {}
-    for key, value in read_latest_by_key(bootstrap, REPORTS).items():
-        text = key.decode("utf-8")
-        if value is not None and text.startswith(f"{APP}/") and is_restored_key(text):
-            report = RestoredOffsetsReport.decode(text, value)
-            out[report.process_id] = report
-    return out
 
 
 def stateful(bootstrap: str, process_id: str) -> set[str]:
@@ -248,7 +237,9 @@ def test_a_drain_is_honored_in_steps_triggered_by_observe(
     row = lake.read("plans").where(sf.col("plan_id") == plan_id).first()
     assert row is not None and row["status"] == "REALIZED"
     published_at = int(row["published_at"])
-    assert {a, b} <= set(restored_reports(broker.bootstrap)), "a restored-offsets report from every member"
+    assert {a, b} <= set(restored_reports(broker.bootstrap, REPORTS, APP)), (
+        "a restored-offsets report from every member"
+    )
     assert (row["restored_reporting"], row["restored_members"]) == (2, 2), row
     loaded = sum(standby_restored_records(members, published_at).values())  # warm-ups only: the group has no standbys
     restored = sum(restored_records(members, published_at).values())
