@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import ClientAssignment, GroupAssignment, TaskId
-from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS
+from assignor.protocol.restored_offsets import RestoredOffsetsReport
+from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS, StateReport
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.broker_reads import read_membership
@@ -112,6 +113,22 @@ def _restored_frame(lake: Lake, restored: Mapping[str, RestoredDuring]) -> DataF
     return lake.spark.createDataFrame(rows, ddl)
 
 
+def group_members(own: Iterable[Report], streams_reports: Iterable[Report], streams: set[str]) -> list[StateReport]:
+    """The reports whose processes are the groups' members: a group's fresh state reports, or for a streams-protocol
+    group (``streams``) the broker's description only (old plugin reports of a group that switched protocol name no
+    member). Restores join them by process id from the members' own restored-offsets reports, which the restore
+    listener publishes under either protocol."""
+    return [r.record for r in own if r.group_id not in streams] + [r.record for r in streams_reports]
+
+
+def restored_after(settings: Settings, bootstrap: str) -> list[RestoredOffsetsReport]:
+    """The restored-offsets reports, read again once the targets were seen: a member publishes a warmup's restore
+    when the warmup is promoted, which the broker's description of a streams group can show after this run's first
+    read of the reports topic."""
+    records = read_latest_by_key(bootstrap, settings.reports_topic, settings.kafka_config, settings.kafka_timeout_s)
+    return parse_records(records)[1].restored
+
+
 def drained_departures(
     draining: Mapping[str, Sequence[str]],
     published: Mapping[str, str],
@@ -167,7 +184,7 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     streams_read = read_streams_groups(settings, bootstrap, streams) if streams else []
     streams_reports = group_reports(streams_read)
     generations = group_generations(fresh)  # before the streams groups' member epochs join them
-    own_reports = [r.record for r in fresh]  # streams-protocol groups report no restores: their members are not ours
+    member_reports = group_members(fresh, streams_reports, streams)
     fresh += streams_reports
     draining = {r["plan_id"]: list(r["draining"]) for r in plan_rows if r["draining"]}
     # Only drain plans need the broker's word on who is still a member; the reports alone cannot tell a
@@ -183,7 +200,7 @@ def run_observe(lake: Lake, settings: Settings, bootstrap: str) -> StageResult:
     done = realized_plans(candidates, plan_targets(lake, list(candidates)), live_assignments(fresh))
     if done:
         windows = {p: (published[p], published_at[p]) for p in done}
-        restored = groups_restored(windows, own_reports, intake.restored, now)
+        restored = groups_restored(windows, member_reports, restored_after(settings, bootstrap), now)
         updates = (
             plans.where(sf.col("plan_id").isin(done))
             .withColumn("status", sf.lit(PlanStatus.REALIZED))

@@ -19,7 +19,6 @@ from pyspark.sql import functions as sf
 
 from assignor.configs import AssignmentConfigs
 from assignor.protocol.plans import ApprovedPlan, read_record
-from assignor.protocol.restored_offsets import RestoredOffsetsReport, is_restored_key
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
@@ -47,6 +46,7 @@ from jobs.polling import wait_until
 from jobs.report.collect import group_rows
 from jobs.settings import Kip441Settings, Settings
 from tests.support.kafka_isolation import isolated
+from tests.support.restored_reports import restored_reports, restored_since
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
 APP = "counter"
@@ -163,34 +163,24 @@ def test_no_task_is_processed_by_two_instances_at_once(scale_out: ScaleOut) -> N
     assert double_processing(scale_out.fleet.members()) == []
 
 
-def restored_reports(fleet: StreamsFleet) -> dict[str, RestoredOffsetsReport]:
-    """process id -> the restored-offsets report its RestoredOffsetsListener published last."""
-    out = {}
-    for key, value in read_latest_by_key(fleet.config.bootstrap, REPORTS).items():
-        text = key.decode("utf-8")
-        if value is not None and text.startswith(f"{APP}/") and is_restored_key(text):
-            report = RestoredOffsetsReport.decode(text, value)
-            out[report.process_id] = report
-    return out
-
-
 def test_observe_records_the_offsets_the_moved_tasks_restored_as_the_listener_saw_them(
     scale_out: ScaleOut, spark: SparkSession
 ) -> None:
     fleet, plan = scale_out.fleet, scale_out.plan
     live = {i.process_id for i in fleet.live()}
     # Each member publishes its restores when one ends or is suspended (a warmup promoted).
-    wait_until(lambda: live <= set(restored_reports(fleet)), 60, "a restored-offsets report from every member")
+    wait_until(
+        lambda: live <= set(restored_reports(fleet.config.bootstrap, REPORTS, APP)),
+        60,
+        "a restored-offsets report from every member",
+    )
     lake = Lake(spark, scale_out.settings.lake_root)
     observed = run_observe(lake, scale_out.settings, fleet.config.bootstrap)
     assert observed.counts["realized"] == 1
     row = lake.read("plans").where(sf.col("plan_id") == plan.plan_id).first()
     assert row is not None and row["status"] == "REALIZED"
     published_at = int(row["published_at"])
-    reported = sum(
-        r.offsets for report in restored_reports(fleet).values() for r in report.restores.values()
-        if r.started_at >= published_at
-    )  # fmt: skip
+    reported = restored_since(restored_reports(fleet.config.bootstrap, REPORTS, APP), published_at)
     # The reference app's own listeners (the plugin's delegates) log the same loading as events: warmups' (no
     # standbys here, so every standby load since publish is a warmup's) and the actives' restores.
     active = sum(restored_records(fleet.members(), published_at).values())

@@ -2,7 +2,8 @@
 broker-side assignor (KIP-1357) installed and trusting the test key, two reference-app JVMs on
 ``--group-protocol streams``, and every pipeline stage in-process (extract → lags → plan → validate → approve →
 publish). Publish selects our assignor for the group and triggers an assignment; the group then runs the plan's
-target. The plan adds a standby of every stateful task, which the group's own config (no standbys) would not."""
+target. The plan adds a standby of every stateful task, which the group's own config (no standbys) would not; the
+members' restore listeners report the standbys' loading, which observe records as what the plan restored."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.kafka_topics import TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import BrokerAssignor, EmbeddedBroker, broker_assignor_jar
-from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig
+from jobs.local.streams_fleet import StreamsFleet, StreamsFleetConfig, standby_restored_records
 from jobs.pipeline.approve import run_approve
 from jobs.pipeline.broker_streams import parse_reader_output
 from jobs.pipeline.extract import run_extract
@@ -39,6 +40,7 @@ from jobs.polling import wait_until
 from jobs.report import build_report
 from jobs.report.gaps import gaps_markdown, reporting_gaps
 from jobs.settings import Kip441Overrides, Settings
+from tests.support.restored_reports import restored_reports, restored_since
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 
 APP = "streams-planned"
@@ -91,6 +93,7 @@ def fleet(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> I
         partitions=PARTITIONS,
         plugin=False,
         group_protocol="streams",
+        reports_topic=REPORTS,  # where each member's restore listener publishes what it restored
     )
     with StreamsFleet(config) as running:
         running.produce(RECORDS, keys=RECORDS)
@@ -189,10 +192,23 @@ def test_publish_selects_our_assignor_and_the_group_runs_the_plan(
     wait_until(lambda: at_target(broker.bootstrap, target), 120, "the group to run the plan's target", poll_s=1)
     assert all(i.alive for i in fleet.members())
 
+    # The new standbys load their stores: each member's restore listener publishes that loading while it goes on
+    # (a hot standby's loading never ends), within rebalance.planner.restored.publish.interval.ms.
+    published_at = int(row["published_at"])
+
+    def listeners_saw_the_loading() -> bool:
+        loaded = sum(standby_restored_records(fleet.members(), published_at).values())
+        return 0 < loaded == restored_since(restored_reports(broker.bootstrap, REPORTS, APP), published_at)
+
+    wait_until(listeners_saw_the_loading, 60, "the listeners to publish the standbys' loading", poll_s=1)
+    loaded = sum(standby_restored_records(fleet.members(), published_at).values())
+
     # observe reads the group from the broker, marks the plan REALIZED and hands the group back to the default.
     ensure_topics({"bootstrap.servers": broker.bootstrap}, [TopicSpec(REPORTS, compacted=True)])
     assert run_observe(lake, settings, broker.bootstrap).counts["realized"] == 1
     row = lake.read("plans").where(sf.col("plan_id") == plan_id).first()
     assert row is not None and row["status"] == "REALIZED"
+    # What the plan restored: both members reported (their process ids are the ones the broker describes).
+    assert (row["restored_offsets"], row["restored_reporting"], row["restored_members"]) == (loaded, 2, 2), row
     assert group_config(broker.bootstrap, ASSIGNOR_CONFIG) == "sticky"
     assert group_config(broker.bootstrap, TRIGGER_CONFIG) is None  # the group's own rack tags (none) again

@@ -1,7 +1,8 @@
 """A streams-protocol plan honored in steps on real parts: the embedded Kafka 4.4 broker with our assignor, two
 reference-app JVMs on ``--group-protocol streams`` and every stage in-process. A drain of one instance moves its
 stateful actives to the other, which holds no state for them: the first step places warm-up standbys, and
-observe triggers the later step(s) once they caught up, until the plan is REALIZED."""
+observe triggers the later step(s) once they caught up, until the plan is REALIZED, with the offsets the members'
+restore listeners reported restoring meanwhile."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ from jobs.pipeline.streams_reader import read_streams_groups_lines
 from jobs.pipeline.streams_steps import lag
 from jobs.pipeline.validate import run_validate
 from jobs.polling import wait_until
+from jobs.report.collect import group_rows
 from jobs.settings import Kip441Overrides, Settings
+from tests.support.restored_reports import restored_reports
 from tests.support.signing import SIGNER, VERIFY_KEYS, key_file
 from tests.support.streams_holdings import broker_holdings
 
@@ -97,6 +100,7 @@ def fleet(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> I
         partitions=PARTITIONS,
         plugin=False,
         group_protocol="streams",
+        reports_topic=REPORTS,  # where each member's restore listener publishes what it restored
     )
     with StreamsFleet(config) as running:
         running.produce(RECORDS, keys=RECORDS)
@@ -227,6 +231,22 @@ def test_a_drain_is_honored_in_steps_triggered_by_observe(
     )
     assert active_restored <= len(moved) * ACCEPTABLE_LAG, "a moved active restored more than its warm-up lag"
     assert all(i.alive for i in fleet.members())
+
+    # What the plan restored, as each member's RestoredOffsetsListener published it under the streams protocol: both
+    # members reported (their KafkaStreams process ids are the broker's), and the warm-ups' loading is counted.
+    row = lake.read("plans").where(sf.col("plan_id") == plan_id).first()
+    assert row is not None and row["status"] == "REALIZED"
+    published_at = int(row["published_at"])
+    assert {a, b} <= set(restored_reports(broker.bootstrap, REPORTS, APP)), (
+        "a restored-offsets report from every member"
+    )
+    assert (row["restored_reporting"], row["restored_members"]) == (2, 2), row
+    loaded = sum(standby_restored_records(members, published_at).values())  # warm-ups only: the group has no standbys
+    restored = sum(restored_records(members, published_at).values())
+    print(f"streams drain restored: observe recorded {row['restored_offsets']}; events {loaded} + {restored}")
+    assert 0 < row["restored_offsets"] <= loaded + restored, (row["restored_offsets"], loaded, restored)
+    shown = group_rows(lake, str(row["snapshot_id"]), [APP])[0]
+    assert shown.restored_text == f"{row['restored_offsets']:,} offsets (all 2 instances reported)"
 
     # The drained instance is safe to stop now: our assignor stays selected (the broker's sticky would hand it tasks
     # back) until it left; then observe releases the group and a keeps every task.

@@ -11,8 +11,14 @@ import pytest
 from assignor import TaskId
 from assignor.protocol.restored_offsets import RestoredOffsetsReport, TaskRestore
 from assignor.protocol.state_report import RejectReason, ReportRejected, StateReport, check_report
-from jobs.pipeline.intake import RESTORED_REJECTED, SCHEMA_VIOLATION, parse_records
+from jobs.pipeline.broker_streams import parse_reader_output
+from jobs.pipeline.intake import RESTORED_REJECTED, SCHEMA_VIOLATION, Report, parse_records, parse_report
+from jobs.pipeline.observe import group_members
+from jobs.pipeline.observe_streams import group_reports
 from jobs.pipeline.restored import RestoredDuring, groups_restored, newest_restores, restored_during
+from tests.unit.test_broker_streams import P1, P2
+from tests.unit.test_broker_streams import _group as _streams_group
+from tests.unit.test_broker_streams import _lines as _reader_lines
 from tests.unit.test_state_report import runtime_report
 
 PUBLISHED = 1_790_000_000_000
@@ -102,3 +108,19 @@ def test_a_restored_record_of_an_instance_no_longer_in_the_group_does_not_count(
     gone = RestoredOffsetsReport("orders", "left", PUBLISHED, {TaskId(0, 1): TaskRestore(500, PUBLISHED + 1)})
     outcome = groups_restored({"plan-1": ("orders", PUBLISHED)}, [member], [gone], PUBLISHED + 10)
     assert outcome == {"plan-1": RestoredDuring(offsets=0, reporting=1, members=1)}
+
+
+def test_a_streams_protocol_groups_members_are_the_brokers_and_their_listener_records_join_by_process_id() -> None:
+    read = parse_reader_output(_reader_lines(_streams_group()), PUBLISHED)
+    described = group_reports(read.groups)  # what observe reads for a streams-protocol group
+    old_plugin = replace(runtime_report(), group_id="app", process_id="before-the-switch")  # superseded, still fresh
+    old = parse_report(old_plugin.key.encode(), old_plugin.encode())
+    assert isinstance(old, Report), old
+    members = group_members([old], described, {"app"})
+    assert sorted(r.process_id for r in members) == [P1, P2]
+    listener = [
+        RestoredOffsetsReport("app", P1, PUBLISHED + 30, {TaskId(1, 0): TaskRestore(900, PUBLISHED + 5)}),
+        RestoredOffsetsReport("app", P2, PUBLISHED + 30, {}),
+    ]
+    outcome = groups_restored({"plan-1": ("app", PUBLISHED)}, members, listener, PUBLISHED + 60)
+    assert outcome == {"plan-1": RestoredDuring(offsets=900, reporting=2, members=2)}

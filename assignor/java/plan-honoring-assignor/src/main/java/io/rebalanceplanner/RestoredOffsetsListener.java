@@ -16,6 +16,8 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
@@ -43,6 +45,8 @@ import org.slf4j.LoggerFactory;
  * them as delegates, which receive every callback too. Never throws into Kafka Streams: a failed publish is logged
  * and retried with the next one. Publishing waits for the broker's acknowledgement, so it runs on the listener's own
  * thread, never on Kafka Streams' restoring thread; restores that end while one is pending share its publish.
+ * Records loaded by a restore still under way (a hot standby's loading never ends) are published within
+ * {@code rebalance.planner.restored.publish.interval.ms}: one delayed publish per interval while loading goes on.
  */
 public final class RestoredOffsetsListener implements StateRestoreListener, StandbyUpdateListener {
     private static final Logger LOG = LoggerFactory.getLogger(RestoredOffsetsListener.class);
@@ -55,14 +59,32 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
     private final StateRestoreListener restoreDelegate;
     private final StandbyUpdateListener standbyDelegate;
     private final Executor publisher;
+    private final Later later;
+    private final long publishIntervalMs;
     private boolean publishPending; // guarded by this: a publish is queued and will read the restores when it runs
+    private boolean loadPublishPending; // guarded by this: a delayed publish of loaded records is scheduled
     private final Map<Task, TaskRestore> restores = new TreeMap<>();
     private final Map<Task, Set<TopicPartition>> loading = new HashMap<>();
     private final Set<Task> promoted = new HashSet<>();
 
+    /** Runs a task after a delay, on the publishing thread. */
+    interface Later {
+        void run(Runnable task, long delayMs);
+    }
+
+    /** Publishes only when a restore ends or is suspended (no delayed publish of records still loading). */
     RestoredOffsetsListener(String groupId, String processId, Map<String, Integer> storeSubtopology,
             ReportSink sink, LongSupplier clock, StateRestoreListener restoreDelegate,
             StandbyUpdateListener standbyDelegate, Executor publisher) {
+        this(groupId, processId, storeSubtopology, sink, clock, restoreDelegate, standbyDelegate, publisher,
+                (task, delayMs) -> { }, 0);
+    }
+
+    RestoredOffsetsListener(String groupId, String processId, Map<String, Integer> storeSubtopology,
+            ReportSink sink, LongSupplier clock, StateRestoreListener restoreDelegate,
+            StandbyUpdateListener standbyDelegate, Executor publisher, Later later, long publishIntervalMs) {
+        this.later = later;
+        this.publishIntervalMs = publishIntervalMs;
         this.groupId = groupId;
         this.processId = processId;
         this.storeSubtopology = Map.copyOf(storeSubtopology);
@@ -73,7 +95,10 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
         this.publisher = publisher;
     }
 
-    /** Registers the listener on {@code streams} (restore and standby), publishing with the plugin's settings. */
+    /**
+     * Registers the listener on {@code streams} (restore and standby), publishing with the {@code rebalance.planner.*}
+     * settings in {@code props}; under either group protocol (a streams-protocol application has no plugin).
+     */
     public static RestoredOffsetsListener register(KafkaStreams streams, Topology topology, Properties props) {
         return register(streams, topology, props, null, null);
     }
@@ -85,14 +110,16 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
         props.stringPropertyNames().forEach(name -> configs.put(name, props.getProperty(name)));
         PlannerSettings settings = PlannerSettings.from(configs);
         String processId = processId(streams).toString();
-        Executor publisher = Executors.newSingleThreadExecutor(run -> {
+        ScheduledExecutorService publisher = Executors.newSingleThreadScheduledExecutor(run -> {
             Thread thread = new Thread(run, "rbp-restored-offsets-" + processId);
             thread.setDaemon(true); // never keeps the application's JVM alive
             return thread;
         });
         RestoredOffsetsListener listener = new RestoredOffsetsListener(settings.applicationId(), processId,
                 storeSubtopologies(topology.describe()), SharedClients.reportSink(settings), System::currentTimeMillis,
-                restoreDelegate, standbyDelegate, publisher);
+                restoreDelegate, standbyDelegate, publisher,
+                (task, delayMs) -> publisher.schedule(task, delayMs, TimeUnit.MILLISECONDS),
+                settings.restoredPublishIntervalMs());
         streams.setGlobalStateRestoreListener(listener);
         streams.setStandbyUpdateListener(listener);
         listener.schedulePublish();
@@ -100,7 +127,8 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
     }
 
     /**
-     * The instance's process id, the one its subscription (and so the leader's state report) carries. Kafka
+     * The instance's process id, the one its subscription (and so the leader's state report) carries, or under the
+     * streams protocol its heartbeats (and so the broker's description of the group). Kafka
      * Streams has no public accessor for it: read from its field, named in the error when that ever changes.
      */
     static UUID processId(KafkaStreams streams) {
@@ -150,11 +178,32 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
         open.add(tp);
     }
 
-    private synchronized void loaded(Task task, long records) {
-        TaskRestore r = task == null ? null : restores.get(task);
-        if (r != null && records > 0) {
+    private void loaded(Task task, long records) {
+        synchronized (this) {
+            TaskRestore r = task == null ? null : restores.get(task);
+            if (r == null || records <= 0) {
+                return;
+            }
             long sum = r.offsets() > Long.MAX_VALUE - records ? Long.MAX_VALUE : r.offsets() + records;
             restores.put(task, new TaskRestore(sum, r.startedAt()));
+            if (publishIntervalMs == 0 || loadPublishPending) {
+                return;
+            }
+            loadPublishPending = true;
+        }
+        // A restore still under way is seen within the interval, not only when it ends (a hot standby never does).
+        try {
+            later.run(() -> {
+                synchronized (this) {
+                    loadPublishPending = false; // records loaded from here on get a delayed publish of their own
+                }
+                publish();
+            }, publishIntervalMs);
+        } catch (RuntimeException e) {
+            synchronized (this) {
+                loadPublishPending = false;
+            }
+            LOG.warn("restored offsets of {} were not published: {}", processId, e.toString());
         }
     }
 

@@ -107,4 +107,38 @@ class RestoredOffsetsListenerTest {
         later.onRestoreSuspended(counts3, "counts", 100); // after the publish ran: a publish of its own
         assertEquals(1, queued.size());
     }
+
+    @Test
+    void recordsStillLoadingArePublishedWithinTheIntervalOncePerInterval() throws Exception {
+        List<Map.Entry<Runnable, Long>> delayed = new ArrayList<>();
+        RestoredOffsetsListener standby = new RestoredOffsetsListener("orders", "p1", Map.of("counts", 0),
+                published::add, now::get, null, null, Runnable::run,
+                (task, delayMs) -> delayed.add(Map.entry(task, delayMs)), 10_000);
+        standby.onUpdateStart(counts3, "counts", 0); // a hot standby: its loading never ends
+        standby.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 400, 400, 1_000);
+        standby.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 1_000, 600, 1_000);
+        assertEquals(1, delayed.size()); // one delayed publish for both batches
+        assertEquals(10_000L, delayed.get(0).getValue());
+        assertTrue(published.isEmpty());
+        delayed.remove(0).getKey().run();
+        RestoredOffsets.Report report = RestoredOffsets.decode("orders/p1/restored",
+                published.get(0).get("orders/p1/restored"));
+        assertEquals(Map.of(new Task(0, 3), new TaskRestore(1_000, 1_000)), report.restores()); // the latest sum
+        standby.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 1_010, 10, 1_010);
+        assertEquals(1, delayed.size()); // loading goes on: the next interval gets its own publish
+        standby.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 1_010, 0, 1_010);
+        assertEquals(1, delayed.size());
+    }
+
+    @Test
+    void withIntervalZeroOnlyTheEndOfARestoreIsPublished() {
+        List<Runnable> delayed = new ArrayList<>();
+        RestoredOffsetsListener endsOnly = new RestoredOffsetsListener("orders", "p1", Map.of("counts", 0),
+                published::add, now::get, null, null, Runnable::run, (task, delayMs) -> delayed.add(task), 0);
+        endsOnly.onUpdateStart(counts3, "counts", 0);
+        endsOnly.onBatchLoaded(counts3, "counts", new TaskId(0, 3), 400, 400, 1_000);
+        assertTrue(delayed.isEmpty() && published.isEmpty());
+        endsOnly.onUpdateSuspended(counts3, "counts", 400, 1_000, SuspendReason.MIGRATED);
+        assertEquals(1, published.size());
+    }
 }

@@ -26,6 +26,8 @@ public final class PlannerSettings {
     public static final String SCHEDULED_REBALANCE_MAX_DELAY_MS = PREFIX + "scheduled.rebalance.max.delay.ms";
     public static final String HOLD_WITHOUT_CAUGHT_UP_COPY = PREFIX + "hold.without.caught.up.copy";
     public static final String CLIENT_PREFIX = PREFIX + "client.";
+    /** How soon records loaded by a restore still under way are published (0: only when a restore ends). */
+    public static final String RESTORED_PUBLISH_INTERVAL_MS = PREFIX + "restored.publish.interval.ms";
     /** A directory of this instance's own (e.g. under Streams' state.dir) where the plan sequence floor is kept. */
     public static final String STATE_DIR = PREFIX + "state.dir";
 
@@ -39,6 +41,7 @@ public final class PlannerSettings {
     private final long reportsTimeoutMs;
     private final long planCheckIntervalMs;
     private final long offsetsTimeoutMs;
+    private final long restoredPublishIntervalMs;
     private final Deferral.Settings deferral;
     private final Map<String, Object> clientProperties;
     private final java.nio.file.Path stateDir;
@@ -58,6 +61,7 @@ public final class PlannerSettings {
         reportsTimeoutMs = bounded(configs, REPORTS_TIMEOUT_MS, 2000, 0, Long.MAX_VALUE);
         planCheckIntervalMs = bounded(configs, PLAN_CHECK_INTERVAL_MS, 300_000, 0, Long.MAX_VALUE);
         offsetsTimeoutMs = bounded(configs, OFFSETS_TIMEOUT_MS, 2000, 0, Long.MAX_VALUE);
+        restoredPublishIntervalMs = bounded(configs, RESTORED_PUBLISH_INTERVAL_MS, 10_000, 0, 86_400_000);
         deferral = new Deferral.Settings(bounded(configs, SCHEDULED_REBALANCE_MAX_DELAY_MS, 0, 0, Long.MAX_VALUE),
                 bool(configs, HOLD_WITHOUT_CAUGHT_UP_COPY, false));
         clientProperties = clientProperties(configs);
@@ -138,6 +142,14 @@ public final class PlannerSettings {
     /** Deadline for listing changelog end offsets (the reports' offset sums); 0 reports lags only. */
     public long offsetsTimeoutMs() {
         return offsetsTimeoutMs;
+    }
+
+    /**
+     * How soon the restore listener publishes records loaded by a restore still under way (a hot standby's loading
+     * never ends); 0: only when a changelog partition's restore ends or is suspended.
+     */
+    public long restoredPublishIntervalMs() {
+        return restoredPublishIntervalMs;
     }
 
     /**

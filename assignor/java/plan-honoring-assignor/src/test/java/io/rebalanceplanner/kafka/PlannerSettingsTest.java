@@ -33,4 +33,14 @@ class PlannerSettingsTest {
         assertTrue(negative.getMessage().contains(PlannerSettings.SCHEDULED_REBALANCE_MAX_DELAY_MS),
                 negative.getMessage());
     }
+
+    @Test
+    void theRestoredPublishIntervalDefaultsToTenSecondsAndIsBounded() {
+        assertEquals(10_000, PlannerSettings.from(Map.of("application.id", "app")).restoredPublishIntervalMs());
+        assertEquals(0, PlannerSettings.from(Map.of("application.id", "app",
+                PlannerSettings.RESTORED_PUBLISH_INTERVAL_MS, "0")).restoredPublishIntervalMs());
+        IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class, () -> PlannerSettings.from(
+                Map.of("application.id", "app", PlannerSettings.RESTORED_PUBLISH_INTERVAL_MS, "86400001")));
+        assertTrue(tooLong.getMessage().contains(PlannerSettings.RESTORED_PUBLISH_INTERVAL_MS), tooLong.getMessage());
+    }
 }

@@ -1,6 +1,7 @@
 package io.rebalanceplanner.reference;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -19,7 +20,7 @@ final class Producer {
         String topic = flags.get("input-topic", "input");
         long n = flags.getLong("produce", 0);
         int keys = flags.getInt("keys", 1000);
-        ReferenceApp.createTopics(bootstrap, topic, flags.getInt("partitions", 12), null);
+        ReferenceApp.createTopics(bootstrap, topic, flags.getInt("partitions", 12), List.of());
         Map<String, Object> props = new HashMap<>();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());

@@ -52,7 +52,6 @@ import org.apache.kafka.streams.state.Stores;
  */
 public final class ReferenceApp {
     static final String STORE = "counts";
-    private static final String PLUGIN = "io.rebalanceplanner.PlanHonoringTaskAssignor";
 
     private ReferenceApp() {}
 
@@ -82,6 +81,8 @@ public final class ReferenceApp {
                 "  --scheduled-rebalance-max-delay-ms N (0: no deferral)  --hold-without-caught-up-copy",
                 "  --rocksdb-memory-mb N (RocksDB's default per store: ~50 MB cache + memtables each)",
                 "  --group-protocol classic|streams (classic; streams: KIP-1071, the broker assigns, no plugin)",
+                "  --restored-reports true|false (true with the plugin or the streams protocol: each member publishes",
+                "    what it restored on --reports-topic through RestoredOffsetsListener)",
                 "produce mode: --produce N --keys K [--input-topic T --partitions N --bootstrap B]");
     }
 
@@ -105,14 +106,15 @@ public final class ReferenceApp {
         String input = flags.get("input-topic", "input");
         GroupProtocol protocol = GroupProtocol.parse(flags.get("group-protocol", "classic"));
         // Under the streams protocol Kafka Streams never consults task.assignor.class: the broker assigns.
-        boolean plugin = flags.getBool("plugin", true) && protocol == GroupProtocol.CLASSIC;
+        PlannerParts parts = PlannerParts.from(flags, protocol);
+        boolean plugin = parts.plugin();
         if (flags.getBool("plugin", true) && !plugin) {
             System.err.println("--plugin ignored: the streams group protocol has no client-side assignor");
         }
         Events events = new Events(flags.get("events", null));
         Counters counters = new Counters(events);
         if (flags.getBool("create-topics", true)) {
-            createTopics(bootstrap, input, flags.getInt("partitions", 12), plugin ? flags : null);
+            createTopics(bootstrap, input, flags.getInt("partitions", 12), parts.compactedTopics(flags));
         }
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
@@ -151,19 +153,7 @@ public final class ReferenceApp {
         if (flags.has("application-server")) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, flags.get("application-server", ""));
         }
-        if (plugin) {
-            props.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, PLUGIN);
-            props.put("rebalance.planner.verify.keys", flags.get("verify-keys", ""));
-            props.put("rebalance.planner.plans.topic", flags.get("plans-topic", "_rebalance_plans"));
-            props.put("rebalance.planner.reports.topic", flags.get("reports-topic", "_rebalance_reports"));
-            if (flags.has("plan-check-interval-ms")) {
-                props.put("rebalance.planner.plan.check.interval.ms", flags.get("plan-check-interval-ms", ""));
-            }
-            props.put("rebalance.planner.scheduled.rebalance.max.delay.ms",
-                    flags.get("scheduled-rebalance-max-delay-ms", "0"));
-            props.put("rebalance.planner.hold.without.caught.up.copy",
-                    flags.get("hold-without-caught-up-copy", "false"));
-        }
+        props.putAll(parts.properties(flags));
         Topology topology = topology(input, counters);
         Map<String, Integer> storeSubtopology = RestoredOffsetsListener.storeSubtopologies(topology.describe());
         KafkaStreams streams = new KafkaStreams(topology, props);
@@ -171,7 +161,7 @@ public final class ReferenceApp {
         AtomicBoolean closing = new AtomicBoolean();
         RestoreEvents restoreEvents = new RestoreEvents(events, storeSubtopology);
         StandbyEvents standbyEvents = new StandbyEvents(events);
-        if (plugin) { // the member also publishes what it restored (the leader's reports cannot say)
+        if (parts.restoredReports()) { // the reference app's own listeners receive every callback as delegates
             RestoredOffsetsListener.register(streams, topology, props, restoreEvents, standbyEvents);
         } else {
             streams.setGlobalStateRestoreListener(restoreEvents);
@@ -305,7 +295,7 @@ public final class ReferenceApp {
         return out;
     }
 
-    static void createTopics(String bootstrap, String input, int partitions, Flags plugin) {
+    static void createTopics(String bootstrap, String input, int partitions, List<String> compacted) {
         Map<String, Object> conf = Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(conf)) {
             Set<String> existing = admin.listTopics().names().get(30, TimeUnit.SECONDS);
@@ -313,13 +303,10 @@ public final class ReferenceApp {
             if (!existing.contains(input)) {
                 wanted.add(new NewTopic(input, partitions, (short) 1));
             }
-            if (plugin != null) {
-                for (String t : List.of(plugin.get("plans-topic", "_rebalance_plans"),
-                        plugin.get("reports-topic", "_rebalance_reports"))) {
-                    if (!existing.contains(t)) {
-                        wanted.add(new NewTopic(t, 1, (short) 1).configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG,
-                                TopicConfig.CLEANUP_POLICY_COMPACT)));
-                    }
+            for (String t : compacted) {
+                if (!existing.contains(t)) {
+                    wanted.add(new NewTopic(t, 1, (short) 1).configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG,
+                            TopicConfig.CLEANUP_POLICY_COMPACT)));
                 }
             }
             if (!wanted.isEmpty()) {
