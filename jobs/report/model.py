@@ -153,7 +153,7 @@ class GroupRow:
     @property
     def restored_text(self) -> str:
         """What the group restored while the plan was carried out, with how many instances said so; "not observed"
-        when none did (a report without the field, a streams-protocol group, a plan not realized)."""
+        when none did (members without the restored-offsets listener, a plan not realized)."""
         if self.restored_offsets is None or not self.restored_reporting or self.restored_members is None:
             return "not observed"
         figure = plural(self.restored_offsets, "offset")
