@@ -93,10 +93,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The tiers on PYTEST_WORKERS xdist workers (0: one process; 2: both cores), each test group whole on one worker
-# (docs/development.md). One process until a whole run on two workers has passed: the first rehearsal (2026-11-27) hung
-# after a worker was killed and replaced. Everything the tests read but must not build concurrently is built here first.
-PYTEST_WORKERS ?= 0
+# The tiers on PYTEST_WORKERS xdist workers (2: both cores, CI's two; 0: one process), each test group whole on one
+# worker (docs/development.md). Everything the tests read but must not build concurrently is built here first.
+PYTEST_WORKERS ?= 2
 test: lint browser $(CORE) $(KAFKA_JARS) $(DELTA_JARS) $(EXAMPLES_JARS) $(DATA_DOCS_ASSETS) java-test
 	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
