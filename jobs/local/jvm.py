@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,20 @@ def private_tmpdir(folder: Path) -> str:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     return f"-Djava.io.tmpdir={folder.resolve()}"
+
+
+def private_copy(source: Path, folder: Path) -> Path:
+    """A copy of ``source`` in ``folder``, named by its size and modification time and made once: every fleet under
+    one folder shares it. A rebuild rewrites the jar in place (a hard link would change under running JVMs), and a copy
+    per fleet cost ~100 MB each, which filled a CI machine's disk."""
+    stat = source.stat()
+    target = folder / f"{source.stem}-{stat.st_size}-{stat.st_mtime_ns}{source.suffix}"
+    if not target.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)  # atomic: a reader never sees half a jar
+    return target
 
 
 def _pom_text(name: str, package: str) -> str:

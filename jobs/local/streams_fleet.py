@@ -7,7 +7,6 @@ import dataclasses
 import json
 import logging
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -28,7 +27,7 @@ from assignor.runtime.events import read_events
 from assignor.runtime.kafka_io import ChangelogEndOffsets
 from jobs.local.direct_plan import live_reports
 from jobs.local.fleet_events import Event, EventSource, last_event, processing, processing_intervals
-from jobs.local.jvm import private_tmpdir
+from jobs.local.jvm import private_copy, private_tmpdir
 from jobs.polling import wait_until
 from jobs.processes import spawn, stop_group
 
@@ -176,9 +175,9 @@ class StreamsFleet:
     def __init__(self, config: StreamsFleetConfig, jar: Path | None = None) -> None:
         self.config = config
         config.root.mkdir(parents=True, exist_ok=True)
-        # A private copy: a `make java` meanwhile must not swap the jar under JVMs that are starting.
-        self.jar = config.root / "reference-app.jar"
-        shutil.copyfile(jar or reference_app_jar(), self.jar)
+        # A private copy (shared by the fleets beside this one): a `make java` meanwhile must not change the jar under
+        # JVMs that are starting.
+        self.jar = private_copy(jar or reference_app_jar(), config.root.parent / ".jars")
         self.instances: dict[str, StreamsInstance] = {}
         self._admin: AdminClient | None = None
         self._tmpdir = private_tmpdir(config.root / "jvm-tmp")
