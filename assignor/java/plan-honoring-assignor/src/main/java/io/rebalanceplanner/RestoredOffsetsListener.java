@@ -18,6 +18,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
@@ -192,19 +193,8 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
             loadPublishPending = true;
         }
         // A restore still under way is seen within the interval, not only when it ends (a hot standby never does).
-        try {
-            later.run(() -> {
-                synchronized (this) {
-                    loadPublishPending = false; // records loaded from here on get a delayed publish of their own
-                }
-                publish();
-            }, publishIntervalMs);
-        } catch (RuntimeException e) {
-            synchronized (this) {
-                loadPublishPending = false;
-            }
-            LOG.warn("restored offsets of {} were not published: {}", processId, e.toString());
-        }
+        // Records loaded once the publish runs get a delayed publish of their own.
+        queuePublish(run -> later.run(run, publishIntervalMs), () -> loadPublishPending = false);
     }
 
     private void finished(Task task, TopicPartition tp, boolean promotedToActive) {
@@ -228,16 +218,24 @@ public final class RestoredOffsetsListener implements StateRestoreListener, Stan
             }
             publishPending = true;
         }
+        queuePublish(publisher::execute, () -> publishPending = false); // later changes get a publish of their own
+    }
+
+    /**
+     * Hands one publish to {@code queue}; {@code clearPending} (under this lock) runs when the publish starts, or at
+     * once if the queue refuses it, so the next change queues a publish again.
+     */
+    private void queuePublish(Consumer<Runnable> queue, Runnable clearPending) {
         try {
-            publisher.execute(() -> {
+            queue.accept(() -> {
                 synchronized (this) {
-                    publishPending = false; // restores changed from here on get a publish of their own
+                    clearPending.run();
                 }
                 publish();
             });
         } catch (RuntimeException e) {
             synchronized (this) {
-                publishPending = false;
+                clearPending.run();
             }
             LOG.warn("restored offsets of {} were not published: {}", processId, e.toString());
         }
