@@ -256,7 +256,7 @@ def parse_records(records: Mapping[bytes, bytes | None]) -> tuple[list[Report], 
         if value is None:
             intake.tombstones += 1
             continue
-        if key is not None and is_restored_key(_text(key)):
+        if key is not None and _is_restored(key):
             intake.restored_read += 1
             restored = parse_restored(key, value)
             if isinstance(restored, Quarantined):
@@ -271,6 +271,17 @@ def parse_records(records: Mapping[bytes, bytes | None]) -> tuple[list[Report], 
         else:
             parsed.append(outcome)
     return parsed, intake
+
+
+def restored_only(records: Mapping[bytes, bytes | None]) -> list[RestoredOffsetsReport]:
+    """The well-formed restored-offsets reports of a folded reports topic; state reports are not decoded (a second
+    read: what is malformed was quarantined by the first)."""
+    restored = (parse_restored(k, v) for k, v in records.items() if k is not None and v is not None and _is_restored(k))
+    return [r for r in restored if not isinstance(r, Quarantined)]
+
+
+def _is_restored(key: bytes) -> bool:
+    return is_restored_key(_text(key))
 
 
 def intake_records(

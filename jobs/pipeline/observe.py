@@ -24,7 +24,7 @@ from assignor.protocol.state_report import GROUP_GENERATION_ORIGINS, StateReport
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.lakehouse.lake import Lake
 from jobs.pipeline.broker_reads import read_membership
-from jobs.pipeline.intake import BrokerGroup, Report, parse_records
+from jobs.pipeline.intake import BrokerGroup, Report, parse_records, restored_only
 from jobs.pipeline.observe_streams import (
     follow_steps,
     group_reports,
@@ -126,7 +126,7 @@ def restored_after(settings: Settings, bootstrap: str) -> list[RestoredOffsetsRe
     when the warmup is promoted, which the broker's description of a streams group can show after this run's first
     read of the reports topic."""
     records = read_latest_by_key(bootstrap, settings.reports_topic, settings.kafka_config, settings.kafka_timeout_s)
-    return parse_records(records)[1].restored
+    return restored_only(records)
 
 
 def drained_departures(

@@ -12,7 +12,7 @@ from assignor import TaskId
 from assignor.protocol.restored_offsets import RestoredOffsetsReport, TaskRestore
 from assignor.protocol.state_report import RejectReason, ReportRejected, StateReport, check_report
 from jobs.pipeline.broker_streams import parse_reader_output
-from jobs.pipeline.intake import RESTORED_REJECTED, SCHEMA_VIOLATION, Report, parse_records, parse_report
+from jobs.pipeline.intake import RESTORED_REJECTED, SCHEMA_VIOLATION, Report, parse_records, parse_report, restored_only
 from jobs.pipeline.observe import group_members
 from jobs.pipeline.observe_streams import group_reports
 from jobs.pipeline.restored import RestoredDuring, groups_restored, newest_restores, restored_during
@@ -69,19 +69,20 @@ def test_a_hostile_report_goes_to_quarantine_with_its_reason_and_a_good_restored
     good = RestoredOffsetsReport("orders", "p2", PUBLISHED, {TaskId(0, 1): TaskRestore(10, PUBLISHED)})
     bad_value = b'{"schema_version":1,"group_id":"orders","process_id":"p3","reported_at":1,"restored_offsets":'
     bad_value += b'{"0_1":{"offsets":99999999999999999999,"started_at":1}}}'
-    reports, intake = parse_records(
-        {
-            report.key.encode(): hostile.encode(),
-            good.key.encode(): good.encode(),
-            b"orders/p3/restored": bad_value,
-        }
-    )
+    records: dict[bytes, bytes | None] = {
+        report.key.encode(): hostile.encode(),
+        good.key.encode(): good.encode(),
+        b"orders/p3/restored": bad_value,
+    }
+    reports, intake = parse_records(records)
     assert reports == [] and intake.restored == [good]
     # The state-report count holds state reports only (each kept or quarantined); the other two are counted apart.
     assert (intake.read, intake.restored_read) == (1, 2)
     reasons = sorted(q.reason for q in intake.quarantine)
     assert reasons[0].startswith(f"{RESTORED_REJECTED}: malformed: integer") and "64-bit" in reasons[0]
     assert reasons[1].startswith(f"{SCHEMA_VIOLATION}: at restored_offsets/0_2/offsets")
+    # Observe's second read takes the well-formed restored records alone, the same as the first read's.
+    assert restored_only(records | {b"orders/p4/restored": None, b"": b"x"}) == intake.restored
 
 
 def test_only_restores_begun_between_publish_and_realization_count() -> None:
