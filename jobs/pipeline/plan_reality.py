@@ -19,7 +19,7 @@ from jobs.lakehouse.lake import Lake, MergeOutcome
 from jobs.pipeline.intake import Report
 from jobs.pipeline.lifecycle import PlanEvent, moved_by
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.withdraw import HISTORY_WITH_REASON_DDL, record_withdrawal
+from jobs.pipeline.withdrawals import HISTORY_WITH_REASON_DDL, record_withdrawal
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
