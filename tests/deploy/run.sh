@@ -110,6 +110,7 @@ export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
 docker/tls/make-certs.sh "$work/tls" >/dev/null
 chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key"
 chown 999 "$work/tls/postgres.key"  # the postgres user of the official image and of the stand-in
+chown 50000 "$work/tls/spark-connect.key"  # Spark Connect's TLS proxy runs as the project image's user
 chmod 755 "$work/tls"
 export RBP_TLS_DIR=$work/tls RBP_DEPLOY_CA=$work/tls/ca.crt
 RBP_PLAN_VERIFY_KEYS=$(sed -n 's/^groups: *RBP_PLAN_VERIFY_KEYS=//p' "$work/keys.txt")
@@ -118,7 +119,8 @@ export RBP_PLAN_VERIFY_KEYS
 export RBP_APPROVERS=2
 export AIRFLOW_JWT_SECRET=$(secret) AIRFLOW_API_SECRET_KEY=$(secret) AIRFLOW_ADMIN_USERNAME=admin \
   AIRFLOW_ADMIN_PASSWORD=$(secret) AIRFLOW_ADMIN_EMAIL=ops@example.org POSTGRES_PASSWORD=$(secret) \
-  RBP_KAFKA_ADMIN_PASSWORD=$(secret) RBP_KAFKA_PIPELINE_PASSWORD=$(secret) RBP_KAFKA_APP_PASSWORD=$(secret)
+  RBP_KAFKA_ADMIN_PASSWORD=$(secret) RBP_KAFKA_PIPELINE_PASSWORD=$(secret) RBP_KAFKA_APP_PASSWORD=$(secret) \
+  RBP_SPARK_CONNECT_TOKEN=$(openssl rand -hex 32)
 export AIRFLOW_HOST_PORT=${RBP_DEPLOY_PORT:-$("$root/.venv/bin/python" -c \
   'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 export AIRFLOW_BASE_URL=https://localhost:$AIRFLOW_HOST_PORT
