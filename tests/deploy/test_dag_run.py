@@ -50,13 +50,44 @@ import json, os, sys
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.settings import Settings
 s = Settings()
+from assignor.protocol.restored_offsets import is_restored_key
 reports = read_latest_by_key(s.kafka_bootstrap, s.reports_topic, s.kafka_config, s.kafka_timeout_s)
-group = [v.decode() for k, v in sorted(reports.items()) if v is not None and k.decode().startswith(sys.argv[1] + "/")]
+group = [v.decode() for k, v in sorted(reports.items())
+         if v is not None and k.decode().startswith(sys.argv[1] + "/") and not is_restored_key(k.decode())]
 print(json.dumps(group))
 sys.stdout.flush()
 os._exit(0)
 """
 FLEET_INSTANCES, FLEET_TASKS = 3, 6  # docker-compose.yml's demo-fleet: --instances 3, 6 partitions (the default)
+# The Kafka Streams group (docker-compose.yml's streams-app: the reference app with the plugin, instances i1 and i2):
+# 6 input partitions, a stateless and a stateful subtopology, so 12 tasks. A third instance is announced too; its
+# plan must move stateless actives to it.
+STREAMS_APP, STREAMS_INSTANCES, STREAMS_TASKS, STREAMS_NEWCOMER = "streams-app-orders", 2, 12, "i3"
+# Run in the streams-app container with its own login (RBP_KAFKA_CONFIG there): a report for a Kafka Streams
+# instance about to join, under the process id Kafka Streams will read from its state directory (the file it keeps
+# there, written now). argv: the state directory, the application id, the template report. Prints the process id.
+ANNOUNCE_STREAMS = """
+import dataclasses, json, sys, time, uuid
+from pathlib import Path
+from confluent_kafka import Producer
+from assignor.protocol.state_report import StateReport
+from jobs.settings import Settings
+state_dir, app_id, template = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+s = Settings()
+metadata = state_dir / app_id / "kafka-streams-process-metadata"
+metadata.parent.mkdir(parents=True, exist_ok=True)
+process_id = str(uuid.uuid4())
+metadata.write_text(json.dumps({"processId": process_id}), encoding="utf-8")
+report = dataclasses.replace(
+    StateReport.from_json(template), process_id=process_id, member_id="", client_id="", host="", generation=-1,
+    reported_at=int(time.time() * 1000), active_tasks=(), standby_tasks=(), warmup_tasks=(), task_offset_sums={},
+    task_lags={}, plan_id=None, fallback_reason=None, extra={},
+)
+producer = Producer({"bootstrap.servers": s.kafka_bootstrap, **s.kafka_config})
+producer.produce(s.reports_topic, key=report.key.encode(), value=report.encode())
+assert producer.flush(60) == 0, "the announcement was not delivered"
+print(process_id)
+"""
 # Run in the fleet's container with its own login: a report for an instance about to join, made from one of its
 # group's reports with no tasks and no state, under the process id its state directory will have. Without it no
 # plan could name the instance before it joins. argv: the state directory, the report. Prints the process id.
@@ -138,9 +169,9 @@ def start_newcomer(stack: Stack) -> None:
     )  # fmt: skip
 
 
-def settled_reports(stack: Stack, group: str, timeout_s: float) -> list[str]:
+def settled_reports(stack: Stack, group: str, instances: int, tasks: int, timeout_s: float) -> list[str]:
     """The group's reports once they show it settled: every task active on exactly one of its instances, each
-    instance two of them. A snapshot taken mid-rebalance (tasks revoked, nobody's yet) lets a plan hand those tasks
+    instance as many. A snapshot taken mid-rebalance (tasks revoked, nobody's yet) lets a plan hand those tasks
     to a newcomer without moving any: the last run's 0-move plan (docs/deployment.md)."""
     found: list[str] = []
 
@@ -150,12 +181,12 @@ def settled_reports(stack: Stack, group: str, timeout_s: float) -> list[str]:
         every = [t for held in actives for t in held]
         found[:] = reports
         return (
-            len(reports) == FLEET_INSTANCES
-            and len(every) == len(set(every)) == FLEET_TASKS
-            and {len(held) for held in actives} == {FLEET_TASKS // FLEET_INSTANCES}
+            len(reports) == instances
+            and len(every) == len(set(every)) == tasks
+            and {len(held) for held in actives} == {tasks // instances}
         )
 
-    wait_until(settled, timeout_s, f"{group} settled: {FLEET_TASKS} tasks, {FLEET_INSTANCES} instances", poll_s=10)
+    wait_until(settled, timeout_s, f"{group} settled: {tasks} tasks, {instances} instances", poll_s=10)
     return found
 
 
@@ -163,6 +194,17 @@ def task_tries(airflow: StackAirflow, run_id: str) -> dict[str, tuple[str, int]]
     """Each task of the planning run: its state and try number."""
     tis = airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances")["task_instances"]
     return {str(t["task_id"]): (str(t["state"]), int(t["try_number"])) for t in tis}
+
+
+def start_streams_newcomer(stack: Stack) -> None:
+    """The announced Kafka Streams instance joins: one more JVM in the streams-app container with the same settings
+    (docker/streams-app/start.sh --join), its output beside its state."""
+    subprocess.run(
+        ["podman", "exec", "-d", stack.container("streams-app"), "sh", "-c",
+         f"exec /opt/rebalance-planner/docker/streams-app/start.sh --join {STREAMS_NEWCOMER}"
+         f" >>/data/streams-app/{STREAMS_NEWCOMER}.log 2>&1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
 
 
 def kill_and_start(stack: Stack, service: str) -> None:
@@ -220,12 +262,20 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     admin, approver = "admin", next(user for user in airflow.passwords if user != "admin")
     wait_for_dag(airflow, PLANNING, timeout_s=300)
     wait_for_dag(airflow, OBSERVE, timeout_s=300)
-    # The fleet changes before tonight's run: once group-1 runs settled, a fourth instance is announced.
+    # The fleet changes before tonight's run: once group-1 runs settled, a fourth instance is announced; once the
+    # Kafka Streams group (reporting through its plugin with its own login over TLS) runs settled, a third.
     waited = time.monotonic()
-    template = settled_reports(stack, SCALED_OUT, timeout_s=900)[0]
+    template = settled_reports(stack, SCALED_OUT, FLEET_INSTANCES, FLEET_TASKS, timeout_s=900)[0]
     record(f"{SCALED_OUT} settled ({FLEET_TASKS} tasks on {FLEET_INSTANCES} instances) after "
            f"{time.monotonic() - waited:.0f} s of waiting")  # fmt: skip
     newcomer = stack.run("demo-fleet", "python", "-", NEWCOMER_DIR, template, stdin=ANNOUNCE).strip()
+    streams_template = settled_reports(stack, STREAMS_APP, STREAMS_INSTANCES, STREAMS_TASKS, timeout_s=900)[0]
+    record(f"{STREAMS_APP} (Kafka Streams, plugin, SASL_SSL as rbp-streams-app) settled ({STREAMS_TASKS} tasks on "
+           f"{STREAMS_INSTANCES} instances) after {time.monotonic() - waited:.0f} s of waiting")  # fmt: skip
+    streams_newcomer = stack.run(
+        "streams-app", "python", "-", f"/data/streams-app/{STREAMS_NEWCOMER}", STREAMS_APP, streams_template,
+        stdin=ANNOUNCE_STREAMS,
+    ).strip()  # fmt: skip
     started = time.monotonic()
     # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
     run_id = airflow.trigger(PLANNING)
@@ -273,18 +323,26 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     snapshot = snapshot_of(airflow, run_id)
     planned = sorted(str(r["group_id"]) for r in lake_rows(stack, "plans", "snapshot_id", "group_id")
                      if r["snapshot_id"] == snapshot)  # fmt: skip
-    assert planned == ["group-1", "group-2", "group-3"], planned
+    assert planned == ["group-1", "group-2", "group-3", STREAMS_APP], planned
     plans = plans_of(stack, snapshot)
     record(f"plans: { {g: (p['status'], p['moves']) for g, p in sorted(plans.items())} }")
-    scaled = plans[SCALED_OUT]
+    scaled, streams = plans[SCALED_OUT], plans[STREAMS_APP]
     assert int(str(scaled["moves"])) > 0 and scaled["status"] == "PUBLISHED", scaled
-    # The newcomer joins; the group's leader honors the plan step by step (warmups first) and observe sees the
+    # The newcomers join; each group's leader honors its plan step by step (warmups first) and observe sees the
     # group run the target.
     start_newcomer(stack)
+    if streams["status"] == "PUBLISHED":
+        start_streams_newcomer(stack)
     joined = time.monotonic()
     runs = observe_until_realized(airflow, stack, str(scaled["plan_id"]), SCALED_OUT, timeout_s=1800)
     record(f"{SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joined; plan REALIZED after "
            f"{time.monotonic() - joined:.0f} s, {runs} observe run(s)")  # fmt: skip
+    # The Kafka Streams group: planned with moves (stateless actives to its newcomer), published, honored by its
+    # plugin's leader, REALIZED.
+    assert int(str(streams["moves"])) > 0 and streams["status"] == "PUBLISHED", streams
+    runs = observe_until_realized(airflow, stack, str(streams["plan_id"]), STREAMS_APP, timeout_s=1800)
+    record(f"{STREAMS_APP}/{STREAMS_NEWCOMER} (process {streams_newcomer[:8]}) joined; plan REALIZED after "
+           f"{time.monotonic() - joined:.0f} s, {runs} more observe run(s)")  # fmt: skip
 
 
 def test_the_lake_in_the_volume_passes_its_contract(stack: Stack) -> None:

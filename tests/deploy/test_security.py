@@ -172,7 +172,8 @@ def test_an_application_login_cannot_write_plans(stack: Stack) -> None:
 
 
 @pytest.mark.parametrize(
-    "service", ["kafka", "postgres", "spark-connect", "demo-fleet", "airflow-apiserver", "airflow-dag-processor"]
+    "service",
+    ["kafka", "postgres", "spark-connect", "demo-fleet", "streams-app", "airflow-apiserver", "airflow-dag-processor"],
 )
 def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) -> None:
     """LocalExecutor runs every task, publish included, in the scheduler: no other container gets the key, its
@@ -338,7 +339,7 @@ def test_spark_connect_answers_only_a_client_with_its_token_over_tls(stack: Stac
     assert found["plaintext"][0] == "UNAVAILABLE", found
     assert found["server_port"][0] == "UNAVAILABLE", found
     # Only Airflow's parts hold the token: the fleet (an application) and Kafka's one-shot init do not.
-    for service in ("demo-fleet", "kafka", "postgres"):
+    for service in ("demo-fleet", "streams-app", "kafka", "postgres"):
         names = stack.run(service, "sh", "-c", "printenv | cut -d= -f1").split()
         values = stack.run(service, "sh", "-c", "printenv").split()
         assert not any(token in v for v in values) and "RBP_SPARK_CONNECT_TOKEN" not in names, service

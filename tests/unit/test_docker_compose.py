@@ -44,6 +44,7 @@ SECRETS = {  # what an operator's .env provides
     "RBP_KAFKA_ADMIN_PASSWORD": "ka",
     "RBP_KAFKA_PIPELINE_PASSWORD": "kp",
     "RBP_KAFKA_APP_PASSWORD": "kf",
+    "RBP_KAFKA_STREAMS_APP_PASSWORD": "ks",
     "RBP_SPARK_CONNECT_TOKEN": "t" * 32,
 }
 FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
@@ -271,7 +272,7 @@ def scram_users(compose: dict[str, Any]) -> dict[str, str]:
     users = {"admin": kafka["SCRAM_ADMIN_PASSWORD"]}
     script = (DOCKER / "kafka" / "start.sh").read_text(encoding="utf-8")
     assert "kafka-storage.sh format --ignore-formatted" in script
-    for role in ("PIPELINE", "APP"):
+    for role in ("PIPELINE", "APP", "STREAMS_APP"):
         assert (
             f'--add-scram "SCRAM-SHA-512=[name=${{SCRAM_{role}_USER}},password=${{SCRAM_{role}_PASSWORD}}]"' in script
         )
@@ -290,13 +291,14 @@ def sasl_login(config: dict[str, str]) -> tuple[str, str]:
 def test_every_kafka_client_logs_in_as_its_own_scram_user(compose: dict[str, Any]) -> None:
     services, users = compose["services"], scram_users(compose)
     clients = {name: env(s) for name, s in services.items() if "RBP_KAFKA_BOOTSTRAP" in env(s)}
-    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", *AIRFLOW_PARTS}
+    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", "streams-app", *AIRFLOW_PARTS}
     logins = {name: sasl_login(json.loads(c["RBP_KAFKA_CONFIG"])) for name, c in clients.items()}
     for name, (user, password) in logins.items():
         assert users[user] == password, name  # the credentials formatted into Kafka's storage
     assert logins["kafka-init"][0] == "admin"
     assert {logins[name][0] for name in AIRFLOW_PARTS} == {"rbp-pipeline"}
     assert logins["demo-fleet"][0] == "rbp-demo-fleet"
+    assert logins["streams-app"][0] == "rbp-streams-app"  # the Kafka Streams app: an application login of its own
     # The Airflow Connection replaces RBP_KAFKA_CONFIG in the tasks: it must carry the same login.
     connection = json.loads(clients["airflow-scheduler"][f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"])
     bootstrap, extra = kafka_from_connection(connection["extra"])
@@ -313,17 +315,21 @@ def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose
     assert args.command == "kafka-acls"
     logins = {
         name: sasl_login(json.loads(env(services[name])["RBP_KAFKA_CONFIG"]))[0]
-        for name in (*AIRFLOW_PARTS, "demo-fleet")
+        for name in (*AIRFLOW_PARTS, "demo-fleet", "streams-app")
     }
     assert args.pipeline_user == logins["airflow-scheduler"]  # only Airflow's tasks write plans
-    assert args.app_user == [logins["demo-fleet"]]  # the fleet reads plans and writes reports, nothing more
-    assert args.app_prefix == [f"{logins['demo-fleet']}=group-"]  # its own topics: the fleet's groups are group-N
+    # The applications read plans and write reports, nothing more of the product's.
+    assert args.app_user == [logins["demo-fleet"], logins["streams-app"]]
+    # Their own topics and groups: the fleet's groups are group-N; the Streams app's id, topics and group streams-app-*.
+    app_id = env(services["streams-app"])["STREAMS_APP_ID"]
+    assert app_id.startswith("streams-app-")
+    assert args.app_prefix == [f"{logins['demo-fleet']}=group-", f"{logins['streams-app']}=streams-app-"]
     topics = env(init)
     assert (topics["RBP_PLANS_TOPIC"], topics["RBP_REPORTS_TOPIC"]) == (
         env(services["airflow-scheduler"])["RBP_PLANS_TOPIC"],
         env(services["airflow-scheduler"])["RBP_REPORTS_TOPIC"],
     )
-    for name in ("airflow-scheduler", "demo-fleet"):
+    for name in ("airflow-scheduler", "demo-fleet", "streams-app"):
         assert services[name]["depends_on"]["kafka-init"] == {"condition": "service_completed_successfully"}, name
 
 
