@@ -102,7 +102,8 @@ def _config_call(port: int, token: str | None) -> str:
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         try:
-            base_pb2_grpc.SparkConnectServiceStub(channel).Config(request, timeout=30, metadata=metadata)
+            stub = base_pb2_grpc.SparkConnectServiceStub(channel)  # type: ignore[no-untyped-call]
+            stub.Config(request, timeout=30, metadata=metadata)
         except grpc.RpcError as err:
             return str(err.code().name)
     return "OK"

@@ -117,7 +117,9 @@ def test_ports_and_hostnames_point_at_services_that_exist(compose: dict[str, Any
     assert {name for name, service in services.items() if service.get("ports")} == {"airflow-apiserver"}
     airflow = env(services["airflow-scheduler"])
     assert airflow["RBP_KAFKA_BOOTSTRAP"] == "kafka:9092"
-    assert airflow["SPARK_REMOTE"] == f"sc://spark-connect:15002/;use_ssl=true;token={SECRETS['RBP_SPARK_CONNECT_TOKEN']}"
+    assert (
+        airflow["SPARK_REMOTE"] == f"sc://spark-connect:15002/;use_ssl=true;token={SECRETS['RBP_SPARK_CONNECT_TOKEN']}"
+    )
     assert airflow["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("https://airflow-apiserver:8080/")
     assert "@postgres:5432/" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
     assert f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}" in airflow
@@ -434,7 +436,8 @@ def test_spark_connect_answers_only_over_tls_with_the_token(compose: dict[str, A
     assert holders == {"spark-connect", "airflow-init", *AIRFLOW_PARTS}, holders
     for name in AIRFLOW_PARTS:
         airflow = env(services[name])
-        assert airflow["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] == "/run/secrets/tls_ca" and "tls_ca" in services[name]["secrets"]
+        assert airflow["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] == "/run/secrets/tls_ca", name
+        assert "tls_ca" in services[name]["secrets"], name
         extra = json.loads(airflow[f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"])["extra"]
         assert extra == {"use_ssl": "true", "token": token}, name
     others = {s for name, service in services.items() if name != "spark-connect" for s in service.get("secrets", [])}

@@ -3,6 +3,7 @@ never on the server's command line, and only with a loopback address the readine
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def test_the_token_is_never_on_the_servers_command_line(tmp_path: Path) -> None:
 
 
 def test_a_server_with_a_token_listens_where_its_readiness_check_can_send_it() -> None:
-    with pytest.raises(ValueError, match="loopback or 0.0.0.0, not '10.0.0.7'"):
+    with pytest.raises(ValueError, match=re.escape("loopback or 0.0.0.0, not '10.0.0.7'")):
         LocalSparkConnect(port=15999, host="10.0.0.7", token=GOOD)
     with pytest.raises(ValueError, match="16 to 512 characters"):
         LocalSparkConnect(port=15999, token="short")
