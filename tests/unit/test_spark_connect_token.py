@@ -10,6 +10,7 @@ import pytest
 
 from jobs.cli.main import _build_parser
 from jobs.local.spark_connect import TOKEN_ENV, LocalSparkConnect, read_token
+from jobs.settings import shown_remote
 
 GOOD = "a1B2-c3_d4.e5~f6+g7h8"
 
@@ -64,3 +65,11 @@ def test_a_server_with_a_token_listens_where_its_readiness_check_can_send_it() -
 def test_the_cli_takes_a_token_file() -> None:
     args = _build_parser().parse_args(["spark-connect", "--host", "127.0.0.1", "--token-file", "/run/secrets/t"])
     assert args.token_file == Path("/run/secrets/t")
+
+
+def test_a_remote_is_shown_with_its_token_masked() -> None:
+    assert shown_remote(f"sc://spark-connect:15002/;use_ssl=true;token={GOOD}") == (
+        "sc://spark-connect:15002/;use_ssl=true;token=***"
+    )
+    assert shown_remote(f"sc://h:1/;token={GOOD};use_ssl=true") == "sc://h:1/;token=***;use_ssl=true"
+    assert shown_remote("sc://localhost:15002") == "sc://localhost:15002"
