@@ -58,6 +58,20 @@ print(json.dumps(group))
 sys.stdout.flush()
 os._exit(0)
 """
+# Every record on the plans topic, read where the pipeline's login may read it (the scheduler): how many carry each
+# plan id. Prints them as JSON.
+PLAN_RECORDS = """
+import collections, json, os
+from assignor.runtime.kafka_io import read_records
+from jobs.settings import Settings
+s = Settings()
+counts = collections.Counter()
+for _, _, _, value in read_records(s.kafka_bootstrap, s.plans_topic, s.kafka_config, s.kafka_timeout_s):
+    if value is not None:
+        counts[str(json.loads(value).get("plan_id"))] += 1
+print(json.dumps(counts), flush=True)
+os._exit(0)
+"""
 FLEET_INSTANCES, FLEET_TASKS = 3, 6  # docker-compose.yml's demo-fleet: --instances 3, 6 partitions (the default)
 # The Kafka Streams group (docker-compose.yml's streams-app: the reference app with the plugin, instances i1 and i2):
 # 6 input partitions, a stateless and a stateful subtopology, so 12 tasks. A third instance is announced too; its
@@ -194,6 +208,16 @@ def task_tries(airflow: StackAirflow, run_id: str) -> dict[str, tuple[str, int]]
     """Each task of the planning run: its state and try number."""
     tis = airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances")["task_instances"]
     return {str(t["task_id"]): (str(t["state"]), int(t["try_number"])) for t in tis}
+
+
+def assert_honoring(stack: Stack, group: str, plan_id: str) -> None:
+    """The group's reports say its leader honors ``plan_id`` (not Kafka's own assignment arriving at the target)."""
+    reports = [json.loads(r) for r in json.loads(stack.run("airflow-scheduler", "python", "-", group,
+                                                           stdin=GROUP_REPORTS))]  # fmt: skip
+    named = sorted({str(r.get("plan_id")) for r in reports})
+    fallbacks = sorted({str(r.get("fallback_reason")) for r in reports if r.get("fallback_reason")})
+    record(f"{group}: reports name plan(s) {named}, fallback reasons {fallbacks}")
+    assert plan_id in named, (group, plan_id, named, fallbacks)
 
 
 def start_streams_newcomer(stack: Stack) -> None:
@@ -343,15 +367,22 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     if streams["status"] == "PUBLISHED":
         start_streams_newcomer(stack)
     joined = time.monotonic()
+    # Publish ran twice (Kafka stopped under its first try): each plan is on the plans topic once.
+    sent = json.loads(stack.run("airflow-scheduler", "python", "-", stdin=PLAN_RECORDS))
+    record(f"plans topic: records per plan id {dict(sorted(sent.items()))}")
+    for group in (SCALED_OUT, STREAMS_APP):
+        assert sent.get(str(plans[group]["plan_id"])) == 1, (group, sent)
     runs = observe_until_realized(airflow, stack, str(scaled["plan_id"]), SCALED_OUT, timeout_s=1800)
     record(f"{SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joined; plan REALIZED after "
            f"{time.monotonic() - joined:.0f} s, {runs} observe run(s)")  # fmt: skip
+    assert_honoring(stack, SCALED_OUT, str(scaled["plan_id"]))
     # The Kafka Streams group: planned with moves (stateless actives to its newcomer), published, honored by its
     # plugin's leader, REALIZED.
     assert int(str(streams["moves"])) > 0 and streams["status"] == "PUBLISHED", streams
     runs = observe_until_realized(airflow, stack, str(streams["plan_id"]), STREAMS_APP, timeout_s=1800)
     record(f"{STREAMS_APP}/{STREAMS_NEWCOMER} (process {streams_newcomer[:8]}) joined; plan REALIZED after "
            f"{time.monotonic() - joined:.0f} s, {runs} more observe run(s)")  # fmt: skip
+    assert_honoring(stack, STREAMS_APP, str(streams["plan_id"]))
 
 
 def test_the_lake_in_the_volume_passes_its_contract(stack: Stack) -> None:
