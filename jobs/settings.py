@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -322,3 +323,8 @@ class Settings(BaseSettings):
     def kafka_properties(self, bootstrap: str) -> dict[str, str]:
         """confluent-kafka client properties: the bootstrap servers plus RBP_KAFKA_CONFIG's extras."""
         return {"bootstrap.servers": bootstrap, **self.kafka_config}
+
+
+def shown_remote(url: str) -> str:
+    """A Spark Connect URL as logs and the settings command may show it: its token parameter masked."""
+    return re.sub(r"(;token=)[^;]*", r"\1***", url)

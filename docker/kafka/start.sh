@@ -11,7 +11,13 @@ keystore_password_file=/run/secrets/kafka_tls_keystore_password
   echo "kafka: the TLS secrets (kafka_tls_keystore, its password, tls_ca; docker/tls/make-certs.sh) are not readable" >&2
   exit 2; }
 : "${SCRAM_PIPELINE_USER:?}" "${SCRAM_PIPELINE_PASSWORD:?}" "${SCRAM_APP_USER:?}" "${SCRAM_APP_PASSWORD:?}"
-for password in "$SCRAM_ADMIN_PASSWORD" "$SCRAM_PIPELINE_PASSWORD" "$SCRAM_APP_PASSWORD"; do
+# A second application login (the Kafka Streams app) is optional.
+streams_app=()
+if [[ -n "${SCRAM_STREAMS_APP_USER:-}" ]]; then
+  : "${SCRAM_STREAMS_APP_PASSWORD:?SCRAM_STREAMS_APP_USER is set without SCRAM_STREAMS_APP_PASSWORD}"
+  streams_app=(--add-scram "SCRAM-SHA-512=[name=${SCRAM_STREAMS_APP_USER},password=${SCRAM_STREAMS_APP_PASSWORD}]")
+fi
+for password in "$SCRAM_ADMIN_PASSWORD" "$SCRAM_PIPELINE_PASSWORD" "$SCRAM_APP_PASSWORD" "${SCRAM_STREAMS_APP_PASSWORD:-}"; do
   # The --add-scram syntax and JAAS quoting (and the clients' JSON settings) cannot carry these characters.
   if [[ "$password" == *[\",\]\\]* ]]; then
     echo "kafka: SCRAM passwords must not contain '\"', ',', ']' or '\\'" >&2
@@ -35,5 +41,5 @@ printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.conf
 /opt/kafka/bin/kafka-storage.sh format --ignore-formatted --cluster-id "$KAFKA_CLUSTER_ID" --config "$properties" \
   --add-scram "SCRAM-SHA-512=[name=admin,password=${SCRAM_ADMIN_PASSWORD}]" \
   --add-scram "SCRAM-SHA-512=[name=${SCRAM_PIPELINE_USER},password=${SCRAM_PIPELINE_PASSWORD}]" \
-  --add-scram "SCRAM-SHA-512=[name=${SCRAM_APP_USER},password=${SCRAM_APP_PASSWORD}]"
+  --add-scram "SCRAM-SHA-512=[name=${SCRAM_APP_USER},password=${SCRAM_APP_PASSWORD}]" "${streams_app[@]}"
 exec /opt/kafka/bin/kafka-server-start.sh "$properties"

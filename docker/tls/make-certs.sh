@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Makes the deployment's TLS material at deploy time (nothing here is committed): a private CA, Kafka's server
-# certificate in a PKCS#12 keystore (for the SASL_SSL listener), the Airflow api-server's certificate (HTTPS) and
-# PostgreSQL's (the metadata database's connections).
+# certificate in a PKCS#12 keystore (for the SASL_SSL listener), the Airflow api-server's certificate (HTTPS),
+# PostgreSQL's (the metadata database's connections) and Spark Connect's TLS proxy's (name spark-connect).
 #   docker/tls/make-certs.sh OUTDIR [AIRFLOW_NAME...]
 # OUTDIR gets: ca.crt (the trust anchor every client verifies with), kafka.p12 + kafka.p12.password, airflow.crt +
-# airflow.key, postgres.crt + postgres.key. AIRFLOW_NAME: extra DNS names the UI is reached by (localhost and 127.0.0.1 are always in). The CA's
-# key is deleted once it has signed: a new certificate means a new CA, re-distributed by the next deploy.
+# airflow.key, postgres.crt + postgres.key, spark-connect.crt + spark-connect.key. AIRFLOW_NAME: extra DNS names
+# the UI is reached by (localhost and 127.0.0.1 are always in). The CA's key is deleted once it has signed: a new certificate means a new CA, re-distributed by the next deploy.
 # Production with its own PKI: put files of the same names in OUTDIR instead and skip this script.
 set -euo pipefail
 out=${1:?usage: make-certs.sh OUTDIR [AIRFLOW_NAME...]}
@@ -47,6 +47,9 @@ cat "$work/airflow.crt" >"$out/airflow.crt"
 leaf postgres DNS:postgres
 cp "$work/postgres.key" "$out/postgres.key"
 cat "$work/postgres.crt" >"$out/postgres.crt"
-chmod 644 "$out/ca.crt" "$out/airflow.crt" "$out/postgres.crt"
-echo "TLS material in $out: ca.crt, kafka.p12 (+ .password), airflow.crt, airflow.key, postgres.crt, postgres.key" \
-  "(valid $days days)"
+leaf spark-connect DNS:spark-connect
+cp "$work/spark-connect.key" "$out/spark-connect.key"
+cat "$work/spark-connect.crt" >"$out/spark-connect.crt"
+chmod 644 "$out/ca.crt" "$out/airflow.crt" "$out/postgres.crt" "$out/spark-connect.crt"
+echo "TLS material in $out: ca.crt, kafka.p12 (+ .password), airflow.crt, airflow.key, postgres.crt, postgres.key," \
+  "spark-connect.crt, spark-connect.key (valid $days days)"

@@ -14,7 +14,7 @@ from rich.console import Console
 from jobs.cli.arguments import COUNT, PORT
 from jobs.cli.exits import EXIT_FAILURE, EXIT_OK
 from jobs.local.broker import BrokerAssignor, EmbeddedBroker
-from jobs.local.spark_connect import LocalSparkConnect
+from jobs.local.spark_connect import LocalSparkConnect, read_token
 from jobs.settings import Settings
 
 
@@ -50,6 +50,12 @@ def add_local_commands(commands: Any) -> None:
     )
     spark.add_argument("--cores", type=COUNT, default=2, help="local[N]: threads running Spark tasks (default 2)")
     spark.add_argument("--driver-memory-mb", type=COUNT, default=1024, help="the JVM's heap (default 1024)")
+    spark.add_argument(
+        "--token-file",
+        type=Path,
+        help="require this pre-shared token from every client (Spark Connect's authenticate token; clients send it "
+        "only over TLS, or without TLS to localhost: put a TLS proxy in front, docs/deployment.md)",
+    )
 
 
 def _until_stopped(console: Console, part: _Running, name: str) -> int:
@@ -85,9 +91,13 @@ def run_local_command(args: argparse.Namespace, console: Console, settings: Sett
             cores=args.cores,
             driver_memory_mb=args.driver_memory_mb,
             host=args.host,
+            token=read_token(args.token_file) if args.token_file else None,
         )
         with server:
             console.print(f"Apache Spark Connect with Delta on [bold]{server.remote}[/bold] (Ctrl-C stops it)")
+            if args.token_file:
+                # The token itself is never printed.
+                console.print(f"clients must send the token in {args.token_file} (sc://...;use_ssl=true;token=...)")
             print(f"SPARK_REMOTE={server.remote}", flush=True)
             return _until_stopped(console, server, "Spark Connect server")
     return None

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
-from jobs.settings import Settings
+from jobs.settings import Settings, shown_remote
 
 _MAX_PARTITIONS = 10_000
 _MAX_REPLICATION = 32
@@ -244,6 +244,8 @@ def _masked(name: str, value: Any) -> str:
     if name == "kafka_config" and isinstance(value, dict):
         shown = {k: ("****" if any(w in k.lower() for w in _SECRET_WORDS) else v) for k, v in value.items()}
         return json.dumps(shown, sort_keys=True)
+    if name == "spark_remote" and isinstance(value, str):
+        return shown_remote(value)  # a Spark Connect token is a password
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     return "" if value is None else str(value)

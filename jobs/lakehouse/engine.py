@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
+from jobs.settings import shown_remote
+
 log = logging.getLogger(__name__)
 
 # Sail ends a session idle for 15 minutes by default, and a pyspark client does not keep it alive; our sessions live
@@ -76,7 +78,7 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
         if address is None:
             raise EngineError("the embedded Sail engine did not start listening")
         url = f"sc://localhost:{address[1]}"
-    log.info("Spark Connect session on %s (%s)", url, "embedded Sail" if server else "SPARK_REMOTE")
+    log.info("Spark Connect session on %s (%s)", shown_remote(url), "embedded Sail" if server else "SPARK_REMOTE")
     # create(), not getOrCreate(): a process may hold several sessions (e.g. Sail and a JVM Spark in tests).
     session = SparkSession.builder.remote(url).create()
     if server is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import socket
 import sys
@@ -24,10 +25,32 @@ from jobs.processes import free_port
 log = logging.getLogger(__name__)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# Spark Connect's pre-shared token (spark.connect.authenticate.token) read from the environment: a --conf would
+# show the token in the process list.
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+# What a token may hold: it travels as a parameter of the sc:// URL (";token=..."), where ';', '/' and '=' would
+# cut it, and as an HTTP/2 bearer header.
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~+-]{16,512}")
+# The addresses a server with a token can be checked on: pyspark sends a token without TLS only to "localhost".
+LOOPBACK_HOSTS = ("127.0.0.1", "0.0.0.0", "localhost")
 
 
 class SparkConnectError(RuntimeError):
     """The Spark Connect server could not be started or did not answer in time."""
+
+
+def read_token(path: Path) -> str:
+    """The pre-shared token in ``path`` (surrounding whitespace dropped); ValueError naming what is wrong."""
+    try:
+        token = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"Spark Connect token file {path}: cannot read it: {err}") from None
+    if not TOKEN_PATTERN.fullmatch(token):
+        raise ValueError(
+            f"Spark Connect token file {path}: the token must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + - "
+            f"(it goes into the sc:// URL), got {len(token)} characters"
+        )
+    return token
 
 
 def spark_home() -> Path:
@@ -74,7 +97,14 @@ class LocalSparkConnect:
         host: str = "127.0.0.1",
         python: str = sys.executable,
         extra_conf: Mapping[str, str] | None = None,
+        token: str | None = None,
     ) -> None:
+        if token is not None and not TOKEN_PATTERN.fullmatch(token):
+            raise ValueError("LocalSparkConnect: the token must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + -")
+        if token is not None and host not in LOOPBACK_HOSTS:
+            # The readiness check (and any client here) can send the token without TLS only to localhost.
+            raise ValueError(f"LocalSparkConnect: a server with a token listens on loopback or 0.0.0.0, not {host!r}")
+        self._token = token
         self.host = host
         self._extra_conf = dict(extra_conf or {})
         self.port = port or free_port(host)
@@ -124,6 +154,9 @@ class LocalSparkConnect:
             "SPARK_LOG_DIR": str(self.work_dir),
             "SPARK_CONF_DIR": str(self.work_dir),
         }
+        env.pop(TOKEN_ENV, None)
+        if self._token is not None:
+            env[TOKEN_ENV] = self._token  # every client must send it as its bearer token
         started = time.monotonic()
         self._server.spawn(self.command(jars), self.log_file, env=env, cwd=self.work_dir)
         self._server.await_ready(self._serves, started + timeout_s, self.remote, backoff_s=0.5)
@@ -138,8 +171,10 @@ class LocalSparkConnect:
             socket.create_connection((self.host, self.port), timeout=1.0).close()
         except OSError:
             return False
+        # With a token: over loopback as "localhost", the one address pyspark sends a token to without TLS.
+        remote = self.remote if self._token is None else f"sc://localhost:{self.port}/;token={self._token}"
         try:
-            session = SparkSession.builder.remote(self.remote).create()
+            session = SparkSession.builder.remote(remote).create()
             try:
                 session.sql("SELECT 1").collect()
                 return True

@@ -70,7 +70,7 @@ phase_end
 
 phase builds
 tags=(localhost/rbp-python:3.11-bookworm localhost/rebalance-planner:latest localhost/rebalance-planner-spark:latest
-      localhost/rbp-kafka:local localhost/rbp-postgres:local)
+      localhost/rebalance-planner-streams-app:latest localhost/rbp-kafka:local localhost/rbp-postgres:local)
 previous=()
 for tag in "${tags[@]}"; do
   if podman image exists "$tag"; then previous+=("$(podman image inspect --format '{{.Id}}' "$tag")"); fi
@@ -81,6 +81,8 @@ build -f docker/Dockerfile --target project --build-arg PYTHON_IMAGE=localhost/r
   -t localhost/rebalance-planner:latest
 build -f docker/Dockerfile --target spark-connect --build-arg PYTHON_IMAGE=localhost/rbp-python:3.11-bookworm \
   -t localhost/rebalance-planner-spark:latest
+build -f docker/Dockerfile --target streams-app --build-arg PYTHON_IMAGE=localhost/rbp-python:3.11-bookworm \
+  -t localhost/rebalance-planner-streams-app:latest
 build -f tests/deploy/local-images.Containerfile --target kafka -t localhost/rbp-kafka:local
 build -f tests/deploy/local-images.Containerfile --target postgres -t localhost/rbp-postgres:local
 # The previous run's images, now untagged, would fill the disk run after run; removing them by id (not a prune,
@@ -110,6 +112,7 @@ export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
 docker/tls/make-certs.sh "$work/tls" >/dev/null
 chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key"
 chown 999 "$work/tls/postgres.key"  # the postgres user of the official image and of the stand-in
+chown 50000 "$work/tls/spark-connect.key"  # Spark Connect's TLS proxy runs as the project image's user
 chmod 755 "$work/tls"
 export RBP_TLS_DIR=$work/tls RBP_DEPLOY_CA=$work/tls/ca.crt
 RBP_PLAN_VERIFY_KEYS=$(sed -n 's/^groups: *RBP_PLAN_VERIFY_KEYS=//p' "$work/keys.txt")
@@ -118,7 +121,8 @@ export RBP_PLAN_VERIFY_KEYS
 export RBP_APPROVERS=2
 export AIRFLOW_JWT_SECRET=$(secret) AIRFLOW_API_SECRET_KEY=$(secret) AIRFLOW_ADMIN_USERNAME=admin \
   AIRFLOW_ADMIN_PASSWORD=$(secret) AIRFLOW_ADMIN_EMAIL=ops@example.org POSTGRES_PASSWORD=$(secret) \
-  RBP_KAFKA_ADMIN_PASSWORD=$(secret) RBP_KAFKA_PIPELINE_PASSWORD=$(secret) RBP_KAFKA_APP_PASSWORD=$(secret)
+  RBP_KAFKA_ADMIN_PASSWORD=$(secret) RBP_KAFKA_PIPELINE_PASSWORD=$(secret) RBP_KAFKA_APP_PASSWORD=$(secret) \
+  RBP_KAFKA_STREAMS_APP_PASSWORD=$(secret) RBP_SPARK_CONNECT_TOKEN=$(openssl rand -hex 32)
 export AIRFLOW_HOST_PORT=${RBP_DEPLOY_PORT:-$("$root/.venv/bin/python" -c \
   'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 export AIRFLOW_BASE_URL=https://localhost:$AIRFLOW_HOST_PORT
@@ -155,7 +159,7 @@ up kafka postgres spark-connect
 healthy kafka postgres
 up kafka-init airflow-init
 completed kafka-init airflow-init
-up airflow-apiserver airflow-scheduler airflow-dag-processor airflow-triggerer demo-fleet
+up airflow-apiserver airflow-scheduler airflow-dag-processor airflow-triggerer demo-fleet streams-app
 url=https://127.0.0.1:$AIRFLOW_HOST_PORT
 # Generous: on a loaded shared machine (load 30+ on 2 cores was seen) the api-server takes minutes to start.
 deadline=$(( $(date +%s) + 900 ))

@@ -1,11 +1,12 @@
 """The nightly DAG carried out through the running stack: the demo fleet reports to the containerised Kafka over
 SASL_SSL, a real login triggers the run through the REST API over HTTPS, the stages run on the Spark Connect
 container, an allowed approver answers through the API and publish runs in the scheduler, its tasks calling the
-execution API over HTTPS; Kafka is restarted and the scheduler killed during the run. The fleet must change: one
-more instance of group-1 is announced before the run (as an operator scaling out does), so its plan moves tasks;
-the instance starts once the plan is published, the group converges and `rebalance_observe` marks the plan
-REALIZED. Then the Delta tables in the volume pass their contract (schemas/tables) and the Data Docs pages load
-their styles and scripts from the site itself."""
+execution API over HTTPS; the scheduler is killed during a Spark stage and Kafka is down when publish first runs.
+The fleet must change: once group-1 runs settled (three instances, two actives each), one more instance is announced
+before the run (as an operator scaling out does), so its plan must move actives to it; the instance starts once the
+plan is published, the group converges and `rebalance_observe` marks the plan REALIZED. Then the Delta tables in
+the volume pass their contract (schemas/tables) and the Data Docs pages load their styles and scripts from the site
+itself."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from jobs.local.airflow import AirflowError
 from jobs.orchestration.decision import APPROVE_ALL
 from jobs.polling import wait_until
-from tests.deploy.conftest import Stack, StackAirflow, record, restart
+from tests.deploy.conftest import Stack, StackAirflow, record
 
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
 SCALED_OUT, NEWCOMER = "group-1", "i4"
@@ -42,18 +43,64 @@ code = main(["/data/lake"])
 sys.stdout.flush()
 os._exit(code)
 """
-# A report of the group, read where the pipeline's login may read the reports topic (the scheduler; an application
-# may only write it). argv: the group. Prints the report's JSON.
-GROUP_REPORT = """
+# The group's latest state reports, read where the pipeline's login may read the reports topic (the scheduler; an
+# application may only write it). argv: the group. Prints them as a JSON list of the reports' JSON texts.
+GROUP_REPORTS = """
 import json, os, sys
 from assignor.runtime.kafka_io import read_latest_by_key
 from jobs.settings import Settings
 s = Settings()
+from assignor.protocol.restored_offsets import is_restored_key
 reports = read_latest_by_key(s.kafka_bootstrap, s.reports_topic, s.kafka_config, s.kafka_timeout_s)
-group = [v.decode() for k, v in sorted(reports.items()) if v is not None and k.decode().startswith(sys.argv[1] + "/")]
-print(group[0])
+group = [v.decode() for k, v in sorted(reports.items())
+         if v is not None and k.decode().startswith(sys.argv[1] + "/") and not is_restored_key(k.decode())]
+print(json.dumps(group))
 sys.stdout.flush()
 os._exit(0)
+"""
+# Every record on the plans topic, read where the pipeline's login may read it (the scheduler): how many carry each
+# plan id. Prints them as JSON.
+PLAN_RECORDS = """
+import collections, json, os
+from assignor.runtime.kafka_io import read_records
+from jobs.settings import Settings
+s = Settings()
+counts = collections.Counter()
+for _, _, _, value in read_records(s.kafka_bootstrap, s.plans_topic, s.kafka_config, s.kafka_timeout_s):
+    if value is not None:
+        counts[str(json.loads(value).get("plan_id"))] += 1
+print(json.dumps(counts), flush=True)
+os._exit(0)
+"""
+FLEET_INSTANCES, FLEET_TASKS = 3, 6  # docker-compose.yml's demo-fleet: --instances 3, 6 partitions (the default)
+# The Kafka Streams group (docker-compose.yml's streams-app: the reference app with the plugin, instances i1 and i2):
+# 6 input partitions, a stateless and a stateful subtopology, so 12 tasks. A third instance is announced too; its
+# plan must move stateless actives to it.
+STREAMS_APP, STREAMS_INSTANCES, STREAMS_TASKS, STREAMS_NEWCOMER = "streams-app-orders", 2, 12, "i3"
+# Run in the streams-app container with its own login (RBP_KAFKA_CONFIG there): a report for a Kafka Streams
+# instance about to join, under the process id Kafka Streams will read from its state directory (the file it keeps
+# there, written now). argv: the state directory, the application id, the template report. Prints the process id.
+ANNOUNCE_STREAMS = """
+import dataclasses, json, sys, time, uuid
+from pathlib import Path
+from confluent_kafka import Producer
+from assignor.protocol.state_report import StateReport
+from jobs.settings import Settings
+state_dir, app_id, template = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+s = Settings()
+metadata = state_dir / app_id / "kafka-streams-process-metadata"
+metadata.parent.mkdir(parents=True, exist_ok=True)
+process_id = str(uuid.uuid4())
+metadata.write_text(json.dumps({"processId": process_id}), encoding="utf-8")
+report = dataclasses.replace(
+    StateReport.from_json(template), process_id=process_id, member_id="", client_id="", host="", generation=-1,
+    reported_at=int(time.time() * 1000), active_tasks=(), standby_tasks=(), warmup_tasks=(), task_offset_sums={},
+    task_lags={}, plan_id=None, fallback_reason=None, extra={},
+)
+producer = Producer({"bootstrap.servers": s.kafka_bootstrap, **s.kafka_config})
+producer.produce(s.reports_topic, key=report.key.encode(), value=report.encode())
+assert producer.flush(60) == 0, "the announcement was not delivered"
+print(process_id)
 """
 # Run in the fleet's container with its own login: a report for an instance about to join, made from one of its
 # group's reports with no tasks and no state, under the process id its state directory will have. Without it no
@@ -136,6 +183,54 @@ def start_newcomer(stack: Stack) -> None:
     )  # fmt: skip
 
 
+def settled_reports(stack: Stack, group: str, instances: int, tasks: int, timeout_s: float) -> list[str]:
+    """The group's reports once they show it settled: every task active on exactly one of its instances, each
+    instance as many. A snapshot taken mid-rebalance (tasks revoked, nobody's yet) lets a plan hand those tasks
+    to a newcomer without moving any: the last run's 0-move plan (docs/deployment.md)."""
+    found: list[str] = []
+
+    def settled() -> bool:
+        reports = json.loads(stack.run("airflow-scheduler", "python", "-", group, stdin=GROUP_REPORTS))
+        actives = [[json.dumps(t) for t in json.loads(r)["active_tasks"]] for r in reports]
+        every = [t for held in actives for t in held]
+        found[:] = reports
+        return (
+            len(reports) == instances
+            and len(every) == len(set(every)) == tasks
+            and {len(held) for held in actives} == {tasks // instances}
+        )
+
+    wait_until(settled, timeout_s, f"{group} settled: {tasks} tasks, {instances} instances", poll_s=10)
+    return found
+
+
+def task_tries(airflow: StackAirflow, run_id: str) -> dict[str, tuple[str, int]]:
+    """Each task of the planning run: its state and try number."""
+    tis = airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances")["task_instances"]
+    return {str(t["task_id"]): (str(t["state"]), int(t["try_number"])) for t in tis}
+
+
+def assert_honoring(stack: Stack, group: str, plan_id: str) -> None:
+    """The group's reports say its leader honors ``plan_id`` (not Kafka's own assignment arriving at the target)."""
+    reports = [json.loads(r) for r in json.loads(stack.run("airflow-scheduler", "python", "-", group,
+                                                           stdin=GROUP_REPORTS))]  # fmt: skip
+    named = sorted({str(r.get("plan_id")) for r in reports})
+    fallbacks = sorted({str(r.get("fallback_reason")) for r in reports if r.get("fallback_reason")})
+    record(f"{group}: reports name plan(s) {named}, fallback reasons {fallbacks}")
+    assert plan_id in named, (group, plan_id, named, fallbacks)
+
+
+def start_streams_newcomer(stack: Stack) -> None:
+    """The announced Kafka Streams instance joins: one more JVM in the streams-app container with the same settings
+    (docker/streams-app/start.sh --join), its output beside its state."""
+    subprocess.run(
+        ["podman", "exec", "-d", stack.container("streams-app"), "sh", "-c",
+         f"exec /opt/rebalance-planner/docker/streams-app/start.sh --join {STREAMS_NEWCOMER}"
+         f" >>/data/streams-app/{STREAMS_NEWCOMER}.log 2>&1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+
+
 def kill_and_start(stack: Stack, service: str) -> None:
     """A crash: SIGKILL to the container (its processes with it), then started again (at once, as its restart
     policy would; `podman start` of one the policy already restarted changes nothing)."""
@@ -191,18 +286,28 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     admin, approver = "admin", next(user for user in airflow.passwords if user != "admin")
     wait_for_dag(airflow, PLANNING, timeout_s=300)
     wait_for_dag(airflow, OBSERVE, timeout_s=300)
-    # The fleet changes before tonight's run: a fourth instance of group-1 is announced.
-    template = stack.run("airflow-scheduler", "python", "-", SCALED_OUT, stdin=GROUP_REPORT).strip()
+    # The fleet changes before tonight's run: once group-1 runs settled, a fourth instance is announced; once the
+    # Kafka Streams group (reporting through its plugin with its own login over TLS) runs settled, a third.
+    waited = time.monotonic()
+    template = settled_reports(stack, SCALED_OUT, FLEET_INSTANCES, FLEET_TASKS, timeout_s=900)[0]
+    record(f"{SCALED_OUT} settled ({FLEET_TASKS} tasks on {FLEET_INSTANCES} instances) after "
+           f"{time.monotonic() - waited:.0f} s of waiting")  # fmt: skip
     newcomer = stack.run("demo-fleet", "python", "-", NEWCOMER_DIR, template, stdin=ANNOUNCE).strip()
+    streams_template = settled_reports(stack, STREAMS_APP, STREAMS_INSTANCES, STREAMS_TASKS, timeout_s=900)[0]
+    record(f"{STREAMS_APP} (Kafka Streams, plugin, SASL_SSL as rbp-streams-app) settled ({STREAMS_TASKS} tasks on "
+           f"{STREAMS_INSTANCES} instances) after {time.monotonic() - waited:.0f} s of waiting")  # fmt: skip
+    streams_newcomer = stack.run(
+        "streams-app", "python", "-", f"/data/streams-app/{STREAMS_NEWCOMER}", STREAMS_APP, streams_template,
+        stdin=ANNOUNCE_STREAMS,
+    ).strip()  # fmt: skip
     started = time.monotonic()
     # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
     run_id = airflow.trigger(PLANNING)
-    # Faults during the run: Kafka restarted while extract reads the reports, then the scheduler's container killed
-    # (LocalExecutor: the running stage dies with it) while a Spark stage runs. The retries must end the run as a
-    # clean one would: each group planned once, the plan right, the lake within its contract (checked below).
-    first_running(airflow, run_id, ("extract",), timeout_s=900)
-    restart(stack, "kafka")
-    record(f"fault: Kafka restarted {time.monotonic() - started:.0f} s after the trigger, extract running")
+    # Faults during the run: the scheduler's container killed (LocalExecutor: the running stage dies with it) while a
+    # Spark stage runs, then Kafka down when publish first runs (below). The retries must end the run as a clean one
+    # would: each group planned once, the plan right, the lake within its contract (checked below). Kafka is not
+    # restarted during extract: the fleet's groups rebalance after a broker restart, and the snapshot the retried
+    # extract takes then caught them mid-rebalance (the last run's 0-move plans).
     killed = first_running(airflow, run_id, ("lags", "plan", "validate"), timeout_s=2400)
     kill_and_start(stack, "airflow-scheduler")
     record(f"fault: scheduler killed and started {time.monotonic() - started:.0f} s after the trigger ({killed})")
@@ -213,8 +318,32 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     # The admin may not answer its own run (nor is it a named approver): refused, and the run still waits.
     with pytest.raises(AirflowError, match="HTTP 403"):
         airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=admin)
+    # Kafka down while publish runs: it is stopped before the answer and started again once publish has tried (it
+    # reads the plans topic for the groups' sequences before it signs), so publish must retry and still send each
+    # plan once (one PUBLISHED plan per group, checked below).
+    subprocess.run(["podman", "stop", "-t", "20", stack.container("kafka")], check=True, capture_output=True)
+    stopped = time.monotonic()
     airflow.answer(PLANNING, run_id, "approval", [APPROVE_ALL], {}, user=approver)
-    assert airflow.wait_for_run(PLANNING, run_id, timeout_s=900) == "success", airflow.task_states(PLANNING, run_id)
+
+    publish_running: list[float] = []  # when publish was first seen running
+
+    def publish_tried() -> bool:
+        state, tries = task_tries(airflow, run_id).get("publish", ("none", 0))
+        assert state not in ("failed", "upstream_failed", "success"), (state, tries)
+        if state == "running" and not publish_running:
+            publish_running.append(time.monotonic())
+        # Retried, or still trying after 90 s of its own bounded reconnects: either way it met the stopped Kafka.
+        return (
+            state == "up_for_retry"
+            or (state == "running" and tries > 1)
+            or (bool(publish_running) and time.monotonic() - publish_running[0] > 90)
+        )
+
+    wait_until(publish_tried, 900, "publish to run against the stopped Kafka", poll_s=1)
+    subprocess.run(["podman", "start", stack.container("kafka")], check=True, capture_output=True, timeout=120)
+    record(f"fault: Kafka stopped for {time.monotonic() - stopped:.0f} s around the approval; publish ran against "
+           f"it ({task_tries(airflow, run_id).get('publish')}), Kafka started again")  # fmt: skip
+    assert airflow.wait_for_run(PLANNING, run_id, timeout_s=1200) == "success", airflow.task_states(PLANNING, run_id)
     record(f"planning run (trigger to success, approval and faults included): {time.monotonic() - started:.0f} s")
     tries = {
         str(t["task_id"]): int(t["try_number"])
@@ -227,18 +356,33 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     snapshot = snapshot_of(airflow, run_id)
     planned = sorted(str(r["group_id"]) for r in lake_rows(stack, "plans", "snapshot_id", "group_id")
                      if r["snapshot_id"] == snapshot)  # fmt: skip
-    assert planned == ["group-1", "group-2", "group-3"], planned
+    assert planned == ["group-1", "group-2", "group-3", STREAMS_APP], planned
     plans = plans_of(stack, snapshot)
     record(f"plans: { {g: (p['status'], p['moves']) for g, p in sorted(plans.items())} }")
-    scaled = plans[SCALED_OUT]
+    scaled, streams = plans[SCALED_OUT], plans[STREAMS_APP]
     assert int(str(scaled["moves"])) > 0 and scaled["status"] == "PUBLISHED", scaled
-    # The newcomer joins; the group's leader honors the plan step by step (warmups first) and observe sees the
+    # The newcomers join; each group's leader honors its plan step by step (warmups first) and observe sees the
     # group run the target.
     start_newcomer(stack)
+    if streams["status"] == "PUBLISHED":
+        start_streams_newcomer(stack)
     joined = time.monotonic()
+    # Publish ran twice (Kafka stopped under its first try): each plan is on the plans topic once.
+    sent = json.loads(stack.run("airflow-scheduler", "python", "-", stdin=PLAN_RECORDS))
+    record(f"plans topic: records per plan id {dict(sorted(sent.items()))}")
+    for group in (SCALED_OUT, STREAMS_APP):
+        assert sent.get(str(plans[group]["plan_id"])) == 1, (group, sent)
     runs = observe_until_realized(airflow, stack, str(scaled["plan_id"]), SCALED_OUT, timeout_s=1800)
     record(f"{SCALED_OUT}/{NEWCOMER} (process {newcomer[:8]}) joined; plan REALIZED after "
            f"{time.monotonic() - joined:.0f} s, {runs} observe run(s)")  # fmt: skip
+    assert_honoring(stack, SCALED_OUT, str(scaled["plan_id"]))
+    # The Kafka Streams group: planned with moves (stateless actives to its newcomer), published, honored by its
+    # plugin's leader, REALIZED.
+    assert int(str(streams["moves"])) > 0 and streams["status"] == "PUBLISHED", streams
+    runs = observe_until_realized(airflow, stack, str(streams["plan_id"]), STREAMS_APP, timeout_s=1800)
+    record(f"{STREAMS_APP}/{STREAMS_NEWCOMER} (process {streams_newcomer[:8]}) joined; plan REALIZED after "
+           f"{time.monotonic() - joined:.0f} s, {runs} more observe run(s)")  # fmt: skip
+    assert_honoring(stack, STREAMS_APP, str(streams["plan_id"]))
 
 
 def test_the_lake_in_the_volume_passes_its_contract(stack: Stack) -> None:

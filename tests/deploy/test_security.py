@@ -1,10 +1,12 @@
 """Security of the running stack, checked live: what is published, who may log in, what Kafka refuses (no TLS, an
 unknown CA, no login, an ACL), that the api-server speaks HTTPS only with the deployment's certificate, that
-PostgreSQL speaks TLS only, where the signing key and its passphrase are."""
+PostgreSQL speaks TLS only, that Spark Connect answers only a client with its token over TLS, where the signing key
+and its passphrase are."""
 
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import subprocess
 
@@ -170,17 +172,23 @@ def test_an_application_login_cannot_write_plans(stack: Stack) -> None:
 
 
 @pytest.mark.parametrize(
-    "service", ["kafka", "postgres", "spark-connect", "demo-fleet", "airflow-apiserver", "airflow-dag-processor"]
+    "service",
+    ["kafka", "postgres", "spark-connect", "demo-fleet", "streams-app", "airflow-apiserver", "airflow-dag-processor"],
 )
 def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) -> None:
     """LocalExecutor runs every task, publish included, in the scheduler: no other container gets the key, its
     passphrase, or a TLS private key it does not serve with."""
     probe = (
-        "for f in plan_signing_key plan_signing_passphrase airflow_tls_key kafka_tls_keystore_password; do"
+        "for f in plan_signing_key plan_signing_passphrase airflow_tls_key kafka_tls_keystore_password"
+        " spark_connect_tls_key; do"
         " test -e /run/secrets/$f && echo $f; done; echo --; printenv | cut -d= -f1"
     )
     present, names = stack.run(service, "sh", "-c", probe).split("--")
-    allowed = {"kafka": {"kafka_tls_keystore_password"}, "airflow-apiserver": {"airflow_tls_key"}}.get(service, set())
+    allowed = {
+        "kafka": {"kafka_tls_keystore_password"},
+        "airflow-apiserver": {"airflow_tls_key"},
+        "spark-connect": {"spark_connect_tls_key"},
+    }.get(service, set())
     assert set(present.split()) == allowed, present
     assert not {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_SIGNING_PASSPHRASE_FILE"} & set(names.split())
 
@@ -272,3 +280,68 @@ def test_postgres_speaks_tls_only_with_the_deployments_certificate(stack: Stack)
     assert encrypted > 1 and plain == 0, found  # Airflow's own sessions besides the probe's, none in the clear
     assert "no encryption" in found["plaintext"], found
     assert "certificate verify failed" in found["other_ca"], found
+
+
+# Run in the demo fleet's container (on the stack's network, with grpcio and pyspark's protocol, without the token):
+# one Spark Connect call (Config.GetAll, which any session may make) per way in, printing each gRPC status.
+# argv: the right token (the test's, from run.sh), the CA file. A client with no token, a wrong one, the right one
+# over TLS, the right one in the clear, and to the server's own port (loopback in its container).
+SPARK_PROBE = """
+import json, sys, uuid, grpc
+from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc
+token, ca = sys.argv[1], open(sys.argv[2], "rb").read()
+def call(channel, token=None):
+    request = base_pb2.ConfigRequest(
+        session_id=str(uuid.uuid4()), user_context=base_pb2.UserContext(user_id="deploy-test"),
+        operation=base_pb2.ConfigRequest.Operation(get_all=base_pb2.ConfigRequest.GetAll()))
+    metadata = (("authorization", "Bearer " + token),) if token else ()
+    try:
+        base_pb2_grpc.SparkConnectServiceStub(channel).Config(request, timeout=30, metadata=metadata)
+        return ["OK", ""]
+    except grpc.RpcError as err:
+        return [err.code().name, (err.details() or "")[:200]]
+found = {}
+with grpc.secure_channel("spark-connect:15002", grpc.ssl_channel_credentials(ca)) as channel:
+    found["no_token"] = call(channel)
+    found["wrong_token"] = call(channel, "0" * len(token))
+    found["right_token"] = call(channel, token)
+with grpc.secure_channel("spark-connect:15002", grpc.ssl_channel_credentials()) as channel:
+    found["other_ca"] = call(channel, token)  # grpc's own public roots: the deployment's CA is not among them
+with grpc.insecure_channel("spark-connect:15002") as channel:
+    found["plaintext"] = call(channel, token)
+with grpc.insecure_channel("spark-connect:15001") as channel:
+    found["server_port"] = call(channel, token)
+print(json.dumps(found))
+"""
+# Run in the scheduler with its own settings (SPARK_REMOTE, the Connection, the CA for gRPC): the session every
+# pipeline stage opens, one query on it.
+SPARK_SESSION = """
+from jobs.lakehouse.engine import spark_session
+from jobs.orchestration.tasks import runtime
+rt = runtime()
+with spark_session(rt.spark_remote) as spark:
+    url = str(rt.spark_remote)
+    way = "tls+token" if ";use_ssl=true" in url and ";token=" in url else "other"
+    print(url.split("/;")[0], way, spark.sql("SELECT 41 + 1 AS answer").collect()[0]["answer"])
+"""
+
+
+def test_spark_connect_answers_only_a_client_with_its_token_over_tls(stack: Stack) -> None:
+    """Spark Connect (which runs any code it is sent) behind TLS with its token: a client without the token or with
+    a wrong one is refused (UNAUTHENTICATED), one trusting another CA or speaking without TLS gets nothing, the server's
+    own port is not reachable from another container; the pipeline's settings (token over TLS) open a session."""
+    token = os.environ["RBP_SPARK_CONNECT_TOKEN"]
+    found = json.loads(stack.run("demo-fleet", "python", "-", token, CA_IN_CONTAINERS, stdin=SPARK_PROBE))
+    assert found["no_token"][0] == "UNAUTHENTICATED", found
+    assert found["wrong_token"][0] == "UNAUTHENTICATED", found
+    assert found["right_token"] == ["OK", ""], found
+    assert found["other_ca"][0] == "UNAVAILABLE", found  # the handshake fails: no call reaches the server
+    assert found["plaintext"][0] == "UNAVAILABLE", found
+    assert found["server_port"][0] == "UNAVAILABLE", found
+    # Only Airflow's parts hold the token: the fleet (an application) and Kafka's one-shot init do not.
+    for service in ("demo-fleet", "streams-app", "kafka", "postgres"):
+        names = stack.run(service, "sh", "-c", "printenv | cut -d= -f1").split()
+        values = stack.run(service, "sh", "-c", "printenv").split()
+        assert not any(token in v for v in values) and "RBP_SPARK_CONNECT_TOKEN" not in names, service
+    remote, way, answer = stack.run("airflow-scheduler", "python", "-", stdin=SPARK_SESSION).split()[-3:]
+    assert (remote, way, answer) == ("sc://spark-connect:15002", "tls+token", "42")

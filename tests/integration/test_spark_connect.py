@@ -87,3 +87,55 @@ def test_spark_connect_command_serves_delta_until_interrupted(tmp_path: Path) ->
         return found.returncode != 0
 
     wait_until(jvm_gone, 30, f"the Spark Connect JVM on port {port} to stop with the command")
+
+
+# One Spark Connect call any session may make (Config.GetAll), with or without a bearer token; its gRPC status.
+def _config_call(port: int, token: str | None) -> str:
+    import grpc  # noqa: PLC0415 (pyspark's Connect client brings it)
+    from pyspark.sql.connect.proto import base_pb2, base_pb2_grpc  # noqa: PLC0415
+
+    request = base_pb2.ConfigRequest(
+        session_id="00000000-0000-4000-8000-000000000042",
+        user_context=base_pb2.UserContext(user_id="test"),
+        operation=base_pb2.ConfigRequest.Operation(get_all=base_pb2.ConfigRequest.GetAll()),
+    )
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        try:
+            stub = base_pb2_grpc.SparkConnectServiceStub(channel)  # type: ignore[no-untyped-call]
+            stub.Config(request, timeout=30, metadata=metadata)
+        except grpc.RpcError as err:
+            return str(err.code().name)
+    return "OK"
+
+
+def test_spark_connect_with_a_token_file_refuses_a_client_without_the_token(tmp_path: Path) -> None:
+    """--token-file: the server answers only calls bearing the token (the compose stack puts TLS in front, so
+    pyspark sends it there; here, over loopback, as pyspark sends it to localhost), and never shows it."""
+    port = free_port()
+    token = "t0ken-" + os.urandom(12).hex()
+    (tmp_path / "token").write_text(token + "\n", encoding="ascii")
+    cli = Path(sys.executable).parent / "rebalance-planner"
+    errors = tmp_path / "stderr.log"
+    with errors.open("w") as err:
+        process = subprocess.Popen(
+            [str(cli), "spark-connect", "--port", str(port), "--token-file", str(tmp_path / "token")],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+    try:
+        assert _serving(process, time.monotonic() + 300, errors) == f"sc://127.0.0.1:{port}"
+        assert _config_call(port, None) == "UNAUTHENTICATED"
+        assert _config_call(port, "x" * len(token)) == "UNAUTHENTICATED"
+        assert _config_call(port, token) == "OK"
+        # pyspark's own client with the token: to "localhost" it sends it without TLS (local credentials).
+        with spark_session(f"sc://localhost:{port}/;token={token}") as spark:
+            assert spark.sql("SELECT 41 + 1 AS answer").collect()[0]["answer"] == 42
+        found = subprocess.run(["pgrep", "-af", f"binding.port={port}"], capture_output=True, text=True, check=False)
+        assert found.stdout and token not in found.stdout  # in the JVM's environment, not on its command line
+    finally:
+        stop_group(process, 30)
+    assert token not in errors.read_text(errors="replace")

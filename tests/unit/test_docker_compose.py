@@ -44,6 +44,8 @@ SECRETS = {  # what an operator's .env provides
     "RBP_KAFKA_ADMIN_PASSWORD": "ka",
     "RBP_KAFKA_PIPELINE_PASSWORD": "kp",
     "RBP_KAFKA_APP_PASSWORD": "kf",
+    "RBP_KAFKA_STREAMS_APP_PASSWORD": "ks",
+    "RBP_SPARK_CONNECT_TOKEN": "t" * 32,
 }
 FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 SIGNING_ONLY = {
@@ -84,10 +86,11 @@ def test_every_part_of_the_deployment_is_a_service(compose: dict[str, Any]) -> N
     # Spark Connect is our own image's spark-connect stage: pyspark's Spark and the delta-spark jars the tests
     # use, fetched by mvn at build time; the container starts `rebalance-planner spark-connect`, downloading nothing.
     spark = services["spark-connect"]
-    assert spark["build"]["target"] == "spark-connect" and spark["command"][:2] == [
+    assert spark["build"]["target"] == "spark-connect" and spark["command"][1:3] == [
         "rebalance-planner",
         "spark-connect",
     ]
+    assert spark["command"][0] == "/opt/rebalance-planner/docker/spark-connect/start.sh"
     assert not any("--packages" in str(arg) or "jars.packages" in str(arg) for arg in spark["command"])
     dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
     assert "FROM project AS spark-connect" in dockerfile and "python -m jobs.local.jvm spark" in dockerfile
@@ -114,7 +117,9 @@ def test_ports_and_hostnames_point_at_services_that_exist(compose: dict[str, Any
     assert {name for name, service in services.items() if service.get("ports")} == {"airflow-apiserver"}
     airflow = env(services["airflow-scheduler"])
     assert airflow["RBP_KAFKA_BOOTSTRAP"] == "kafka:9092"
-    assert airflow["SPARK_REMOTE"] == "sc://spark-connect:15002"
+    assert (
+        airflow["SPARK_REMOTE"] == f"sc://spark-connect:15002/;use_ssl=true;token={SECRETS['RBP_SPARK_CONNECT_TOKEN']}"
+    )
     assert airflow["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("https://airflow-apiserver:8080/")
     assert "@postgres:5432/" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
     assert f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}" in airflow
@@ -269,7 +274,7 @@ def scram_users(compose: dict[str, Any]) -> dict[str, str]:
     users = {"admin": kafka["SCRAM_ADMIN_PASSWORD"]}
     script = (DOCKER / "kafka" / "start.sh").read_text(encoding="utf-8")
     assert "kafka-storage.sh format --ignore-formatted" in script
-    for role in ("PIPELINE", "APP"):
+    for role in ("PIPELINE", "APP", "STREAMS_APP"):
         assert (
             f'--add-scram "SCRAM-SHA-512=[name=${{SCRAM_{role}_USER}},password=${{SCRAM_{role}_PASSWORD}}]"' in script
         )
@@ -288,13 +293,14 @@ def sasl_login(config: dict[str, str]) -> tuple[str, str]:
 def test_every_kafka_client_logs_in_as_its_own_scram_user(compose: dict[str, Any]) -> None:
     services, users = compose["services"], scram_users(compose)
     clients = {name: env(s) for name, s in services.items() if "RBP_KAFKA_BOOTSTRAP" in env(s)}
-    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", *AIRFLOW_PARTS}
+    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", "streams-app", *AIRFLOW_PARTS}
     logins = {name: sasl_login(json.loads(c["RBP_KAFKA_CONFIG"])) for name, c in clients.items()}
     for name, (user, password) in logins.items():
         assert users[user] == password, name  # the credentials formatted into Kafka's storage
     assert logins["kafka-init"][0] == "admin"
     assert {logins[name][0] for name in AIRFLOW_PARTS} == {"rbp-pipeline"}
     assert logins["demo-fleet"][0] == "rbp-demo-fleet"
+    assert logins["streams-app"][0] == "rbp-streams-app"  # the Kafka Streams app: an application login of its own
     # The Airflow Connection replaces RBP_KAFKA_CONFIG in the tasks: it must carry the same login.
     connection = json.loads(clients["airflow-scheduler"][f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"])
     bootstrap, extra = kafka_from_connection(connection["extra"])
@@ -311,17 +317,21 @@ def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose
     assert args.command == "kafka-acls"
     logins = {
         name: sasl_login(json.loads(env(services[name])["RBP_KAFKA_CONFIG"]))[0]
-        for name in (*AIRFLOW_PARTS, "demo-fleet")
+        for name in (*AIRFLOW_PARTS, "demo-fleet", "streams-app")
     }
     assert args.pipeline_user == logins["airflow-scheduler"]  # only Airflow's tasks write plans
-    assert args.app_user == [logins["demo-fleet"]]  # the fleet reads plans and writes reports, nothing more
-    assert args.app_prefix == [f"{logins['demo-fleet']}=group-"]  # its own topics: the fleet's groups are group-N
+    # The applications read plans and write reports, nothing more of the product's.
+    assert args.app_user == [logins["demo-fleet"], logins["streams-app"]]
+    # Their own topics and groups: the fleet's groups are group-N; the Streams app's id, topics and group streams-app-*.
+    app_id = env(services["streams-app"])["STREAMS_APP_ID"]
+    assert app_id.startswith("streams-app-")
+    assert args.app_prefix == [f"{logins['demo-fleet']}=group-", f"{logins['streams-app']}=streams-app-"]
     topics = env(init)
     assert (topics["RBP_PLANS_TOPIC"], topics["RBP_REPORTS_TOPIC"]) == (
         env(services["airflow-scheduler"])["RBP_PLANS_TOPIC"],
         env(services["airflow-scheduler"])["RBP_REPORTS_TOPIC"],
     )
-    for name in ("airflow-scheduler", "demo-fleet"):
+    for name in ("airflow-scheduler", "demo-fleet", "streams-app"):
         assert services[name]["depends_on"]["kafka-init"] == {"condition": "service_completed_successfully"}, name
 
 
@@ -404,3 +414,31 @@ def test_the_api_server_serves_https_and_every_airflow_part_verifies_it(compose:
     assert sorted(p.name for p in (DOCKER / "tls").iterdir()) == ["make-certs.sh"]
     declared = compose["secrets"]
     assert all(declared[n]["file"].startswith("${RBP_TLS_DIR:?") for n in declared if "tls" in n)
+
+
+def test_spark_connect_answers_only_over_tls_with_the_token(compose: dict[str, Any]) -> None:
+    """The server listens on its container's loopback with the token; haproxy serves TLS (ALPN h2, TLS 1.2+) on the
+    port the others reach; only Airflow's parts hold the token, and they verify the proxy against the CA."""
+    services = compose["services"]
+    spark = services["spark-connect"]
+    start = (DOCKER / "spark-connect" / "start.sh").read_text(encoding="utf-8")
+    assert '--host 127.0.0.1 --port "$SPARK_CONNECT_PORT" --token-file' in start
+    haproxy = (DOCKER / "spark-connect" / "haproxy.cfg").read_text(encoding="utf-8")
+    bind = next(line.split() for line in haproxy.splitlines() if line.strip().startswith("bind "))
+    assert bind[1] == '"0.0.0.0:${SPARK_CONNECT_TLS_PORT}"' and "ssl" in bind and bind[bind.index("alpn") + 1] == "h2"
+    assert "ssl-min-ver TLSv1.2" in haproxy and 'server local "127.0.0.1:${SPARK_CONNECT_PORT}"' in haproxy
+    dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    assert "maven haproxy" in dockerfile and "COPY docker/spark-connect ./docker/spark-connect" in dockerfile
+    assert set(spark["secrets"]) == {"spark_connect_tls_cert", "spark_connect_tls_key"}
+    assert compose["secrets"]["spark_connect_tls_key"]["file"].endswith("/spark-connect.key")
+    token = SECRETS["RBP_SPARK_CONNECT_TOKEN"]
+    holders = {name for name, service in services.items() if any(token in v for v in env(service).values())}
+    assert holders == {"spark-connect", "airflow-init", *AIRFLOW_PARTS}, holders
+    for name in AIRFLOW_PARTS:
+        airflow = env(services[name])
+        assert airflow["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] == "/run/secrets/tls_ca", name
+        assert "tls_ca" in services[name]["secrets"], name
+        extra = json.loads(airflow[f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"])["extra"]
+        assert extra == {"use_ssl": "true", "token": token}, name
+    others = {s for name, service in services.items() if name != "spark-connect" for s in service.get("secrets", [])}
+    assert others.isdisjoint({"spark_connect_tls_key"})

@@ -23,9 +23,10 @@ def test_the_certificates_chain_to_the_ca_with_the_service_names(tmp_path: Path)
     out = tmp_path / "tls"
     assert make(out, "airflow.example.org").returncode == 0
     assert sorted(p.name for p in out.iterdir()) == ["airflow.crt", "airflow.key", "ca.crt", "kafka.p12",
-                                                     "kafka.p12.password", "postgres.crt", "postgres.key"]  # fmt: skip
+                                                     "kafka.p12.password", "postgres.crt", "postgres.key",
+                                                     "spark-connect.crt", "spark-connect.key"]  # fmt: skip
     # Private material is the owner's alone; the CA's key is gone once it has signed.
-    for name in ("airflow.key", "kafka.p12", "kafka.p12.password", "postgres.key"):
+    for name in ("airflow.key", "kafka.p12", "kafka.p12.password", "postgres.key", "spark-connect.key"):
         assert (out / name).stat().st_mode & 0o077 == 0, name
     airflow = x509.load_pem_x509_certificate((out / "airflow.crt").read_bytes())
     names = airflow.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -38,8 +39,12 @@ def test_the_certificates_chain_to_the_ca_with_the_service_names(tmp_path: Path)
     postgres = x509.load_pem_x509_certificate((out / "postgres.crt").read_bytes())
     postgres_names = postgres.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert postgres_names.get_values_for_type(x509.DNSName) == ["postgres"]
+    # Spark Connect's TLS proxy: the name the pipeline's SPARK_REMOTE gives (sc://spark-connect:15002/;use_ssl=true).
+    spark = x509.load_pem_x509_certificate((out / "spark-connect.crt").read_bytes())
+    spark_names = spark.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert spark_names.get_values_for_type(x509.DNSName) == ["spark-connect"]
     ca = x509.load_pem_x509_certificate((out / "ca.crt").read_bytes())
-    for leaf in (airflow, kafka, postgres):
+    for leaf in (airflow, kafka, postgres, spark):
         leaf.verify_directly_issued_by(ca)
     # A TLS client context accepts the CA as its only trust anchor (what the stack's clients load).
     assert ssl.create_default_context(cafile=str(out / "ca.crt")).cert_store_stats()["x509_ca"] == 1

@@ -20,8 +20,9 @@ final class Producer {
         String topic = flags.get("input-topic", "input");
         long n = flags.getLong("produce", 0);
         int keys = flags.getInt("keys", 1000);
-        ReferenceApp.createTopics(bootstrap, topic, flags.getInt("partitions", 12), List.of());
-        Map<String, Object> props = new HashMap<>();
+        Map<String, Object> client = ClientProperties.from(flags);
+        ReferenceApp.createTopics(bootstrap, topic, flags.getInt("partitions", 12), List.of(), client);
+        Map<String, Object> props = new HashMap<>(client);
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());

@@ -81,6 +81,7 @@ public final class ReferenceApp {
                 "  --scheduled-rebalance-max-delay-ms N (0: no deferral)  --hold-without-caught-up-copy",
                 "  --rocksdb-memory-mb N (RocksDB's default per store: ~50 MB cache + memtables each)",
                 "  --group-protocol classic|streams (classic; streams: KIP-1071, the broker assigns, no plugin)",
+                "  --client-properties FILE (connection settings for every client: security.protocol, sasl.*, ssl.*)",
                 "  --restored-reports true|false (true with the plugin or the streams protocol: each member publishes",
                 "    what it restored on --reports-topic through RestoredOffsetsListener)",
                 "produce mode: --produce N --keys K [--input-topic T --partitions N --bootstrap B]");
@@ -111,12 +112,15 @@ public final class ReferenceApp {
         if (flags.getBool("plugin", true) && !plugin) {
             System.err.println("--plugin ignored: the streams group protocol has no client-side assignor");
         }
+        Map<String, Object> client = ClientProperties.from(flags);
         Events events = new Events(flags.get("events", null));
         Counters counters = new Counters(events);
         if (flags.getBool("create-topics", true)) {
-            createTopics(bootstrap, input, flags.getInt("partitions", 12), parts.compactedTopics(flags));
+            createTopics(bootstrap, input, flags.getInt("partitions", 12), parts.compactedTopics(flags), client);
         }
         Properties props = new Properties();
+        // First: the app's own settings below cannot be changed by the file (it holds connection settings only).
+        props.putAll(client);
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(StreamsConfig.STATE_DIR_CONFIG, flags.get("state-dir",
@@ -295,8 +299,10 @@ public final class ReferenceApp {
         return out;
     }
 
-    static void createTopics(String bootstrap, String input, int partitions, List<String> compacted) {
-        Map<String, Object> conf = Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    static void createTopics(String bootstrap, String input, int partitions, List<String> compacted,
+            Map<String, Object> client) {
+        Map<String, Object> conf = new HashMap<>(client);
+        conf.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(conf)) {
             Set<String> existing = admin.listTopics().names().get(30, TimeUnit.SECONDS);
             List<NewTopic> wanted = new ArrayList<>();
