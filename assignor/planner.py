@@ -401,7 +401,7 @@ class _Route:
         state, state_lags = group, self.lags
         honoring = Honoring(self.target, group, self.order)
         for count in itertools.count(1):
-            step, waiting = honoring.step(state, configs, state_lags)
+            step, waiting = honoring.next_step(state, configs, state_lags)
             yield _Step(step, state, state_lags, waiting)
             if not step.probing_rebalance_needed:
                 return
