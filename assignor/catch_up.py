@@ -107,5 +107,8 @@ def roles_after(group: GroupState, assignment: GroupAssignment) -> GroupState:
     for client in group.clients:
         ca = assignment.clients[client.process_id]
         previous_standby = _held_standby(client.process_id, ca, every_task)
-        clients.append(evolved_client(client, ca.active, previous_standby, client.task_offset_sums))
+        if client.previous_active == ca.active and client.previous_standby == previous_standby:
+            clients.append(client)  # nothing changed: late in a schedule most clients (state.py is interpreted)
+        else:
+            clients.append(evolved_client(client, ca.active, previous_standby, client.task_offset_sums))
     return evolved_group(group, clients)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assignor.assignment import GroupAssignment
+from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.candidates import least_loaded
 from assignor.configs import AssignmentConfigs
 from assignor.end_state import adapt_target
@@ -44,30 +44,36 @@ def move_order(
     return [task for _, task in sorted(pending)]
 
 
-def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str]) -> str:
+def _keeper(
+    placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str], before: _HeldBefore
+) -> str:
     """Where a task stays active while its target owner restores: H1-safe, least disruptive."""
     caught_up = lags.caught_up_clients(task)
-    previous = placement.previous_owner_of(task)
     if caught_up:
-        current = [p for p in caught_up if p in previous]
+        current = [p for p in caught_up if before.ran(p, task)]
         if current:
             return current[0]
         in_target_standbys = [p for p in caught_up if p in standbys]
         return least_loaded(placement.assigned_load, in_target_standbys or caught_up) or caught_up[0]
     best = lags.best_rank(task)
     tied = [p for p in placement.process_ids if lags.rank(p, task) == best]
-    current = [p for p in tied if p in previous]
+    current = [p for p in tied if before.ran(p, task)]
     return current[0] if current else tied[0]
 
 
 class _HeldBefore:
     """Whether a client held a task (active or standby) before this rebalance; asked only where K1 hands a slot
-    over, so no client's sets are joined up front (every step of a schedule used to join them all)."""
+    over or a keeper is chosen, so no client's sets are joined up front (every step of a schedule used to join them
+    all, and to map every task to its previous owners)."""
 
     __slots__ = ("clients",)
 
     def __init__(self, group: GroupState) -> None:
         self.clients = {c.process_id: c for c in group.clients}
+
+    def ran(self, pid: str, task: TaskId) -> bool:
+        """Whether the client ran the task as an active."""
+        return task in self.clients[pid].previous_active
 
     def held(self, pid: str, task: TaskId) -> bool:
         client = self.clients[pid]
@@ -215,6 +221,7 @@ class Honoring:
         no_standbys: frozenset[str] = frozenset()
         kept: set[TaskId] = set()  # tasks already on `copies` caught-up clients: K1 holds for them as placed
         waiting = 0
+        held_before = _HeldBefore(group)
         for task in decided:
             owner = owners[task]
             standbys = standby_holders.get(task, no_standbys)
@@ -228,7 +235,7 @@ class Honoring:
                 placement.assign_active(owner, task)
                 placement.standby_of(task, standbys)
                 continue
-            keeper = _keeper(placement, lags, task, owner, standbys)
+            keeper = _keeper(placement, lags, task, owner, standbys, held_before)
             placement.assign_active(keeper, task)
             if keeper in standbys:
                 # The keeper holds a target standby: the target owner restores in that standby slot, for free.
@@ -252,7 +259,6 @@ class Honoring:
             # After every task decided one by one, as step() places these: their loads count only from here on.
             settled.add_to(placement)
             unkept.extend(settled.unkept(lags, copies))
-        held_before = _HeldBefore(group)
         for task in unkept:
             _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
         # Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
@@ -262,8 +268,19 @@ class Honoring:
                 placement.warmup[lender].add(task)
         for task in self.stateless:
             placement.assign_active(owners[task], task)
-        live = placement.freeze(probing_rebalance_needed=False)
-        return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != self.target.clients), waiting
+        # A client placed as the target places it gets the target's own ClientAssignment: from the second step on
+        # that is most clients, so fewer are built (interpreted code: assignment.py is not compiled) and the
+        # comparison with the target below meets the same objects.
+        target = self.target.clients
+        clients: dict[str, ClientAssignment] = {}
+        for pid in placement.process_ids:
+            active, standby, warmup = placement.active[pid], placement.standby[pid], placement.warmup[pid]
+            planned = target.get(pid)
+            if planned is not None and active == planned.active and standby == planned.standby and warmup == planned.warmup:
+                clients[pid] = planned
+            else:
+                clients[pid] = ClientAssignment(frozenset(active), frozenset(standby), frozenset(warmup))
+        return GroupAssignment(clients, probing_rebalance_needed=clients != dict(target)), waiting
 
 
 class _Settled:
