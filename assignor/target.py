@@ -613,15 +613,14 @@ def _solve_pooled_standbys(
     active_count = dict.fromkeys(pids, 0)
     for task in stateful:
         active_count[owners[task]] += 1
-    # A task's clients ranked by cost (restore, then a new copy), and how many clients its pool reaches.
+    # A task's known clients ranked by cost (restore, then a new copy), ties in process id order (pids is sorted).
+    index = {pid: i for i, pid in enumerate(pids)}
     ranked: dict[TaskId, list[tuple[int, int, str]]] = {}
     for task in stateful:
         default, restores = costs.restore_prices(task)
-        known = known_clients[task]
         ranked[task] = sorted(
-            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), i, pid)
-            for i, pid in enumerate(pids)
-            if pid in known
+            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), index[pid], pid)
+            for pid in known_clients[task]
         )
     start = _BlankStart.of(costs, owners, replicas, stateful, known_clients, ranked, active_count, weight)
     net = FlowNetwork()
@@ -772,7 +771,7 @@ class _BlankStart:
         losses = sorted(
             cls.loss(ranked[task], costs.restore_prices(task)[0] * weight + 1, replicas)
             for task in stateful
-            if len(ranked[task]) >= replicas and any(pid != owners[task] for pid in room)
+            if len(ranked[task]) >= replicas and (len(room) > 1 or owners[task] not in room)
         )
         if not losses:
             return cls(0, {})
@@ -782,7 +781,7 @@ class _BlankStart:
 
     def price_at(self, owner: str) -> int:
         """The potential of ``owner``'s pool: ``price`` when it reaches a blank client (any but its owner)."""
-        return self.price if any(pid != owner for pid in self.room) else 0
+        return self.price if len(self.room) > 1 or (self.room and owner not in self.room) else 0
 
     @staticmethod
     def loss(ranked: Sequence[tuple[int, int, str]], pool_cost: int, replicas: int) -> int:
