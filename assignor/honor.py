@@ -276,7 +276,12 @@ class Honoring:
         for pid in placement.process_ids:
             active, standby, warmup = placement.active[pid], placement.standby[pid], placement.warmup[pid]
             planned = target.get(pid)
-            if planned is not None and active == planned.active and standby == planned.standby and warmup == planned.warmup:
+            if (
+                planned is not None
+                and active == planned.active
+                and standby == planned.standby
+                and warmup == planned.warmup
+            ):
                 clients[pid] = planned
             else:
                 clients[pid] = ClientAssignment(frozenset(active), frozenset(standby), frozenset(warmup))
@@ -323,5 +328,7 @@ class _Settled:
     def unkept(self, lags: LagIndex, copies: int) -> list[TaskId]:
         """The tasks whose owner and caught-up target standbys are still fewer than ``copies``, in order."""
         caught_up = lags.caught_up
-        self.waiting = [(t, standbys) for t, standbys in self.waiting if 1 + sum(caught_up(p, t) for p in standbys) < copies]
+        self.waiting = [
+            (t, standbys) for t, standbys in self.waiting if 1 + sum(caught_up(p, t) for p in standbys) < copies
+        ]
         return [task for task, _ in self.waiting]

@@ -429,7 +429,8 @@ class _Route:
             warmups=sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
             rounds=len(steps),
             restore_offsets=restore,
-            estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
+            # Each step's state is the one before it after full catch-up (walk): who holds what it held owes nothing.
+            estimated_seconds=estimated_seconds(steps, states, configs, restore_rate, full_catch_up=True),
         )
         return GroupPlan(
             target=target,
