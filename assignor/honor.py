@@ -203,6 +203,10 @@ class Honoring:
             return self.step(group, configs, lags)
         return self._step(group, configs, lags, self.first, settled)
 
+    def uses_settled_tasks(self) -> bool:
+        """Whether next_step has placed the tasks outside the order in one go (so far)."""
+        return self._settled is not None and self._settled.valid
+
     def _step(
         self,
         group: GroupState,
