@@ -74,11 +74,11 @@ def _held_standby(process_id: str, ca: ClientAssignment, every_task: frozenset[T
 
     The one check a derived client needs (every other value holds by construction): planners replay this per step,
     so the rest of ClientState's validation is skipped (evolved_client)."""
-    unknown = (ca.active | ca.standby | ca.warmup) - every_task
-    if unknown:
+    if not (ca.active <= every_task and ca.standby <= every_task and ca.warmup <= every_task):  # no set built
+        unknown = (ca.active | ca.standby | ca.warmup) - every_task
         shown = ", ".join(str(t) for t in sorted(unknown)[:5])
         raise InvalidGroupState(f"client {process_id!r}: assignment holds tasks not in the group: {shown}")
-    return ca.standby | ca.warmup
+    return ca.standby | ca.warmup if ca.warmup else ca.standby
 
 
 def catch_up_fully(group: GroupState, assignment: GroupAssignment) -> GroupState:
@@ -107,5 +107,8 @@ def roles_after(group: GroupState, assignment: GroupAssignment) -> GroupState:
     for client in group.clients:
         ca = assignment.clients[client.process_id]
         previous_standby = _held_standby(client.process_id, ca, every_task)
-        clients.append(evolved_client(client, ca.active, previous_standby, client.task_offset_sums))
+        if client.previous_active == ca.active and client.previous_standby == previous_standby:
+            clients.append(client)  # nothing changed: late in a schedule most clients (state.py is interpreted)
+        else:
+            clients.append(evolved_client(client, ca.active, previous_standby, client.task_offset_sums))
     return evolved_group(group, clients)

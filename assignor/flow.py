@@ -41,10 +41,12 @@ class FlowNetwork:
         self.residual.append(flow - low)
         self.cost.append(cost)
         self.cost.append(-cost)
-        self.adjacency[tail].append(2 * index)
-        self.adjacency[head].append(2 * index + 1)
-        self.supply[tail] -= flow
-        self.supply[head] += flow
+        forward = 2 * index
+        self.adjacency[tail].append(forward)
+        self.adjacency[head].append(forward + 1)
+        if flow:  # most arcs start empty: no supply to rewrite (two boxed ints less, once compiled)
+            self.supply[tail] -= flow
+            self.supply[head] += flow
         return index
 
     def flow(self, arc: int, low: int = 0) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assignor.assignment import GroupAssignment
+from assignor.assignment import ClientAssignment, GroupAssignment
 from assignor.candidates import least_loaded
 from assignor.configs import AssignmentConfigs
 from assignor.end_state import adapt_target
@@ -44,30 +44,36 @@ def move_order(
     return [task for _, task in sorted(pending)]
 
 
-def _keeper(placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str]) -> str:
+def _keeper(
+    placement: Placement, lags: LagIndex, task: TaskId, owner: str, standbys: frozenset[str], before: _HeldBefore
+) -> str:
     """Where a task stays active while its target owner restores: H1-safe, least disruptive."""
     caught_up = lags.caught_up_clients(task)
-    previous = placement.previous_owner_of(task)
     if caught_up:
-        current = [p for p in caught_up if p in previous]
+        current = [p for p in caught_up if before.ran(p, task)]
         if current:
             return current[0]
         in_target_standbys = [p for p in caught_up if p in standbys]
         return least_loaded(placement.assigned_load, in_target_standbys or caught_up) or caught_up[0]
     best = lags.best_rank(task)
     tied = [p for p in placement.process_ids if lags.rank(p, task) == best]
-    current = [p for p in tied if p in previous]
+    current = [p for p in tied if before.ran(p, task)]
     return current[0] if current else tied[0]
 
 
 class _HeldBefore:
     """Whether a client held a task (active or standby) before this rebalance; asked only where K1 hands a slot
-    over, so no client's sets are joined up front (every step of a schedule used to join them all)."""
+    over or a keeper is chosen, so no client's sets are joined up front (every step of a schedule used to join them
+    all, and to map every task to its previous owners)."""
 
     __slots__ = ("clients",)
 
     def __init__(self, group: GroupState) -> None:
         self.clients = {c.process_id: c for c in group.clients}
+
+    def ran(self, pid: str, task: TaskId) -> bool:
+        """Whether the client ran the task as an active."""
+        return task in self.clients[pid].previous_active
 
     def held(self, pid: str, task: TaskId) -> bool:
         client = self.clients[pid]
@@ -160,7 +166,7 @@ class Honoring:
     """A target as every honor_step towards it reads it (owners, standby holders, the order tasks go in), built
     once for all the steps of a schedule. ``group``: any state of the schedule (only its tasks are read)."""
 
-    __slots__ = ("owners", "pending", "standby_holders", "stateless", "target")
+    __slots__ = ("_settled", "first", "owners", "pending", "rest", "standby_holders", "stateless", "target")
 
     def __init__(self, target: GroupAssignment, group: GroupState, order: Sequence[TaskId]) -> None:
         self.target = target
@@ -172,21 +178,55 @@ class Honoring:
         self.standby_holders = {task: frozenset(pids) for task, pids in holders.items()}
         ordered = [t for t in dict.fromkeys(order) if t in group.stateful_tasks]
         seen = set(ordered)
-        self.pending = ordered + [t for t in sorted(group.stateful_tasks) if t not in seen]
+        self.first = ordered
+        self.rest = [t for t in sorted(group.stateful_tasks) if t not in seen]
+        self.pending = ordered + self.rest
         self.stateless = sorted(group.stateless_tasks)
+        self._settled: _Settled | None = None
 
     def step(self, group: GroupState, configs: AssignmentConfigs, lags: LagIndex) -> tuple[GroupAssignment, int]:
         """honor_step's result for ``group`` (``lags``: its lags)."""
+        return self._step(group, configs, lags, self.pending, None)
+
+    def next_step(self, group: GroupState, configs: AssignmentConfigs, lags: LagIndex) -> tuple[GroupAssignment, int]:
+        """step()'s result for the next state of one schedule under full catch-up (the group's state, then each
+        step's roles_after with LagIndex.after_catch_up), where a caught-up copy stays caught up.
+
+        So when every task outside the warm-up ``order`` has a caught-up target owner at the first step, those tasks
+        are placed the same way at every step (their owner active, their target standbys beside it): they are
+        added per client in one go, and only the ``order``'s tasks are decided one by one, as step() would in that
+        order (they come first, so the loads they see are the same); the others are re-checked only for K1."""
+        settled = self._settled
+        if settled is None:
+            settled = self._settled = _Settled.of(self, lags)
+        if not settled.valid:
+            return self.step(group, configs, lags)
+        return self._step(group, configs, lags, self.first, settled)
+
+    def uses_settled_tasks(self) -> bool:
+        """Whether next_step has placed the tasks outside the order in one go (so far)."""
+        return self._settled is not None and self._settled.valid
+
+    def _step(
+        self,
+        group: GroupState,
+        configs: AssignmentConfigs,
+        lags: LagIndex,
+        decided: Sequence[TaskId],
+        settled: _Settled | None,
+    ) -> tuple[GroupAssignment, int]:
+        """step() over the tasks ``decided`` one by one, then (``settled``) the others added whole."""
         placement = Placement(group)
         budget = WarmupBudget(configs.max_warmup_replicas)
-        owners, standby_holders, pending = self.owners, self.standby_holders, self.pending
+        owners, standby_holders = self.owners, self.standby_holders
         lenders: list[tuple[str, TaskId]] = []
         copies = 1 + configs.num_standby_replicas
         caught_up = lags.caught_up
         no_standbys: frozenset[str] = frozenset()
         kept: set[TaskId] = set()  # tasks already on `copies` caught-up clients: K1 holds for them as placed
         waiting = 0
-        for task in pending:
+        held_before = _HeldBefore(group)
+        for task in decided:
             owner = owners[task]
             standbys = standby_holders.get(task, no_standbys)
             if caught_up(owner, task):
@@ -199,7 +239,7 @@ class Honoring:
                 placement.assign_active(owner, task)
                 placement.standby_of(task, standbys)
                 continue
-            keeper = _keeper(placement, lags, task, owner, standbys)
+            keeper = _keeper(placement, lags, task, owner, standbys, held_before)
             placement.assign_active(keeper, task)
             if keeper in standbys:
                 # The keeper holds a target standby: the target owner restores in that standby slot, for free.
@@ -218,10 +258,13 @@ class Honoring:
                 placement.warmup[owner].add(task)
             else:
                 waiting += 1
-        held_before = _HeldBefore(group)
-        for task in pending:
-            if task not in kept:
-                _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
+        unkept = [task for task in decided if task not in kept]
+        if settled is not None:
+            # After every task decided one by one, as step() places these: their loads count only from here on.
+            settled.add_to(placement)
+            unkept.extend(settled.unkept(lags, copies))
+        for task in unkept:
+            _keep_caught_up_copies(placement, lags, task, owners[task], copies, held_before, budget)
         # Last in line for the budget (target owners and K1 come first), lenders restore beside the owner: without
         # this, a lender would wait a whole probing interval after the move before it starts.
         for lender, task in lenders:
@@ -229,5 +272,67 @@ class Honoring:
                 placement.warmup[lender].add(task)
         for task in self.stateless:
             placement.assign_active(owners[task], task)
-        live = placement.freeze(probing_rebalance_needed=False)
-        return GroupAssignment(live.clients, probing_rebalance_needed=live.clients != self.target.clients), waiting
+        # A client placed as the target places it gets the target's own ClientAssignment: from the second step on
+        # that is most clients, so fewer are built (interpreted code: assignment.py is not compiled) and the
+        # comparison with the target below meets the same objects.
+        target = self.target.clients
+        clients: dict[str, ClientAssignment] = {}
+        for pid in placement.process_ids:
+            active, standby, warmup = placement.active[pid], placement.standby[pid], placement.warmup[pid]
+            planned = target.get(pid)
+            if (
+                planned is not None
+                and active == planned.active
+                and standby == planned.standby
+                and warmup == planned.warmup
+            ):
+                clients[pid] = planned
+            else:
+                clients[pid] = ClientAssignment(frozenset(active), frozenset(standby), frozenset(warmup))
+        return GroupAssignment(clients, probing_rebalance_needed=clients != dict(target)), waiting
+
+
+class _Settled:
+    """For Honoring.next_step: the tasks outside the warm-up order, per client as placed (their target owner
+    active, their target standbys), when all their owners are caught up at a schedule's first step; and those
+    not yet on enough caught-up copies for K1 to hold (caught-up copies stay caught up, so that list only shrinks)."""
+
+    __slots__ = ("active", "standby", "valid", "waiting")
+
+    def __init__(self, valid: bool) -> None:
+        self.valid = valid
+        self.active: dict[str, frozenset[TaskId]] = {}
+        self.standby: dict[str, frozenset[TaskId]] = {}
+        self.waiting: list[tuple[TaskId, frozenset[str]]] = []  # (task, its target standbys)
+
+    @classmethod
+    def of(cls, honoring: Honoring, lags: LagIndex) -> _Settled:
+        owners = honoring.owners
+        if not all(lags.caught_up(owners[task], task) for task in honoring.rest):
+            return cls(False)  # not a schedule's start (a live rebalance with an older order): step() decides
+        settled = cls(True)
+        active: dict[str, set[TaskId]] = {}
+        standby: dict[str, set[TaskId]] = {}
+        for task in honoring.rest:
+            active.setdefault(owners[task], set()).add(task)
+            for pid in honoring.standby_holders.get(task, ()):
+                standby.setdefault(pid, set()).add(task)
+        settled.active = {pid: frozenset(tasks) for pid, tasks in active.items()}
+        settled.standby = {pid: frozenset(tasks) for pid, tasks in standby.items()}
+        no_standbys: frozenset[str] = frozenset()
+        settled.waiting = [(task, honoring.standby_holders.get(task, no_standbys)) for task in honoring.rest]
+        return settled
+
+    def add_to(self, placement: Placement) -> None:
+        for pid, tasks in self.active.items():
+            placement.active[pid] |= tasks
+        for pid, tasks in self.standby.items():
+            placement.standby[pid] |= tasks
+
+    def unkept(self, lags: LagIndex, copies: int) -> list[TaskId]:
+        """The tasks whose owner and caught-up target standbys are still fewer than ``copies``, in order."""
+        caught_up = lags.caught_up
+        self.waiting = [
+            (t, standbys) for t, standbys in self.waiting if 1 + sum(caught_up(p, t) for p in standbys) < copies
+        ]
+        return [task for task, _ in self.waiting]

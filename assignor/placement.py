@@ -20,7 +20,6 @@ class Placement:
         self.warmup: dict[str, set[TaskId]] = {p: set() for p in self.process_ids}
         self.owner: dict[TaskId, str] = {}
         self._clients = group.clients
-        self._previous_owners: dict[TaskId, set[str]] | None = None  # built on first use (honoring only)
         self._tags: dict[str, dict[str, str]] | None = None  # built on first use (standby placement only)
 
     @property
@@ -31,15 +30,6 @@ class Placement:
         if self._tags is None:
             self._tags = {c.process_id: dict(c.client_tags) for c in self._clients}
         return self._tags
-
-    def previous_owner_of(self, task: TaskId) -> set[str]:
-        """The clients that ran the task as an active before this rebalance (normally one)."""
-        if self._previous_owners is None:
-            self._previous_owners = {}
-            for client in self._clients:
-                for owned in client.previous_active:
-                    self._previous_owners.setdefault(owned, set()).add(client.process_id)
-        return self._previous_owners.get(task, set())
 
     def standby_of(self, task: TaskId, pids: Iterable[str]) -> None:
         """Make each of ``pids`` a standby of the task."""

@@ -401,7 +401,7 @@ class _Route:
         state, state_lags = group, self.lags
         honoring = Honoring(self.target, group, self.order)
         for count in itertools.count(1):
-            step, waiting = honoring.step(state, configs, state_lags)
+            step, waiting = honoring.next_step(state, configs, state_lags)
             yield _Step(step, state, state_lags, waiting)
             if not step.probing_rebalance_needed:
                 return
@@ -429,7 +429,8 @@ class _Route:
             warmups=sum(len(ca.warmup) for step in steps for ca in step.clients.values()),
             rounds=len(steps),
             restore_offsets=restore,
-            estimated_seconds=estimated_seconds(steps, states, configs, restore_rate),
+            # Each step's state is the one before it after full catch-up (walk): who holds what it held owes nothing.
+            estimated_seconds=estimated_seconds(steps, states, configs, restore_rate, full_catch_up=True),
         )
         return GroupPlan(
             target=target,

@@ -613,53 +613,87 @@ def _solve_pooled_standbys(
     active_count = dict.fromkeys(pids, 0)
     for task in stateful:
         active_count[owners[task]] += 1
+    # A task's known clients ranked by cost (restore, then a new copy), ties in process id order (pids is sorted).
+    index = {pid: i for i, pid in enumerate(pids)}
+    ranked: dict[TaskId, list[tuple[int, int, str]]] = {}
+    for task in stateful:
+        default, restores = costs.restore_prices(task)
+        ranked[task] = sorted(
+            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), index[pid], pid)
+            for pid in known_clients[task]
+        )
+    start = _BlankStart.of(costs, owners, replicas, stateful, known_clients, ranked, active_count, weight)
     net = FlowNetwork()
-    clients = {pid: net.node() for pid in pids}
-    pools = {owner: net.node() for owner in sorted(owners_used)}
+    clients = {pid: net.node(potential=start.price if pid in start.room else 0) for pid in pids}
+    pools = {owner: net.node(potential=start.price_at(owner)) for owner in sorted(owners_used)}
     inflow = dict.fromkeys(pids, 0)
     edges: list[tuple[int, TaskId, str]] = []
     pooled: dict[str, list[tuple[int, TaskId]]] = defaultdict(list)
     pool_cost: dict[TaskId, int] = {}
+    to_blank: list[tuple[int, int, TaskId]] = []  # (what the pool costs beyond the task's own place, order, task)
     for task in stateful:
-        default, restores = costs.restore_prices(task)
+        default = costs.restore_prices(task)[0]
         owner = owners[task]
-        known = known_clients[task]
-        ranked = sorted(
-            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), i, pid)
-            for i, pid in enumerate(pids)
-            if pid in known
-        )
-        free = len(pids) - 1 - len(known)
+        task_ranked = ranked[task]
+        free = len(pids) - 1 - len(known_clients[task])
         pool_cost[task] = default * weight + 1
+        priced = pool_cost[task] - start.price_at(owner)  # its reduced cost against the pool's potential
         # The `replicas` cheapest units to start with: one per known client, then the pool's (one per free client).
-        units = sorted([(cost, 0) for cost, _, _ in ranked] + [(pool_cost[task], 1)] * min(free, replicas))[:replicas]
+        units = sorted([(cost, 0) for cost, _, _ in task_ranked] + [(priced, 1)] * min(free, replicas))[:replicas]
         if len(units) < replicas:  # pragma: no cover - replicas < clients
             return None
         on_pool = sum(kind for _, kind in units)
         node = net.node(supply=replicas, potential=-units[-1][0])
-        for rank, (cost, _, pid) in enumerate(ranked):
+        for rank, (cost, _, pid) in enumerate(task_ranked):
             flow = 1 if rank < replicas - on_pool else 0
             edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
             inflow[pid] += flow
         if free:
             pooled[owner].append((net.arc(node, pools[owner], 0, min(free, replicas), pool_cost[task], on_pool), task))
+            if on_pool and start.price_at(owner):
+                to_blank.extend([(start.loss(task_ranked, pool_cost[task], replicas), len(to_blank), task)] * on_pool)
     # A pool reaches every client but its owner through blocks of about sqrt(clients) clients: the clients of the
     # owner's block directly, every other block through one node (far fewer arcs than a pool-client pair each).
     side = max(1, isqrt(len(pids)))
     blocks = [pids[i : i + side] for i in range(0, len(pids), side)]
     block_of = {pid: b for b, members in enumerate(blocks) for pid in members}
     unbounded = len(stateful) * replicas
-    block_nodes = [net.node() for _ in blocks]
+    # The pooled copies the start sends on to blank clients, cheapest first, while their windows' floors have room.
+    room = dict(start.room)
+    near_flow: dict[tuple[str, str], int] = defaultdict(int)
+    far_flow: dict[tuple[str, int], int] = defaultdict(int)
+    leaf_flow: dict[str, int] = defaultdict(int)
+    for _, _, task in sorted(to_blank):
+        owner = owners[task]
+        blank = next((pid for pid, left in room.items() if left and pid != owner), None)
+        if blank is None:
+            continue  # stays on the pool: excess the phases route
+        room[blank] -= 1
+        inflow[blank] += 1
+        if block_of[blank] == block_of[owner]:
+            near_flow[(owner, blank)] += 1
+        else:
+            far_flow[(owner, block_of[blank])] += 1
+            leaf_flow[blank] += 1
+    block_nodes = [net.node(potential=start.price if any(p in start.room for p in b) else 0) for b in blocks]
     leaves = [
-        {pid: net.arc(block_nodes[b], clients[pid], 0, unbounded, 0, 0) for pid in members}
+        {pid: net.arc(block_nodes[b], clients[pid], 0, unbounded, 0, leaf_flow[pid]) for pid in members}
         for b, members in enumerate(blocks)
     ]
     near: dict[str, dict[str, int]] = {}
     far: dict[str, dict[int, int]] = {}
     for owner, pool in pools.items():
         home = block_of[owner]
-        near[owner] = {pid: net.arc(pool, clients[pid], 0, unbounded, 0, 0) for pid in blocks[home] if pid != owner}
-        far[owner] = {b: net.arc(pool, node, 0, unbounded, 0, 0) for b, node in enumerate(block_nodes) if b != home}
+        near[owner] = {
+            pid: net.arc(pool, clients[pid], 0, unbounded, 0, near_flow[(owner, pid)])
+            for pid in blocks[home]
+            if pid != owner
+        }
+        far[owner] = {
+            b: net.arc(pool, node, 0, unbounded, 0, far_flow[(owner, b)])
+            for b, node in enumerate(block_nodes)
+            if b != home
+        }
     if not _standby_windows(net, costs, clients, inflow, active_count, len(stateful) * replicas):
         return None
     if not net.solve_in_phases():
@@ -688,6 +722,72 @@ def _solve_pooled_standbys(
         if _PooledLayout(costs, weight, pool_cost, held_before, chosen).place(sent[b], slots):
             return None
     return {p: frozenset(t) for p, t in chosen.items()}
+
+
+@dataclass(frozen=True)
+class _BlankStart:
+    """Where the pooled standby model starts when some clients are blank (no task reported state there or was held
+    there: every copy they take comes through a pool at the whole changelog's price, a new instance above all).
+
+    Starting every task on its cheapest clients leaves the blank clients' window floors to the phases, one shortest
+    path each, and each path is long (a chain of exchanges; at 1,000 x 100 ten far phases, each settling nearly every
+    node). Instead the blank clients, the pools that reach them and their blocks get the potential ``price``: a pool
+    then costs each task ``price`` less, so the tasks that lose least by a new copy start on their pool and are sent
+    on to a blank client. Every residual arc keeps a non-negative reduced cost (the blank clients' arcs to the sink
+    carry their floor, which has no reverse residual; the others' potential is 0 as before), so the phases still
+    route to the same optimum; ``price`` makes about as many tasks start there as the floors have room.
+    """
+
+    price: int
+    room: Mapping[str, int]  # blank clients: their window's floor (copies the start may send them)
+
+    @classmethod
+    def of(
+        cls,
+        costs: ActiveCosts,
+        owners: Mapping[TaskId, str],
+        replicas: int,
+        stateful: Sequence[TaskId],
+        known_clients: Mapping[TaskId, set[str]],
+        ranked: Mapping[TaskId, Sequence[tuple[int, int, str]]],
+        active_count: Mapping[str, int],
+        weight: int,
+    ) -> _BlankStart:
+        pids = list(costs.process_ids)
+        known_anywhere: set[str] = set()
+        for known in known_clients.values():
+            known_anywhere |= known
+        copies = len(stateful) * (1 + replicas)
+        all_capacity = sum(costs.capacity[p] for p in pids)
+        room = {}
+        for pid in pids:
+            if pid not in known_anywhere:
+                floor = _share(copies, costs.capacity[pid], all_capacity)[0] - active_count[pid]
+                if floor > 0:
+                    room[pid] = floor
+        wanted = sum(room.values())
+        if not wanted:
+            return cls(0, {})
+        losses = sorted(
+            cls.loss(ranked[task], costs.restore_prices(task)[0] * weight + 1, replicas)
+            for task in stateful
+            if len(ranked[task]) >= replicas and (len(room) > 1 or owners[task] not in room)
+        )
+        if not losses:
+            return cls(0, {})
+        # Every task losing at most the wanted-th least starts on its pool (ties too: those beyond the room stay
+        # there as excess, which is still a valid start).
+        return cls(losses[min(wanted, len(losses)) - 1] + 1, room)
+
+    def price_at(self, owner: str) -> int:
+        """The potential of ``owner``'s pool: ``price`` when it reaches a blank client (any but its owner)."""
+        return self.price if len(self.room) > 1 or (self.room and owner not in self.room) else 0
+
+    @staticmethod
+    def loss(ranked: Sequence[tuple[int, int, str]], pool_cost: int, replicas: int) -> int:
+        """What a pooled copy costs beyond the task's ``replicas``-th cheapest client (0 with fewer clients): the
+        order in which pooled copies go to blank clients."""
+        return pool_cost - ranked[replicas - 1][0] if len(ranked) >= replicas else 0
 
 
 @dataclass
