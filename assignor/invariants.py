@@ -121,6 +121,20 @@ def balance_violations(assignment: GroupAssignment, group: GroupState, *, replic
     return found
 
 
+def replica_balance_feasible(group: GroupState, configs: AssignmentConfigs) -> bool:
+    """Whether B1 over stateful actives plus standbys can hold: no client's capacity share exceeds one copy of every
+    stateful task."""
+    n = len(group.clients)
+    replicas = len(group.stateful_tasks) * (1 + min(n - 1, configs.num_standby_replicas))
+    total = sum(c.capacity for c in group.clients)
+    return all(-(-replicas * c.capacity // total) <= len(group.stateful_tasks) for c in group.clients)
+
+
+def target_balance_violations(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> list[str]:
+    """B1 and B2 as a plan's target must meet them: B1 over stateful replicas too wherever that can hold."""
+    return balance_violations(target, group, replicas=replica_balance_feasible(group, configs))
+
+
 def _b2_violations(assignment: GroupAssignment, group: GroupState, capacity: dict[str, int]) -> list[str]:
     """B2 per subtopology and capacity class; one that mixes stateful and stateless tasks passes when either its
     stateful actives alone or all its actives are spread within one."""

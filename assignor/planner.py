@@ -25,7 +25,12 @@ from assignor.end_state import (
 from assignor.estimate import DEFAULT_RESTORE_RATE, estimated_seconds
 from assignor.high_availability import settled_assignment
 from assignor.honor import Honoring, move_order
-from assignor.invariants import balance_violations, repeated_tag_values, validity_violations
+from assignor.invariants import (
+    balance_violations,
+    repeated_tag_values,
+    target_balance_violations,
+    validity_violations,
+)
 from assignor.joint_target import joint_target
 from assignor.lags import LagIndex, restore_lower_bound
 from assignor.state import GroupState
@@ -267,6 +272,8 @@ def _cheapest_within(
         target = with_standbys(owners, group, configs, costs)
         if target in (best.target, kip441.route.target) or validity_violations(target, group, configs):
             continue
+        if target_balance_violations(target, group, configs):
+            continue  # the placement's actives meet B1, but not its stateful replicas
         restore, moves = _cost(target, group, lags)
         if (restore, moves) >= (best.cost.restore_offsets, best.cost.moves):
             continue
@@ -289,7 +296,7 @@ def _within_moves(restore_rate: float, costs: ActiveCosts, kip441: _BaselineWalk
     for target in targets_within_moves(group, configs, lags, kip441.moves, costs):
         if target == kip441.route.target or validity_violations(target, group, configs):
             continue
-        if balance_violations(target, group, replicas=False):
+        if target_balance_violations(target, group, configs):
             continue
         candidate = _Route.to(target, group, configs, lags).plan(restore_rate)
         if kip441.beaten_by(candidate):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 
 from hypothesis import strategies as st
@@ -15,7 +14,10 @@ from assignor import (
     GroupState,
     TaskId,
 )
+from assignor.invariants import replica_balance_feasible
 from assignor.simulation import catch_up_fully
+
+__all__ = ["replica_balance_feasible"]  # re-exported for the property tests
 
 ZONES = ("eu-1a", "eu-1b", "eu-1c")
 RACKS = ("r1", "r2")
@@ -134,14 +136,6 @@ def cases(
 
 
 caught_up_feedback = catch_up_fully
-
-
-def replica_balance_feasible(group: GroupState, configs: AssignmentConfigs) -> bool:
-    """Whether B1 over actives+standbys can hold: no client's capacity share exceeds one copy of every task."""
-    n = len(group.clients)
-    replicas = len(group.stateful_tasks) * (1 + min(n - 1, configs.num_standby_replicas))
-    total = sum(c.capacity for c in group.clients)
-    return all(math.ceil(replicas * c.capacity / total) <= len(group.stateful_tasks) for c in group.clients)
 
 
 @st.composite

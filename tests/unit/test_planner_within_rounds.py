@@ -4,7 +4,8 @@ KIP-441's end state, and the least restore among the targets that keep within th
 The target space, the same definition the planner searches (planner.plan_group, end_state.balanced_placements):
 KIP-441's end state (high_availability.settled_assignment), and every map of the group's tasks to its clients whose
 actives meet B1 and B2 (invariants.balance_violations with replicas=False) and that moves no more actives than
-KIP-441's end state, each completed with the planner's standbys (end_state.with_standbys). A target keeps within
+KIP-441's end state, each completed with the planner's standbys (end_state.with_standbys) and then meeting B1 over
+stateful replicas too where that can hold (invariants.target_balance_violations). A target keeps within
 KIP-441 when the schedule to it (planner.plan_towards) needs no more moves, warmups, rounds and restore than the
 schedule to KIP-441's end state. Here every map is enumerated (itertools.product), each target scheduled.
 """
@@ -19,7 +20,7 @@ from hypothesis import assume, given, settings
 from assignor import AssignmentConfigs, ClientAssignment, GroupAssignment, GroupState, plan_group
 from assignor.end_state import active_costs, balanced_placements, with_standbys
 from assignor.high_availability import settled_assignment
-from assignor.invariants import balance_violations, validity_violations
+from assignor.invariants import balance_violations, target_balance_violations, validity_violations
 from assignor.lags import LagIndex
 from assignor.planner import GroupPlan, plan_towards
 from tests.support.strategies import build_group, small_groups
@@ -43,7 +44,7 @@ def brute_force(group: GroupState, configs: AssignmentConfigs, kip441: GroupPlan
         if balance_violations(GroupAssignment(actives), group, replicas=False):
             continue
         target = with_standbys(placement, group, configs, costs)
-        if validity_violations(target, group, configs):
+        if validity_violations(target, group, configs) or target_balance_violations(target, group, configs):
             continue
         candidate = plan_towards(target, group, configs)
         if within(candidate, kip441):
