@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.local.spark_connect import LocalSparkConnect
+from jobs.settings import shown_remote
 
 ENGINES = ("sail", "spark")
 SAIL, SPARK = ENGINES
@@ -47,7 +48,7 @@ class DemoEngine:
             stack.enter_context(self.server)
             say(f"Apache Spark Connect with Delta on [bold]{self.remote}[/bold] (log {self.server.log_file})")
         elif self.remote:
-            say(f"Apache Spark Connect at [bold]{self.remote}[/bold] (SPARK_REMOTE)")
+            say(f"Apache Spark Connect at [bold]{shown_remote(self.remote)}[/bold] (SPARK_REMOTE)")
 
     def close(self) -> None:
         """Stop the local server, if any, and remove its scratch folder (idempotent: also when never started)."""

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -42,9 +43,15 @@ def private_copy(source: Path, folder: Path) -> Path:
     target = folder / f"{source.stem}-{stat.st_size}-{stat.st_mtime_ns}{source.suffix}"
     if not target.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}")
-        shutil.copyfile(source, partial)
-        os.replace(partial, target)  # atomic: a reader never sees half a jar
+        # A file of its own per writer (threads and processes may copy at once), renamed whole: a reader never sees
+        # half a jar, and a copy that fails leaves nothing behind.
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+        os.close(handle)
+        try:
+            shutil.copyfile(source, name)
+            os.replace(name, target)
+        finally:
+            Path(name).unlink(missing_ok=True)
     return target
 
 

@@ -31,8 +31,11 @@ TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 # What a token may hold: it travels as a parameter of the sc:// URL (";token=..."), where ';', '/' and '=' would
 # cut it, and as an HTTP/2 bearer header.
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~+-]{16,512}")
-# The addresses a server with a token can be checked on: pyspark sends a token without TLS only to "localhost".
-LOOPBACK_HOSTS = ("127.0.0.1", "0.0.0.0", "localhost")
+# The addresses a server with a token may listen on: pyspark sends a token without TLS only to "localhost", and a
+# server on every interface would carry it in plain gRPC to anyone who can reach it (put a TLS proxy in front).
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# A token file larger than this is not a token file (read no further: /dev/zero or a huge file must not hang us).
+TOKEN_FILE_MAX_BYTES = 4096
 
 
 class SparkConnectError(RuntimeError):
@@ -42,9 +45,13 @@ class SparkConnectError(RuntimeError):
 def read_token(path: Path) -> str:
     """The pre-shared token in ``path`` (surrounding whitespace dropped); ValueError naming what is wrong."""
     try:
-        token = path.read_text(encoding="ascii").strip()
+        with path.open("rb") as file:
+            raw = file.read(TOKEN_FILE_MAX_BYTES + 1)
+        token = raw.decode("ascii").strip()
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"Spark Connect token file {path}: cannot read it: {err}") from None
+    if len(raw) > TOKEN_FILE_MAX_BYTES:
+        raise ValueError(f"Spark Connect token file {path}: more than {TOKEN_FILE_MAX_BYTES} bytes, not a token")
     if not TOKEN_PATTERN.fullmatch(token):
         raise ValueError(
             f"Spark Connect token file {path}: the token must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + - "
@@ -103,7 +110,7 @@ class LocalSparkConnect:
             raise ValueError("LocalSparkConnect: the token must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + -")
         if token is not None and host not in LOOPBACK_HOSTS:
             # The readiness check (and any client here) can send the token without TLS only to localhost.
-            raise ValueError(f"LocalSparkConnect: a server with a token listens on loopback or 0.0.0.0, not {host!r}")
+            raise ValueError(f"LocalSparkConnect: a server with a token listens on loopback only, not {host!r}")
         self._token = token
         self.host = host
         self._extra_conf = dict(extra_conf or {})

@@ -56,8 +56,9 @@ def test_the_token_is_never_on_the_servers_command_line(tmp_path: Path) -> None:
 
 
 def test_a_server_with_a_token_listens_where_its_readiness_check_can_send_it() -> None:
-    with pytest.raises(ValueError, match=re.escape("loopback or 0.0.0.0, not '10.0.0.7'")):
-        LocalSparkConnect(port=15999, host="10.0.0.7", token=GOOD)
+    for host in ("10.0.0.7", "0.0.0.0"):  # every interface would carry the token in plain gRPC
+        with pytest.raises(ValueError, match=re.escape(f"loopback only, not '{host}'")):
+            LocalSparkConnect(port=15999, host=host, token=GOOD)
     with pytest.raises(ValueError, match="16 to 512 characters"):
         LocalSparkConnect(port=15999, token="short")
 
@@ -73,3 +74,10 @@ def test_a_remote_is_shown_with_its_token_masked() -> None:
     )
     assert shown_remote(f"sc://h:1/;token={GOOD};use_ssl=true") == "sc://h:1/;token=***;use_ssl=true"
     assert shown_remote("sc://localhost:15002") == "sc://localhost:15002"
+
+
+def test_a_token_file_too_large_to_be_one_is_refused_without_reading_it_all(tmp_path: Path) -> None:
+    big = tmp_path / "token"
+    big.write_bytes(b"a" * 10_000_000)
+    with pytest.raises(ValueError, match="more than 4096 bytes, not a token"):
+        read_token(big)
