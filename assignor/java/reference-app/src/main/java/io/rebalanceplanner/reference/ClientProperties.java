@@ -1,7 +1,8 @@
 package io.rebalanceplanner.reference;
 
 import java.io.IOException;
-import java.io.Reader;
+import java.io.InputStream;
+import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,14 +36,19 @@ final class ClientProperties {
     static Map<String, Object> read(Path file) {
         Properties loaded = new Properties();
         try {
-            long size = Files.size(file);
-            if (size > MAX_BYTES) {
-                throw new IllegalArgumentException("--client-properties " + file + ": " + size
-                        + " bytes, more than " + MAX_BYTES);
+            if (!Files.isRegularFile(file)) {
+                throw new IllegalArgumentException("--client-properties " + file + ": cannot read it: not a file");
             }
-            try (Reader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-                loaded.load(in);
+            byte[] bytes;
+            // Read no further than the bound: the size a file reports can be 0 (a pipe, /proc) or grow meanwhile.
+            try (InputStream in = Files.newInputStream(file)) {
+                bytes = in.readNBytes((int) MAX_BYTES + 1);
             }
+            if (bytes.length > MAX_BYTES) {
+                throw new IllegalArgumentException("--client-properties " + file + ": more than " + MAX_BYTES
+                        + " bytes");
+            }
+            loaded.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
         } catch (IOException e) {
             throw new IllegalArgumentException("--client-properties " + file + ": cannot read it: " + e.getMessage(),
                     e);
@@ -51,7 +57,7 @@ final class ClientProperties {
         for (String key : loaded.stringPropertyNames()) {
             if (!connection(key)) {
                 throw new IllegalArgumentException("--client-properties " + file + ": " + key
-                        + " is not a connection setting (security.protocol, client.dns.lookup, sasl.*, ssl.*)");
+                        + " is not a connection setting (security.protocol, client.dns.lookup, sasl.*, ssl.*; no *.class, no OAuth URL)");
             }
             out.put(key, loaded.getProperty(key));
         }
@@ -59,6 +65,10 @@ final class ClientProperties {
     }
 
     private static boolean connection(String key) {
+        // Settings that load a class or reach another server (an OAuth endpoint) are not a connection's settings.
+        if (key.endsWith(".class") || (key.startsWith("sasl.oauthbearer.") && key.endsWith(".url"))) {
+            return false;
+        }
         for (String exact : EXACT) {
             if (key.equals(exact)) {
                 return true;

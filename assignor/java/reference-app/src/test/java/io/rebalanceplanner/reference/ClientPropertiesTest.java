@@ -52,6 +52,25 @@ class ClientPropertiesTest {
     }
 
     @Test
+    void aSettingThatLoadsAClassOrReachesAnotherServerIsRefused() throws IOException {
+        for (String line : new String[] {"ssl.engine.factory.class=x.Y", "sasl.login.callback.handler.class=x.Y",
+            "sasl.oauthbearer.token.endpoint.url=https://elsewhere"}) {
+            Path file = dir.resolve("client.properties");
+            Files.writeString(file, "security.protocol=SASL_SSL\n" + line + "\n");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> ClientProperties.from(flags(file)));
+            assertTrue(e.getMessage().contains(line.split("=")[0] + " is not a connection setting"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aDirectoryIsNotAPropertiesFile() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ClientProperties.from(flags(dir)));
+        assertTrue(e.getMessage().contains("not a file"), e.getMessage());
+    }
+
+    @Test
     void aMissingOrOversizedFileIsNamed() throws IOException {
         Path missing = dir.resolve("absent.properties");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
