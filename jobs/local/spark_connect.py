@@ -31,9 +31,10 @@ TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 # What a token may hold: it travels as a parameter of the sc:// URL (";token=..."), where ';', '/' and '=' would
 # cut it, and as an HTTP/2 bearer header.
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~+-]{16,512}")
-# The addresses a server with a token may listen on: pyspark sends a token without TLS only to "localhost", and a
-# server on every interface would carry it in plain gRPC to anyone who can reach it (put a TLS proxy in front).
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# The addresses a server with a token may listen on: its readiness check (and pyspark, without TLS) sends the token
+# only to "localhost", which need not reach a server bound to ::1; and a server on every interface would carry it in
+# plain gRPC to anyone who can reach it (put a TLS proxy in front).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 # A token file larger than this is not a token file (read no further: /dev/zero or a huge file must not hang us).
 TOKEN_FILE_MAX_BYTES = 4096
 
