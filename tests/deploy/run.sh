@@ -70,7 +70,8 @@ phase_end
 
 phase builds
 tags=(localhost/rbp-python:3.11-bookworm localhost/rebalance-planner:latest localhost/rebalance-planner-spark:latest
-      localhost/rebalance-planner-streams-app:latest localhost/rbp-kafka:local localhost/rbp-postgres:local)
+      localhost/rebalance-planner-streams-app:latest localhost/rebalance-planner-kafka:latest
+      localhost/rbp-postgres:local)
 previous=()
 for tag in "${tags[@]}"; do
   if podman image exists "$tag"; then previous+=("$(podman image inspect --format '{{.Id}}' "$tag")"); fi
@@ -83,7 +84,8 @@ build -f docker/Dockerfile --target spark-connect --build-arg PYTHON_IMAGE=local
   -t localhost/rebalance-planner-spark:latest
 build -f docker/Dockerfile --target streams-app --build-arg PYTHON_IMAGE=localhost/rbp-python:3.11-bookworm \
   -t localhost/rebalance-planner-streams-app:latest
-build -f tests/deploy/local-images.Containerfile --target kafka -t localhost/rbp-kafka:local
+build -f docker/Dockerfile --target kafka --build-arg PYTHON_IMAGE=localhost/rbp-python:3.11-bookworm \
+  -t localhost/rebalance-planner-kafka:latest
 build -f tests/deploy/local-images.Containerfile --target postgres -t localhost/rbp-postgres:local
 # The previous run's images, now untagged, would fill the disk run after run; removing them by id (not a prune,
 # which would also drop the layer cache the next build starts from).

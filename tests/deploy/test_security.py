@@ -99,6 +99,30 @@ def test_only_the_airflow_api_is_published_on_the_host(stack: Stack) -> None:
     assert isinstance(ports, list) and [p["container_port"] for p in ports] == [8080]
 
 
+# Run in a container: the TCP ports something listens on at an address other than loopback, from the kernel's own
+# socket tables (/proc/net/tcp*, per network namespace: the container's).
+LISTENING = r"""
+found = set()
+for path, loopback in (("/proc/net/tcp", "0100007F"), ("/proc/net/tcp6", "00000000000000000000000001000000")):
+    for line in open(path).read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, port = local.split(":")
+        if state == "0A" and address != loopback:
+            found.add(int(port, 16))
+print(" ".join(map(str, sorted(found))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("service", "ports"),
+    [("airflow-apiserver", {8080}), ("airflow-scheduler", set()), ("airflow-triggerer", set()),
+     ("airflow-dag-processor", set())],
+)  # fmt: skip
+def test_airflow_listens_only_on_its_https_port(stack: Stack, service: str, ports: set[int]) -> None:
+    """No plain-HTTP log server (8793): task logs are files on a shared volume (--skip-serve-logs)."""
+    assert {int(p) for p in stack.run(service, "python", "-", stdin=LISTENING).split()} == ports
+
+
 def test_rest_api_refuses_calls_without_a_valid_login(stack: Stack, admin: tuple[str, str], ca: ssl.SSLContext) -> None:
     with httpx.Client(base_url=stack.url, timeout=30, verify=ca) as http:
         assert http.get("/api/v2/dags").status_code == 401

@@ -80,9 +80,13 @@ def env(service: dict[str, Any]) -> dict[str, str]:
 def test_every_part_of_the_deployment_is_a_service(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert {"kafka", "postgres", "spark-connect", "airflow-init", "demo-fleet", *AIRFLOW_PARTS} <= set(services)
-    assert services["kafka"]["image"] == f"apache/kafka:{embedded_kafka_version()}"  # one Kafka version everywhere
+    # Kafka is our own image's kafka stage, made of the embedded broker's jars (the same pom): one Kafka everywhere.
+    kafka = services["kafka"]
+    assert kafka["image"] == "rebalance-planner-kafka:latest" and kafka["build"]["target"] == "kafka"
+    dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    assert "COPY jobs/local/kafka/pom.xml " in dockerfile and "\nFROM ${PYTHON_IMAGE} AS kafka\n" in dockerfile
     assert "controller" in properties(DOCKER / "kafka" / "server.properties")["process.roles"]  # KRaft
-    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["postgres"]["image"].startswith("postgres:16-")
     # Spark Connect is our own image's spark-connect stage: pyspark's Spark and the delta-spark jars the tests
     # use, fetched by mvn at build time; the container starts `rebalance-planner spark-connect`, downloading nothing.
     spark = services["spark-connect"]
@@ -92,12 +96,41 @@ def test_every_part_of_the_deployment_is_a_service(compose: dict[str, Any]) -> N
     ]
     assert spark["command"][0] == "/opt/rebalance-planner/docker/spark-connect/start.sh"
     assert not any("--packages" in str(arg) or "jars.packages" in str(arg) for arg in spark["command"])
-    dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
     assert "FROM project AS spark-connect" in dockerfile and "python -m jobs.local.jvm spark" in dockerfile
     for name in (*AIRFLOW_PARTS, "airflow-init", "demo-fleet"):
         assert services[name]["image"] == "rebalance-planner:latest", name
     assert services["airflow-init"]["build"]["dockerfile"] == "docker/Dockerfile"
     assert (DOCKER.parent / services["airflow-init"]["build"]["dockerfile"]).is_file()
+
+
+DIGEST = r"@sha256:[0-9a-f]{64}"
+
+
+def test_every_image_from_outside_is_pinned_by_digest(compose: dict[str, Any]) -> None:
+    """A tag can be moved to other contents; a digest cannot. Our own images are built on the pinned base."""
+    ours = {s["image"] for s in compose["services"].values() if "build" in s}
+    pulled = {name: s["image"] for name, s in compose["services"].items() if s["image"] not in ours}
+    assert pulled.keys() == {"postgres"}  # every other service runs an image built from docker/Dockerfile
+    assert all(re.fullmatch(r"[a-z0-9./:-]+" + DIGEST, image) for image in pulled.values()), pulled
+    dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    (default,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", dockerfile, flags=re.MULTILINE)
+    assert re.fullmatch(r"python:3\.11-slim-bookworm" + DIGEST, default)
+    # Every stage starts from that base or from a stage of this file.
+    stages = re.findall(r"^FROM (\S+) AS (\S+)$", dockerfile, flags=re.MULTILINE)
+    assert stages and all(base == "${PYTHON_IMAGE}" or base in {n for _, n in stages} for base, _ in stages)
+    # Compose passes the same default when PYTHON_IMAGE is not set.
+    assert resolved(compose["x-airflow"]["build"]["args"]["PYTHON_IMAGE"]) == default
+
+
+def test_task_logs_are_read_from_a_shared_volume_not_served_over_http(compose: dict[str, Any]) -> None:
+    """Airflow's log server speaks plain HTTP; with the logs on one volume none runs."""
+    services = compose["services"]
+    for name in ("airflow-scheduler", "airflow-triggerer"):
+        assert "--skip-serve-logs" in services[name]["command"], name
+    for name in AIRFLOW_PARTS:
+        assert "airflow-logs:/opt/airflow/logs" in services[name]["volumes"], name
+    assert "airflow-logs" in compose["volumes"]
+    assert "/opt/airflow/logs" in (DOCKER / "Dockerfile").read_text(encoding="utf-8")  # made the airflow user's
 
 
 def test_each_airflow_component_runs_its_own_command_with_the_dags_mounted(compose: dict[str, Any]) -> None:
