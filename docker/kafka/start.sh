@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Starts the compose Kafka node with SASL/SCRAM. KRaft keeps SCRAM credentials in its metadata log, so they are
 # written when the storage is formatted (kafka-storage format --add-scram, KIP-900): they exist before the broker
-# (whose inter-broker traffic is SCRAM too) or any client connects. Formatting happens once; to change a password
-# later, run kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[password=...]' as admin.
+# (whose inter-broker traffic is SCRAM too) or any client connects. Formatting happens once: a user added later, or
+# a changed password, is set by kafka-init (rebalance-planner kafka-acls --scram-user) at every `up`.
 set -euo pipefail
 
 : "${KAFKA_CLUSTER_ID:?}" "${SCRAM_ADMIN_PASSWORD:?}"

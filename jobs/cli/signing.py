@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from assignor.protocol.plan_keys import PlanSigner, VerifyKeys, check_key_id
-from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_OK
+from jobs.cli.exits import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from jobs.cli.operations import add_principal_arguments, run_setup
 from jobs.settings import Settings
 from jobs.signing import read_passphrase, write_signing_key
@@ -79,6 +80,14 @@ def add_signing_commands(commands: Any) -> None:
     )
     add_principal_arguments(acls, pipeline_required=True)
     acls.add_argument("--bootstrap", help="Kafka bootstrap servers (default: RBP_KAFKA_BOOTSTRAP)")
+    acls.add_argument(
+        "--scram-user",
+        action="append",
+        default=[],
+        metavar="USER=ENV",
+        help="also set USER's SCRAM-SHA-512 password to the value of environment variable ENV, creating the user if "
+        "new (never a password on the command line); re-running with a new password rotates it (repeat)",
+    )
 
 
 def run_signing_command(args: argparse.Namespace, console: Console, settings: Settings) -> int | None:
@@ -130,8 +139,36 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
         if not bootstrap:
             print("rebalance-planner kafka-acls: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        return run_setup(args, console, settings, bootstrap)  # setup with the principals required
+        passwords = _scram_passwords(args.scram_user)  # every one present before anything changes
+        status = run_setup(args, console, settings, bootstrap)  # setup with the principals required
+        if status != EXIT_OK or not passwords:
+            return status
+        from jobs.kafka_acls import upsert_scram_users  # noqa: PLC0415 (pulls Kafka in)
+
+        try:
+            count = upsert_scram_users(settings.kafka_properties(bootstrap), passwords, settings.kafka_timeout_s)
+        except RuntimeError as err:
+            print(f"rebalance-planner kafka-acls: {err}", file=sys.stderr)
+            return EXIT_FAILURE
+        console.print(f"SCRAM users set: {count} ({', '.join(sorted(passwords))})", soft_wrap=True)
+        return EXIT_OK
     return None
+
+
+def _scram_passwords(specs: list[str]) -> dict[str, str]:
+    """USER=ENV pairs to {user: the variable's value}; ValueError naming a malformed pair or an unset variable."""
+    passwords: dict[str, str] = {}
+    for spec in specs:
+        user, sep, variable = spec.partition("=")
+        if not sep or not user or not variable:
+            raise ValueError(f"--scram-user must look like USER=ENV, got {spec!r}")
+        if user in passwords:
+            raise ValueError(f"--scram-user names {user} twice")
+        value = os.environ.get(variable, "")
+        if not value:
+            raise ValueError(f"--scram-user {user}: environment variable {variable} is unset or empty")
+        passwords[user] = value
+    return passwords
 
 
 def _withdrawn_note(counts: Any) -> str:

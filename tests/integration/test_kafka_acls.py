@@ -18,6 +18,7 @@ from jobs.kafka_topics import TopicError, TopicSpec, ensure_topics
 from jobs.lakehouse.lake import Lake
 from jobs.local.broker import EmbeddedBroker
 from jobs.pipeline.extract import run_extract
+from jobs.polling import wait_until
 from jobs.settings import Settings
 from tests.support.pipeline_kafka import report, stateful_topology
 
@@ -134,3 +135,39 @@ def test_setup_makes_topics_and_acls_on_a_cluster_with_an_authorizer(
     refused = delivery_error(secured.client_config("orders-app"), "_plans_of_setup", b"{}")
     assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert delivery_error(secured.client_config("pipeline"), "_plans_of_setup", b"{}") is None
+
+
+def logs_in(config: dict[str, str]) -> bool:
+    """Whether this login gets metadata from the broker."""
+    try:
+        AdminClient({**config, "log_level": 0}).list_topics(timeout=5)
+    except Exception:  # an authentication failure surfaces as several librdkafka errors
+        return False
+    return True
+
+
+def test_the_command_sets_scram_users_the_formatted_cluster_lacks_and_rotates_them(
+    secured: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docker/kafka/start.sh adds users only when it formats the storage; kafka-init adds any user that came later."""
+    admin = {k: v for k, v in secured.client_config("admin").items() if k != "bootstrap.servers"}
+    monkeypatch.setenv("RBP_KAFKA_CONFIG", json.dumps(admin))
+    late = {**secured.client_config("orders-app"), "sasl.username": "late-app", "sasl.password": "late-first"}
+    assert not logs_in(late)
+    argv = ["kafka-acls", "--bootstrap", secured.bootstrap, "--pipeline-user", "pipeline", "--app-user", "late-app"]
+    monkeypatch.setenv("LATE_APP_PASSWORD", "late-first")
+    assert main([*argv, "--scram-user", "late-app=LATE_APP_PASSWORD"]) == 0
+    out = capsys.readouterr().out
+    assert "SCRAM users set: 1 (late-app)" in out and "late-first" not in out
+    assert logs_in(late)
+    assert delivery_error(late, REPORTS, b"{}") is None  # with the application's ACLs
+    # A new password rotates the user: the old one stops working, the new one works.
+    monkeypatch.setenv("LATE_APP_PASSWORD", "late-second")
+    assert main([*argv, "--scram-user", "late-app=LATE_APP_PASSWORD"]) == 0
+    wait_until(lambda: not logs_in(late), 30, "the old password to be refused")
+    assert logs_in({**late, "sasl.password": "late-second"})
+    # A password that is not there stops the command before anything changes, naming the variable.
+    monkeypatch.delenv("LATE_APP_PASSWORD")
+    assert main([*argv, "--scram-user", "late-app=LATE_APP_PASSWORD"]) == 2
+    assert "LATE_APP_PASSWORD is unset or empty" in capsys.readouterr().err
+    assert main([*argv, "--scram-user", "late-app"]) == 2

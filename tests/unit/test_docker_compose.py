@@ -366,6 +366,16 @@ def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose
     )
     for name in ("airflow-scheduler", "demo-fleet", "streams-app"):
         assert services[name]["depends_on"]["kafka-init"] == {"condition": "service_completed_successfully"}, name
+    # Every client's SCRAM login is (re)set by the init with the password that client uses, so a user added after
+    # Kafka's storage was formatted still gets in; Kafka's own start (start.sh) names the same users.
+    passwords = {
+        name: sasl_login(json.loads(env(services[name])["RBP_KAFKA_CONFIG"]))
+        for name in ("airflow-scheduler", "demo-fleet", "streams-app")
+    }
+    set_by_init = {user: topics[variable] for user, variable in (s.split("=", 1) for s in args.scram_user)}
+    assert set_by_init == dict(passwords.values())
+    kafka = env(services["kafka"])
+    assert {kafka[k] for k in ("SCRAM_PIPELINE_USER", "SCRAM_APP_USER", "SCRAM_STREAMS_APP_USER")} == set(set_by_init)
 
 
 def test_airflow_uses_the_fab_auth_manager_with_an_admin_from_required_settings(compose: dict[str, Any]) -> None:
