@@ -197,7 +197,16 @@ def test_an_application_login_cannot_write_plans(stack: Stack) -> None:
 
 @pytest.mark.parametrize(
     "service",
-    ["kafka", "postgres", "spark-connect", "demo-fleet", "streams-app", "airflow-apiserver", "airflow-dag-processor"],
+    [
+        "kafka",
+        "postgres",
+        "spark-connect",
+        "demo-fleet",
+        "streams-app",
+        "airflow-apiserver",
+        "airflow-dag-processor",
+        "airflow-triggerer",
+    ],
 )
 def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) -> None:
     """LocalExecutor runs every task, publish included, in the scheduler: no other container gets the key, its

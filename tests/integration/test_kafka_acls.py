@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
+from assignor.runtime.kafka_io import PlanSource
 from jobs.cli.main import main
 from jobs.kafka_acls import Principals, acl_bindings, apply_acls
 from jobs.kafka_topics import TopicError, TopicSpec, ensure_topics
@@ -23,7 +24,12 @@ from jobs.settings import Settings
 from tests.support.pipeline_kafka import report, stateful_topology
 
 PLANS, REPORTS = "_rebalance_plans", "_rebalance_reports"
-USERS = {"admin": "admin-secret", "pipeline": "pipeline-secret", "orders-app": "app-secret"}
+USERS = {
+    "admin": "admin-secret",
+    "pipeline": "pipeline-secret",
+    "orders-app": "app-secret",
+    "stranger": "stranger-secret",  # a valid login that no ACL names
+}
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +177,16 @@ def test_the_command_sets_scram_users_the_formatted_cluster_lacks_and_rotates_th
     assert main([*argv, "--scram-user", "late-app=LATE_APP_PASSWORD"]) == 2
     assert "LATE_APP_PASSWORD is unset or empty" in capsys.readouterr().err
     assert main([*argv, "--scram-user", "late-app"]) == 2
+
+
+def test_a_leader_whose_login_may_not_read_plans_gets_an_error_not_no_plan(secured: EmbeddedBroker) -> None:
+    """The runtime leader's plans reader on a broker that denies it: an authorization error, which the leader reports
+    as plans_unreadable (tests/unit/test_runtime_plans_unreadable.py), never an empty topic read as "no plan"."""
+
+    def reader(user: str) -> PlanSource:
+        login = {k: v for k, v in secured.client_config(user).items() if k != "bootstrap.servers"}
+        return PlanSource(secured.bootstrap, PLANS, login)
+
+    with pytest.raises(KafkaException, match="AUTHORIZATION_FAILED"):
+        list(reader("stranger").records("orders"))
+    assert isinstance(list(reader("orders-app").records("orders")), list)  # the application's login reads
