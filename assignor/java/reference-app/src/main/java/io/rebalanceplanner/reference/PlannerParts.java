@@ -1,5 +1,6 @@
 package io.rebalanceplanner.reference;
 
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -32,8 +33,13 @@ record PlannerParts(boolean plugin, boolean restoredReports) {
         return out;
     }
 
-    /** The Streams properties of these parts; Kafka Streams ignores the rebalance.planner.* keys it does not know. */
-    Map<String, Object> properties(Flags flags) {
+    /**
+     * The Streams properties of these parts; Kafka Streams ignores the rebalance.planner.* keys it does not know.
+     * The plugin keeps its replay floor beside the member's Streams state ({@code stateDir}), outside the
+     * application's own folder there, which Kafka Streams manages: a restarted member refuses a replayed plan even
+     * after the record that raised the floor has left the plans topic.
+     */
+    Map<String, Object> properties(Flags flags, String stateDir) {
         Map<String, Object> props = new TreeMap<>();
         if (plugin || restoredReports) {
             props.put("rebalance.planner.reports.topic", flags.get("reports-topic", "_rebalance_reports"));
@@ -42,6 +48,7 @@ record PlannerParts(boolean plugin, boolean restoredReports) {
             props.put("task.assignor.class", PLUGIN);
             props.put("rebalance.planner.verify.keys", flags.get("verify-keys", ""));
             props.put("rebalance.planner.plans.topic", flags.get("plans-topic", "_rebalance_plans"));
+            props.put("rebalance.planner.state.dir", Paths.get(stateDir, "rebalance-planner").toString());
             if (flags.has("plan-check-interval-ms")) {
                 props.put("rebalance.planner.plan.check.interval.ms", flags.get("plan-check-interval-ms", ""));
             }

@@ -123,8 +123,9 @@ public final class ReferenceApp {
         props.putAll(client);
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, flags.get("state-dir",
-                Files.createTempDirectory("reference-app").toString()));
+        String stateDir = flags.has("state-dir") ? flags.get("state-dir", "")
+                : Files.createTempDirectory("reference-app").toString();
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, flags.getInt("threads", 1));
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, protocol.config);
         props.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, flags.getInt("standbys", 0));
@@ -157,7 +158,7 @@ public final class ReferenceApp {
         if (flags.has("application-server")) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, flags.get("application-server", ""));
         }
-        props.putAll(parts.properties(flags));
+        props.putAll(parts.properties(flags, stateDir));
         Topology topology = topology(input, counters);
         Map<String, Integer> storeSubtopology = RestoredOffsetsListener.storeSubtopologies(topology.describe());
         KafkaStreams streams = new KafkaStreams(topology, props);

@@ -18,7 +18,7 @@ class PlannerPartsTest {
         PlannerParts parts = PlannerParts.from(f, GroupProtocol.STREAMS);
         assertEquals(new PlannerParts(false, true), parts);
         // Only the listener's key: no task.assignor.class, no plan settings for a plugin Kafka Streams never calls.
-        assertEquals(Map.of("rebalance.planner.reports.topic", "reports"), parts.properties(f));
+        assertEquals(Map.of("rebalance.planner.reports.topic", "reports"), parts.properties(f, "/state"));
         assertEquals(List.of("reports"), parts.compactedTopics(f));
     }
 
@@ -27,10 +27,12 @@ class PlannerPartsTest {
         Flags f = flags("--reports-topic", "reports", "--plans-topic", "plans");
         PlannerParts parts = PlannerParts.from(f, GroupProtocol.CLASSIC);
         assertEquals(new PlannerParts(true, true), parts);
-        Map<String, Object> props = parts.properties(f);
+        Map<String, Object> props = parts.properties(f, "/state");
         assertEquals(PlannerParts.PLUGIN, props.get("task.assignor.class"));
         assertEquals("reports", props.get("rebalance.planner.reports.topic"));
         assertEquals("plans", props.get("rebalance.planner.plans.topic"));
+        // The replay floor beside the Streams state, not inside the application's folder Kafka Streams manages.
+        assertEquals("/state/rebalance-planner", props.get("rebalance.planner.state.dir"));
         assertEquals(List.of("plans", "reports"), parts.compactedTopics(f));
     }
 
@@ -41,7 +43,7 @@ class PlannerPartsTest {
         Flags off = flags("--restored-reports", "false");
         PlannerParts streams = PlannerParts.from(off, GroupProtocol.STREAMS);
         assertEquals(new PlannerParts(false, false), streams);
-        assertEquals(Map.of(), streams.properties(off));
+        assertEquals(Map.of(), streams.properties(off, "/state"));
         assertEquals(List.of(), streams.compactedTopics(off));
         // A classic member without the plugin may still publish what it restored when asked to.
         assertEquals(new PlannerParts(false, true),
