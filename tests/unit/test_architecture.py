@@ -23,6 +23,7 @@ ENVIRONMENT_READERS = {
     "jobs/settings.py",  # the one typed settings object, built from RBP_ variables
     "jobs/cli/pipeline.py",  # entry point: quiets the embedded engine's Rust log before it starts
     "jobs/cli/operations.py",  # entry point: the same, for `status` reading plan steps from the lake
+    "jobs/cli/signing.py",  # entry point: `kafka-acls --scram-user USER=ENV` reads the password from the named variable
     "jobs/lakehouse/engine.py",  # sets Sail's session timeout from its parameter (Sail reads only its env)
     "jobs/local/airflow.py",  # children inherit this process's environment
     "jobs/local/spark_connect.py",
