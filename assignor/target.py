@@ -40,8 +40,9 @@ class ActiveCosts:
     capacity: Mapping[str, int]
     previous_owners: Mapping[TaskId, frozenset[str]]
     lags: LagIndex
-    _default_restore: Mapping[TaskId, int] = field(init=False, repr=False, compare=False)
-    _reported_restore: Mapping[TaskId, Mapping[str, int]] = field(init=False, repr=False, compare=False)
+    # dicts, not Mappings: compiled, their get() is a native call (asked for every edge of the flow models)
+    _default_restore: dict[TaskId, int] = field(init=False, repr=False, compare=False)
+    _reported_restore: dict[TaskId, dict[str, int]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # restore() is asked about every (task, client) pair several times per plan: price each once.
@@ -64,8 +65,9 @@ class ActiveCosts:
             return 0
         return default if pid is None else self._reported_restore[task].get(pid, default)
 
-    def restore_prices(self, task: TaskId) -> tuple[int, Mapping[str, int]]:
-        """restore() of every client at once: (a client without state, the clients that reported)."""
+    def restore_prices(self, task: TaskId) -> tuple[int, dict[str, int]]:
+        """restore() of every client at once: (a client without state, the clients that reported; not to be
+        changed)."""
         default = self._default_restore.get(task)
         return (0, {}) if default is None else (default, self._reported_restore[task])
 
@@ -624,12 +626,13 @@ def _solve_pooled_standbys(
     # sorted as one int per client, cost * clients + index, which orders as (cost, index) without a tuple each.
     n = len(pids)
     index = {pid: i for i, pid in enumerate(pids)}
+    held = dict(held_before)  # a dict: compiled, read natively (a Mapping's reads are generic calls)
     ranked: dict[TaskId, list[int]] = {}  # the costs, cheapest first
     ranked_pids: dict[TaskId, list[str]] = {}  # the clients in that order
     for task in stateful:
         default, restores = costs.restore_prices(task)
         keys = sorted(
-            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1)) * n + index[pid]
+            (restores.get(pid, default) * weight + (0 if task in held[pid] else 1)) * n + index[pid]
             for pid in known_clients[task]
         )
         ranked[task] = [key // n for key in keys]
