@@ -211,7 +211,8 @@ class FlowNetwork:
             pv = potential[v]
             for a in adjacency[v]:
                 u = head[a]  # the residual arc a ^ 1 runs from u to v, at cost -cost[a]
-                if hopeless[u] and settled[u] and residual[a ^ 1] > 0 and potential[u] - cost[a] == pv:
+                # zero reduced cost first: it rules out most arcs (a client's list holds every task that could come)
+                if potential[u] - cost[a] == pv and hopeless[u] and settled[u] and residual[a ^ 1] > 0:
                     hopeless[u] = False
                     stack.append(u)
         return hopeless

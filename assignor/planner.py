@@ -167,7 +167,7 @@ def _staying_put(
         return plan
     if (
         validity_violations(live, group, configs)
-        or balance_violations(live, group)
+        or balance_violations(live, group, first_only=True)
         or not _spread_no_worse(live, plan.target, group, configs)
         or _cost(live, group, lags) > (plan.cost.restore_offsets, plan.cost.moves)
     ):

@@ -604,52 +604,53 @@ def _solve_pooled_standbys(
     model is too big (POOLED_STANDBY_MAX_EDGES), infeasible, or that layout fails.
     """
     pids = list(costs.process_ids)
+    owner_of = dict(owners)  # dicts, as held below: compiled, read natively (a Mapping's reads are generic calls)
+    prices = [costs.restore_prices(task) for task in stateful]  # each task's, once
     held_by: dict[TaskId, set[str]] = defaultdict(set)
     for pid, tasks in held_before.items():
         for task in tasks:
             held_by[task].add(pid)
     known_clients: dict[TaskId, set[str]] = {}
-    for task in stateful:
-        known = set(costs.restore_prices(task)[1])
+    for task, (_, restores) in zip(stateful, prices, strict=True):
+        known = set(restores)
         known.update(held_by.get(task, ()))
-        known.discard(owners[task])
+        known.discard(owner_of[task])
         known_clients[task] = known
-    owners_used = {owners[t] for t in stateful}
+    owners_used = {owner_of[t] for t in stateful}
     size = sum(len(k) + 1 for k in known_clients.values()) + len(owners_used) * len(pids)
     if size > POOLED_STANDBY_MAX_EDGES:
         return None
     weight = len(stateful) * replicas + 1
     active_count = dict.fromkeys(pids, 0)
     for task in stateful:
-        active_count[owners[task]] += 1
+        active_count[owner_of[task]] += 1
     # A task's known clients ranked by cost (restore, then a new copy), ties in process id order (pids is sorted):
     # sorted as one int per client, cost * clients + index, which orders as (cost, index) without a tuple each.
     n = len(pids)
     index = {pid: i for i, pid in enumerate(pids)}
     held = dict(held_before)  # a dict: compiled, read natively (a Mapping's reads are generic calls)
     ranked: dict[TaskId, list[int]] = {}  # the costs, cheapest first
-    ranked_pids: dict[TaskId, list[str]] = {}  # the clients in that order
-    for task in stateful:
-        default, restores = costs.restore_prices(task)
+    ranked_at: dict[TaskId, list[int]] = {}  # the clients in that order, by index in pids
+    for task, (default, restores) in zip(stateful, prices, strict=True):
         keys = sorted(
             (restores.get(pid, default) * weight + (0 if task in held[pid] else 1)) * n + index[pid]
             for pid in known_clients[task]
         )
         ranked[task] = [key // n for key in keys]
-        ranked_pids[task] = [pids[key % n] for key in keys]
-    start = _BlankStart.of(costs, owners, replicas, stateful, known_clients, ranked, active_count, weight)
+        ranked_at[task] = [key % n for key in keys]
+    start = _BlankStart.of(costs, owner_of, replicas, stateful, known_clients, ranked, active_count, weight)
     net = FlowNetwork()
     clients = {pid: net.node(potential=start.price if pid in start.room else 0) for pid in pids}
     pools = {owner: net.node(potential=start.price_at(owner)) for owner in sorted(owners_used)}
-    inflow = dict.fromkeys(pids, 0)
+    client_node = [clients[pid] for pid in pids]
+    inflow_at = n * [0]  # by index in pids, as ranked_at
     first_arc: list[int] = []  # per task (stateful's order), the arc to its cheapest known client; the rest follow
     pooled: dict[str, list[tuple[int, TaskId]]] = defaultdict(list)
     pool_cost: dict[TaskId, int] = {}
     to_blank: list[tuple[int, int, TaskId]] = []  # (what the pool costs beyond the task's own place, order, task)
-    for task in stateful:
-        default = costs.restore_prices(task)[0]
-        owner = owners[task]
-        task_ranked, task_pids = ranked[task], ranked_pids[task]
+    for task, (default, _) in zip(stateful, prices, strict=True):
+        owner = owner_of[task]
+        task_ranked, task_at = ranked[task], ranked_at[task]
         free = n - 1 - len(task_ranked)
         pool_cost[task] = default * weight + 1
         priced = pool_cost[task] - start.price_at(owner)  # its reduced cost against the pool's potential
@@ -670,10 +671,10 @@ def _solve_pooled_standbys(
         first = -1
         for rank in range(len(task_ranked)):
             flow = 1 if rank < known_units else 0
-            pid = task_pids[rank]
-            arc = net.arc(node, clients[pid], 0, 1, task_ranked[rank], flow)
+            i = task_at[rank]
+            arc = net.arc(node, client_node[i], 0, 1, task_ranked[rank], flow)
             first = arc if rank == 0 else first
-            inflow[pid] += flow
+            inflow_at[i] += flow
         first_arc.append(first)  # the arcs of its known clients are numbered on from this one, in rank order
         if free:
             pooled[owner].append((net.arc(node, pools[owner], 0, pool_units, pool_cost[task], on_pool), task))
@@ -685,13 +686,14 @@ def _solve_pooled_standbys(
     blocks = [pids[i : i + side] for i in range(0, len(pids), side)]
     block_of = {pid: b for b, members in enumerate(blocks) for pid in members}
     unbounded = len(stateful) * replicas
+    inflow = {pid: inflow_at[i] for i, pid in enumerate(pids)}
     # The pooled copies the start sends on to blank clients, cheapest first, while their windows' floors have room.
     room = dict(start.room)
     near_flow: dict[tuple[str, str], int] = defaultdict(int)
     far_flow: dict[tuple[str, int], int] = defaultdict(int)
     leaf_flow: dict[str, int] = defaultdict(int)
     for _, _, task in sorted(to_blank):
-        owner = owners[task]
+        owner = owner_of[task]
         blank = next((pid for pid, left in room.items() if left and pid != owner), None)
         if blank is None:
             continue  # stays on the pool: excess the phases route
@@ -727,9 +729,9 @@ def _solve_pooled_standbys(
         return None
     chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
     for task, first in zip(stateful, first_arc, strict=True):
-        for rank, pid in enumerate(ranked_pids[task]):
+        for rank, i in enumerate(ranked_at[task]):
             if net.flow(first + rank):
-                chosen[pid].add(task)
+                chosen[pids[i]].add(task)
     sent: list[list[TaskId]] = [[] for _ in blocks]  # pooled copies each block's clients must take
     for owner, members in pooled.items():
         waiting = [task for arc, task in members for _ in range(net.flow(arc))]
