@@ -149,14 +149,22 @@ class FlowNetwork:
             for v in sources:
                 distance[v] = 0
             reach = -1  # the nearest deficit's distance, once one is settled
-            while heap:
-                key = heappop(heap)
-                d = key // n
-                u = key - d * n
-                if distance[u] < -1:
-                    continue
-                if 0 <= reach < d:
-                    break  # every node as near as the nearest deficit is settled: the phase's shortest paths
+            # Nodes reached at the distance being settled (over an arc of zero reduced cost, most of them in a far
+            # phase) wait on a stack instead of the heap: any order among equal distances settles the same
+            # distances, and only they (not the order) reach the potentials and the passes.
+            level: list[int] = []
+            d = 0
+            while heap or level:
+                if level:
+                    u = level.pop()
+                else:
+                    key = heappop(heap)
+                    d = key // n
+                    u = key - d * n
+                    if distance[u] < -1:
+                        continue
+                    if 0 <= reach < d:
+                        break  # every node as near as the nearest deficit is settled: the phase's shortest paths
                 distance[u] = -2 - d
                 order.append(u)
                 if excess[u] < 0 and reach < 0:
@@ -170,7 +178,10 @@ class FlowNetwork:
                             nd = base + cost[a] - potential[v]
                             if dv < 0 or nd < dv:
                                 distance[v] = nd
-                                heappush(heap, nd * n + v)
+                                if nd == d:
+                                    level.append(v)
+                                else:
+                                    heappush(heap, nd * n + v)
             if reach < 0:
                 return False
             short = 0  # deficit left on settled nodes: the only places a pass can route to

@@ -303,14 +303,17 @@ def _solve_by_flow(
         candidates = costs.direct_candidates(task)
         # restore() and move() of every candidate, priced from the task's tables (asked for every edge)
         pool_restore, restores = costs.restore_prices(task)
-        if any(restores.get(pid, pool_restore) > pool_restore for pid in candidates):
+        offsets = [restores.get(pid, pool_restore) for pid in candidates]
+        if any(r > pool_restore for r in offsets):
             candidates = pids
+            offsets = [restores.get(pid, pool_restore) for pid in candidates]
         owners = costs.previous_owners.get(task, no_owners)
         moved = move_weight if owners else 0
-        edges = [restores.get(pid, pool_restore) * scale + (0 if pid in owners else moved) for pid in candidates]
+        edges = [offsets[i] * scale + (0 if candidates[i] in owners else moved) for i in range(len(candidates))]
         pool_cost = pool_restore * scale + moved
-        use_pool = candidates is not pids and (not edges or pool_cost < min(edges))
-        cheapest = pool_cost if use_pool else min(edges)
+        best_direct = min(edges) if edges else pool_cost
+        use_pool = candidates is not pids and (not edges or pool_cost < best_direct)
+        cheapest = pool_cost if use_pool else best_direct
         node = net.node(supply=1, potential=-cheapest)
         taken = use_pool
         part_entry, part_inflow = entry[part], inflow[part]
@@ -318,10 +321,11 @@ def _solve_by_flow(
         for i in range(len(edges)):
             cost, pid = edges[i], candidates[i]
             flow = 1 if not taken and cost == cheapest else 0
-            taken = taken or flow == 1
             arc = net.arc(node, part_entry[pid], 0, 1, cost, flow)
             first = arc if i == 0 else first
-            part_inflow[pid] += flow
+            if flow:
+                taken = True
+                part_inflow[pid] += 1
         direct_clients.append(candidates)
         direct_first.append(first)
         if candidates is not pids:
