@@ -68,8 +68,9 @@ class FlowNetwork:
                 return True
             # Lists indexed by node, not dicts: these networks are small and rebuilt per search. Distances are ints
             # (reduced costs are >= 0), -1 where none is known yet: no int/float comparison (slow compiled).
+            # A settled node's distance d is stored as -2 - d: one list tells unknown (-1), tentative (>= 0) and
+            # settled (<= -2) apart, one read per arc instead of two.
             distance = n * [-1]
-            done = n * [False]
             parent = n * [-1]
             order: list[int] = []
             # Entries are d * n + node, one int ordering exactly as the pair (d, node) would (0 <= node < n, floor
@@ -80,10 +81,12 @@ class FlowNetwork:
             target = -1
             d = 0
             while heap:
-                d, u = divmod(heappop(heap), n)
-                if done[u]:
+                key = heappop(heap)
+                d = key // n  # not divmod(): a tuple per pop
+                u = key - d * n
+                if distance[u] < -1:
                     continue
-                done[u] = True
+                distance[u] = -2 - d
                 order.append(u)
                 if excess[u] < 0:
                     target = u
@@ -92,9 +95,9 @@ class FlowNetwork:
                 for a in adjacency[u]:
                     if residual[a] > 0:
                         v = head[a]
-                        if not done[v]:
+                        dv = distance[v]
+                        if dv >= -1:
                             nd = base + cost[a] - potential[v]
-                            dv = distance[v]
                             if dv < 0 or nd < dv:
                                 distance[v] = nd
                                 parent[v] = a
@@ -105,7 +108,7 @@ class FlowNetwork:
             # only the settled nodes change.
             reach = d
             for v in order:
-                potential[v] += distance[v] - reach
+                potential[v] += -2 - distance[v] - reach
             amount = -excess[target]
             v = target
             while parent[v] >= 0:
@@ -140,20 +143,29 @@ class FlowNetwork:
             sources = [v for v in range(n) if excess[v] > 0]
             if not sources:
                 return True
-            distance = n * [-1]  # as in solve(): ints, -1 where none is known yet
-            done = n * [False]
+            distance = n * [-1]  # as in solve(): -1 unknown, >= 0 tentative, -2 - d once settled at d
             order: list[int] = []
             heap = list(sources)  # d * n + node with d = 0, as in solve(); already sorted
             for v in sources:
                 distance[v] = 0
             reach = -1  # the nearest deficit's distance, once one is settled
-            while heap:
-                d, u = divmod(heappop(heap), n)
-                if done[u]:
-                    continue
-                if 0 <= reach < d:
-                    break  # every node as near as the nearest deficit is settled: the phase's shortest paths
-                done[u] = True
+            # Nodes reached at the distance being settled (over an arc of zero reduced cost, most of them in a far
+            # phase) wait on a stack instead of the heap: any order among equal distances settles the same
+            # distances, and only they (not the order) reach the potentials and the passes.
+            level: list[int] = []
+            d = 0
+            while heap or level:
+                if level:
+                    u = level.pop()
+                else:
+                    key = heappop(heap)
+                    d = key // n
+                    u = key - d * n
+                    if distance[u] < -1:
+                        continue
+                    if 0 <= reach < d:
+                        break  # every node as near as the nearest deficit is settled: the phase's shortest paths
+                distance[u] = -2 - d
                 order.append(u)
                 if excess[u] < 0 and reach < 0:
                     reach = d
@@ -161,17 +173,22 @@ class FlowNetwork:
                 for a in adjacency[u]:
                     if residual[a] > 0:
                         v = head[a]
-                        if not done[v]:
+                        dv = distance[v]
+                        if dv >= -1:
                             nd = base + cost[a] - potential[v]
-                            dv = distance[v]
                             if dv < 0 or nd < dv:
                                 distance[v] = nd
-                                heappush(heap, nd * n + v)
+                                if nd == d:
+                                    level.append(v)
+                                else:
+                                    heappush(heap, nd * n + v)
             if reach < 0:
                 return False
             short = 0  # deficit left on settled nodes: the only places a pass can route to
+            done = n * [False]
             for v in order:
-                potential[v] += distance[v] - reach
+                potential[v] += -2 - distance[v] - reach
+                done[v] = True
                 if excess[v] < 0:
                     short -= excess[v]
             # A depth-first pass can give a node up only because the path it was on blocked it (zero-cost cycles):
@@ -205,7 +222,8 @@ class FlowNetwork:
             pv = potential[v]
             for a in adjacency[v]:
                 u = head[a]  # the residual arc a ^ 1 runs from u to v, at cost -cost[a]
-                if hopeless[u] and settled[u] and residual[a ^ 1] > 0 and potential[u] - cost[a] == pv:
+                # zero reduced cost first: it rules out most arcs (a client's list holds every task that could come)
+                if potential[u] - cost[a] == pv and hopeless[u] and settled[u] and residual[a ^ 1] > 0:
                     hopeless[u] = False
                     stack.append(u)
         return hopeless

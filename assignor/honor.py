@@ -101,6 +101,7 @@ def _keep_caught_up_copies(
     """
     # Beyond the acceptable lag only reporters can be caught up (LagIndex.caught_up_clients, inlined: every step of
     # a schedule asks this about every task not yet known to be kept).
+    caught_up: Sequence[str]
     if lags.ends.get(task, 0) > lags.acceptable_recovery_lag:
         caught_up = lags.caught_up_reporters.get(task, ())
     else:

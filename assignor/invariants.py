@@ -99,14 +99,19 @@ def _spread_violation(name: str, what: str, loads: dict[str, Fraction]) -> list[
     return []
 
 
-def balance_violations(assignment: GroupAssignment, group: GroupState, *, replicas: bool = True) -> list[str]:
-    """B1 and B2 (meant for assignments that need no probing rebalance)."""
+def balance_violations(
+    assignment: GroupAssignment, group: GroupState, *, replicas: bool = True, first_only: bool = False
+) -> list[str]:
+    """B1 and B2 (meant for assignments that need no probing rebalance); with ``first_only``, only the first rule
+    found broken (for a yes/no answer: B2 counts every active of every client per subtopology)."""
     capacity = {c.process_id: c.capacity for c in group.clients}
     found = _spread_violation(
         "B1",
         "active tasks",
         {pid: Fraction(len(ca.active), capacity[pid]) for pid, ca in assignment.clients.items()},
     )
+    if found and first_only:
+        return found
     if replicas:
         stateful = group.stateful_tasks
         found += _spread_violation(
@@ -117,6 +122,8 @@ def balance_violations(assignment: GroupAssignment, group: GroupState, *, replic
                 for pid, ca in assignment.clients.items()
             },
         )
+        if found and first_only:
+            return found
     found += _b2_violations(assignment, group, capacity)
     return found
 

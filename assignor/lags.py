@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -58,16 +58,18 @@ def compute_lags(group: GroupState) -> dict[str, dict[TaskId, int]]:
 class LagIndex:
     """Lags stored only where a client reported an offset sum; every other client lags the whole changelog."""
 
+    # dicts, not Mappings, and never changed once built: compiled, a dict's get() is a native call, a Mapping's a
+    # method looked up by name (the schedule asks these for every replica of every step).
     process_ids: tuple[str, ...]
-    ends: Mapping[TaskId, int]
-    reported: Mapping[TaskId, Mapping[str, int]]
+    ends: dict[TaskId, int]
+    reported: dict[TaskId, dict[str, int]]
     acceptable_recovery_lag: int
-    caught_up_reporters: Mapping[TaskId, Sequence[str]]  # sorted by process id
-    best_reported_rank: Mapping[TaskId, tuple[int, int]]
+    caught_up_reporters: dict[TaskId, list[str]]  # sorted by process id
+    best_reported_rank: dict[TaskId, tuple[int, int]]
     # Per client, the stateful tasks it runs (lag -2) and those it holds at the log end (lag 0): what a step
     # under full catch-up changes (after_catch_up).
-    running: Mapping[str, frozenset[TaskId]]
-    at_log_end: Mapping[str, frozenset[TaskId]]
+    running: dict[str, frozenset[TaskId]]
+    at_log_end: dict[str, frozenset[TaskId]]
 
     @classmethod
     def of(cls, group: GroupState, configs: AssignmentConfigs) -> LagIndex:
@@ -101,12 +103,13 @@ class LagIndex:
                     runs.append(task)
                 elif lag == 0:
                     at_end.append(task)
-                rank = (0 if lag == LATEST_OFFSET or 0 <= lag <= acceptable else 1, lag)
-                if rank[0] == 0:
+                kind = 0 if lag == LATEST_OFFSET or 0 <= lag <= acceptable else 1
+                if kind == 0:
                     caught_up.setdefault(task, []).append(pid)
                 previous = best.get(task)
-                if previous is None or rank < previous:
-                    best[task] = rank
+                # rank < previous for the ranks (kind, lag), without a tuple per offset sum unless it is the best
+                if previous is None or kind < previous[0] or (kind == previous[0] and lag < previous[1]):
+                    best[task] = (kind, lag)
             running[pid], at_log_end[pid] = frozenset(runs), frozenset(at_end)
         for pids in caught_up.values():
             pids.sort()

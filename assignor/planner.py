@@ -166,8 +166,8 @@ def _staying_put(
     if live == plan.target:
         return plan
     if (
-        validity_violations(live, group, configs)
-        or balance_violations(live, group)
+        balance_violations(live, group, first_only=True)  # first: a scale-out's live assignment fails it at once
+        or validity_violations(live, group, configs)
         or not _spread_no_worse(live, plan.target, group, configs)
         or _cost(live, group, lags) > (plan.cost.restore_offsets, plan.cost.moves)
     ):

@@ -40,8 +40,9 @@ class ActiveCosts:
     capacity: Mapping[str, int]
     previous_owners: Mapping[TaskId, frozenset[str]]
     lags: LagIndex
-    _default_restore: Mapping[TaskId, int] = field(init=False, repr=False, compare=False)
-    _reported_restore: Mapping[TaskId, Mapping[str, int]] = field(init=False, repr=False, compare=False)
+    # dicts, not Mappings: compiled, their get() is a native call (asked for every edge of the flow models)
+    _default_restore: dict[TaskId, int] = field(init=False, repr=False, compare=False)
+    _reported_restore: dict[TaskId, dict[str, int]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # restore() is asked about every (task, client) pair several times per plan: price each once.
@@ -64,8 +65,9 @@ class ActiveCosts:
             return 0
         return default if pid is None else self._reported_restore[task].get(pid, default)
 
-    def restore_prices(self, task: TaskId) -> tuple[int, Mapping[str, int]]:
-        """restore() of every client at once: (a client without state, the clients that reported)."""
+    def restore_prices(self, task: TaskId) -> tuple[int, dict[str, int]]:
+        """restore() of every client at once: (a client without state, the clients that reported; not to be
+        changed)."""
         default = self._default_restore.get(task)
         return (0, {}) if default is None else (default, self._reported_restore[task])
 
@@ -290,7 +292,9 @@ def _solve_by_flow(
         for part in parts.size:
             entry[part][pid] = net.node()
     inflow = {part: dict.fromkeys(pids, 0) for part in parts.size}
-    direct: list[tuple[int, TaskId, str]] = []
+    # Per task (costs.tasks' order): its direct candidates, and the arc to the first (the others' arcs follow it).
+    direct_clients: list[list[str]] = []
+    direct_first: list[int] = []
     pooled: dict[Part, list[tuple[int, TaskId]]] = defaultdict(list)
     pool_node: dict[Part, int] = {}
     no_owners: frozenset[str] = frozenset()
@@ -299,23 +303,31 @@ def _solve_by_flow(
         candidates = costs.direct_candidates(task)
         # restore() and move() of every candidate, priced from the task's tables (asked for every edge)
         pool_restore, restores = costs.restore_prices(task)
-        if any(restores.get(pid, pool_restore) > pool_restore for pid in candidates):
+        offsets = [restores.get(pid, pool_restore) for pid in candidates]
+        if any(r > pool_restore for r in offsets):
             candidates = pids
+            offsets = [restores.get(pid, pool_restore) for pid in candidates]
         owners = costs.previous_owners.get(task, no_owners)
         moved = move_weight if owners else 0
-        edges = [(restores.get(pid, pool_restore) * scale + (0 if pid in owners else moved), pid) for pid in candidates]
+        edges = [offsets[i] * scale + (0 if candidates[i] in owners else moved) for i in range(len(candidates))]
         pool_cost = pool_restore * scale + moved
-        best_direct = min(edges)[0] if edges else None
-        use_pool = candidates is not pids and (best_direct is None or pool_cost < best_direct)
-        cheapest = pool_cost if use_pool or best_direct is None else best_direct
+        best_direct = min(edges) if edges else pool_cost
+        use_pool = candidates is not pids and (not edges or pool_cost < best_direct)
+        cheapest = pool_cost if use_pool else best_direct
         node = net.node(supply=1, potential=-cheapest)
         taken = use_pool
         part_entry, part_inflow = entry[part], inflow[part]
-        for cost, pid in edges:
+        first = -1
+        for i in range(len(edges)):
+            cost, pid = edges[i], candidates[i]
             flow = 1 if not taken and cost == cheapest else 0
-            taken = taken or flow == 1
-            direct.append((net.arc(node, part_entry[pid], 0, 1, cost, flow), task, pid))
-            part_inflow[pid] += flow
+            arc = net.arc(node, part_entry[pid], 0, 1, cost, flow)
+            first = arc if i == 0 else first
+            if flow:
+                taken = True
+                part_inflow[pid] += 1
+        direct_clients.append(candidates)
+        direct_first.append(first)
         if candidates is not pids:
             if part not in pool_node:
                 pool_node[part] = net.node()
@@ -352,9 +364,10 @@ def _solve_by_flow(
     if not net.solve():
         return None
     owner: dict[TaskId, str] = {}
-    for arc, task, pid in direct:
-        if net.flow(arc):
-            owner[task] = pid
+    for task, candidates, first in zip(costs.tasks, direct_clients, direct_first, strict=True):
+        for i, pid in enumerate(candidates):
+            if net.flow(first + i):
+                owner[task] = pid
     for key, members in sorted(pooled.items()):
         waiting = [task for arc, task in members if net.flow(arc)]
         slots = [pid for pid, arc in spread[key].items() for _ in range(net.flow(arc))]
@@ -595,61 +608,80 @@ def _solve_pooled_standbys(
     model is too big (POOLED_STANDBY_MAX_EDGES), infeasible, or that layout fails.
     """
     pids = list(costs.process_ids)
+    owner_of = dict(owners)  # dicts, as held below: compiled, read natively (a Mapping's reads are generic calls)
+    prices = [costs.restore_prices(task) for task in stateful]  # each task's, once
     held_by: dict[TaskId, set[str]] = defaultdict(set)
     for pid, tasks in held_before.items():
         for task in tasks:
             held_by[task].add(pid)
     known_clients: dict[TaskId, set[str]] = {}
-    for task in stateful:
-        known = set(costs.restore_prices(task)[1])
+    for task, (_, restores) in zip(stateful, prices, strict=True):
+        known = set(restores)
         known.update(held_by.get(task, ()))
-        known.discard(owners[task])
+        known.discard(owner_of[task])
         known_clients[task] = known
-    owners_used = {owners[t] for t in stateful}
+    owners_used = {owner_of[t] for t in stateful}
     size = sum(len(k) + 1 for k in known_clients.values()) + len(owners_used) * len(pids)
     if size > POOLED_STANDBY_MAX_EDGES:
         return None
     weight = len(stateful) * replicas + 1
     active_count = dict.fromkeys(pids, 0)
     for task in stateful:
-        active_count[owners[task]] += 1
-    # A task's known clients ranked by cost (restore, then a new copy), ties in process id order (pids is sorted).
+        active_count[owner_of[task]] += 1
+    # A task's known clients ranked by cost (restore, then a new copy), ties in process id order (pids is sorted):
+    # sorted as one int per client, cost * clients + index, which orders as (cost, index) without a tuple each.
+    n = len(pids)
     index = {pid: i for i, pid in enumerate(pids)}
-    ranked: dict[TaskId, list[tuple[int, int, str]]] = {}
-    for task in stateful:
-        default, restores = costs.restore_prices(task)
-        ranked[task] = sorted(
-            (restores.get(pid, default) * weight + (0 if task in held_before[pid] else 1), index[pid], pid)
+    held = dict(held_before)  # a dict: compiled, read natively (a Mapping's reads are generic calls)
+    ranked: dict[TaskId, list[int]] = {}  # the costs, cheapest first
+    ranked_at: dict[TaskId, list[int]] = {}  # the clients in that order, by index in pids
+    for task, (default, restores) in zip(stateful, prices, strict=True):
+        keys = sorted(
+            (restores.get(pid, default) * weight + (0 if task in held[pid] else 1)) * n + index[pid]
             for pid in known_clients[task]
         )
-    start = _BlankStart.of(costs, owners, replicas, stateful, known_clients, ranked, active_count, weight)
+        ranked[task] = [key // n for key in keys]
+        ranked_at[task] = [key % n for key in keys]
+    start = _BlankStart.of(costs, owner_of, replicas, stateful, known_clients, ranked, active_count, weight)
     net = FlowNetwork()
     clients = {pid: net.node(potential=start.price if pid in start.room else 0) for pid in pids}
     pools = {owner: net.node(potential=start.price_at(owner)) for owner in sorted(owners_used)}
-    inflow = dict.fromkeys(pids, 0)
-    edges: list[tuple[int, TaskId, str]] = []
+    client_node = [clients[pid] for pid in pids]
+    inflow_at = n * [0]  # by index in pids, as ranked_at
+    first_arc: list[int] = []  # per task (stateful's order), the arc to its cheapest known client; the rest follow
     pooled: dict[str, list[tuple[int, TaskId]]] = defaultdict(list)
     pool_cost: dict[TaskId, int] = {}
     to_blank: list[tuple[int, int, TaskId]] = []  # (what the pool costs beyond the task's own place, order, task)
-    for task in stateful:
-        default = costs.restore_prices(task)[0]
-        owner = owners[task]
-        task_ranked = ranked[task]
-        free = len(pids) - 1 - len(known_clients[task])
+    for task, (default, _) in zip(stateful, prices, strict=True):
+        owner = owner_of[task]
+        task_ranked, task_at = ranked[task], ranked_at[task]
+        free = n - 1 - len(task_ranked)
         pool_cost[task] = default * weight + 1
         priced = pool_cost[task] - start.price_at(owner)  # its reduced cost against the pool's potential
-        # The `replicas` cheapest units to start with: one per known client, then the pool's (one per free client).
-        units = sorted([(cost, 0) for cost, _, _ in task_ranked] + [(priced, 1)] * min(free, replicas))[:replicas]
-        if len(units) < replicas:  # pragma: no cover - replicas < clients
-            return None
-        on_pool = sum(kind for _, kind in units)
-        node = net.node(supply=replicas, potential=-units[-1][0])
-        for rank, (cost, _, pid) in enumerate(task_ranked):
-            flow = 1 if rank < replicas - on_pool else 0
-            edges.append((net.arc(node, clients[pid], 0, 1, cost, flow), task, pid))
-            inflow[pid] += flow
+        # The `replicas` cheapest units to start with: one per known client, then the pool's (one per free client),
+        # a client first on equal cost; both lists are sorted, so merged rather than sorted together.
+        known_units, on_pool, last = 0, 0, 0
+        pool_units = min(free, replicas)
+        for _ in range(replicas):
+            if known_units < len(task_ranked) and (on_pool == pool_units or task_ranked[known_units] <= priced):
+                last = task_ranked[known_units]
+                known_units += 1
+            elif on_pool < pool_units:
+                last = priced
+                on_pool += 1
+            else:  # pragma: no cover - replicas < clients
+                return None
+        node = net.node(supply=replicas, potential=-last)
+        first = -1
+        for rank in range(len(task_ranked)):
+            flow = 1 if rank < known_units else 0
+            i = task_at[rank]
+            arc = net.arc(node, client_node[i], 0, 1, task_ranked[rank], flow)
+            first = arc if rank == 0 else first
+            inflow_at[i] += flow
+        first_arc.append(first)  # the arcs of its known clients are numbered on from this one, in rank order
         if free:
-            pooled[owner].append((net.arc(node, pools[owner], 0, min(free, replicas), pool_cost[task], on_pool), task))
+            pooled[owner].append((net.arc(node, pools[owner], 0, pool_units, pool_cost[task], on_pool), task))
             if on_pool and start.price_at(owner):
                 to_blank.extend([(start.loss(task_ranked, pool_cost[task], replicas), len(to_blank), task)] * on_pool)
     # A pool reaches every client but its owner through blocks of about sqrt(clients) clients: the clients of the
@@ -658,13 +690,14 @@ def _solve_pooled_standbys(
     blocks = [pids[i : i + side] for i in range(0, len(pids), side)]
     block_of = {pid: b for b, members in enumerate(blocks) for pid in members}
     unbounded = len(stateful) * replicas
+    inflow = {pid: inflow_at[i] for i, pid in enumerate(pids)}
     # The pooled copies the start sends on to blank clients, cheapest first, while their windows' floors have room.
     room = dict(start.room)
     near_flow: dict[tuple[str, str], int] = defaultdict(int)
     far_flow: dict[tuple[str, int], int] = defaultdict(int)
     leaf_flow: dict[str, int] = defaultdict(int)
     for _, _, task in sorted(to_blank):
-        owner = owners[task]
+        owner = owner_of[task]
         blank = next((pid for pid, left in room.items() if left and pid != owner), None)
         if blank is None:
             continue  # stays on the pool: excess the phases route
@@ -699,9 +732,10 @@ def _solve_pooled_standbys(
     if not net.solve_in_phases():
         return None
     chosen: dict[str, set[TaskId]] = {p: set() for p in pids}
-    for arc, task, pid in edges:
-        if net.flow(arc):
-            chosen[pid].add(task)
+    for task, first in zip(stateful, first_arc, strict=True):
+        for rank, i in enumerate(ranked_at[task]):
+            if net.flow(first + rank):
+                chosen[pids[i]].add(task)
     sent: list[list[TaskId]] = [[] for _ in blocks]  # pooled copies each block's clients must take
     for owner, members in pooled.items():
         waiting = [task for arc, task in members for _ in range(net.flow(arc))]
@@ -749,7 +783,7 @@ class _BlankStart:
         replicas: int,
         stateful: Sequence[TaskId],
         known_clients: Mapping[TaskId, set[str]],
-        ranked: Mapping[TaskId, Sequence[tuple[int, int, str]]],
+        ranked: Mapping[TaskId, Sequence[int]],
         active_count: Mapping[str, int],
         weight: int,
     ) -> _BlankStart:
@@ -784,10 +818,10 @@ class _BlankStart:
         return self.price if len(self.room) > 1 or (self.room and owner not in self.room) else 0
 
     @staticmethod
-    def loss(ranked: Sequence[tuple[int, int, str]], pool_cost: int, replicas: int) -> int:
+    def loss(ranked: Sequence[int], pool_cost: int, replicas: int) -> int:
         """What a pooled copy costs beyond the task's ``replicas``-th cheapest client (0 with fewer clients): the
         order in which pooled copies go to blank clients."""
-        return pool_cost - ranked[replicas - 1][0] if len(ranked) >= replicas else 0
+        return pool_cost - ranked[replicas - 1] if len(ranked) >= replicas else 0
 
 
 @dataclass

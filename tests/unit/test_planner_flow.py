@@ -137,6 +137,16 @@ def transport_networks(draw: st.DrawFn) -> tuple[list[int], list[int], list[tupl
 
 def _solved(network: tuple[list[int], list[int], list[tuple[int, int, int, int]]], phases: bool) -> int:
     """Total cost of routing every supply to the sink, through the demands or directly at a higher cost."""
+    net, ids = _transport(network)
+    feasible = net.solve_in_phases() if phases else net.solve()
+    assert feasible, "the direct arcs take every supply"
+    return sum(net.flow(arc) * cost for arc, cost in ids)
+
+
+def _transport(
+    network: tuple[list[int], list[int], list[tuple[int, int, int, int]]],
+) -> tuple[FlowNetwork, list[tuple[int, int]]]:
+    """The network of a transportation problem, and its arcs that cost something: (arc id, cost)."""
     supplies, demands, arcs = network
     net = FlowNetwork()
     sources = [net.node(supply=s) for s in supplies]
@@ -147,9 +157,7 @@ def _solved(network: tuple[list[int], list[int], list[tuple[int, int, int, int]]
         net.arc(targets[j], sink, 0, demand, 0, 0)
     for i, supply in enumerate(supplies):  # dearer than any route through a demand: feasible, and still a choice
         ids.append((net.arc(sources[i], sink, 0, supply, 4, 0), 4))
-    feasible = net.solve_in_phases() if phases else net.solve()
-    assert feasible, "the direct arcs take every supply"
-    return sum(net.flow(arc) * cost for arc, cost in ids)
+    return net, ids
 
 
 @given(transport_networks())
@@ -158,3 +166,20 @@ def test_phases_route_at_the_same_cost_as_one_path_per_search(
 ) -> None:
     """solve_in_phases, whose passes skip nodes that cannot reach a deficit, finds solve()'s optimum."""
     assert _solved(network, phases=True) == _solved(network, phases=False)
+
+
+@given(transport_networks())
+def test_phases_end_with_potentials_that_prove_the_flow_optimal(
+    network: tuple[list[int], list[int], list[tuple[int, int, int, int]]],
+) -> None:
+    """After solve_in_phases, whose searches settle nodes met at the current distance without the heap, every arc with
+    room left has a non-negative reduced cost: the potentials certify that no cheaper routing exists."""
+    net, _ = _transport(network)
+    assert net.solve_in_phases()
+    assert all(supply == 0 for supply in net.supply), "every supply routed"
+    for a, room in enumerate(net.residual):
+        if room > 0:
+            tail, head = net.head[a ^ 1], net.head[a]
+            assert net.cost[a] + net.potential[tail] - net.potential[head] >= 0, (
+                f"residual arc {a} could lower the cost"
+            )

@@ -106,12 +106,8 @@ def _blank_room(costs: ActiveCosts, owners: dict[TaskId, str], held: dict[str, f
         found.discard(owners[task])
         known[task] = found
     weight = len(stateful) + 1
-    ranked = {
-        t: sorted(
-            (costs.restore(t, p) * weight + (0 if t in held[p] else 1), i, p)
-            for i, p in enumerate(costs.process_ids)
-            if p in known[t]
-        )
+    ranked = {  # each task's known clients' costs, cheapest first
+        t: sorted(costs.restore(t, p) * weight + (0 if t in held[p] else 1) for p in costs.process_ids if p in known[t])
         for t in stateful
     }
     active_count = dict.fromkeys(costs.process_ids, 0)
