@@ -119,13 +119,21 @@ def apply_acls(admin_config: Mapping[str, str], bindings: Sequence[AclBinding], 
     return len(bindings)
 
 
+def scram_password_problem(user: str, password: str) -> str | None:
+    """Why this user name and password cannot be set, or None."""
+    if not user or not password or len(password.encode()) > MAX_PASSWORD_BYTES:
+        return f"SCRAM user {user!r}: needs a name and a password of 1..{MAX_PASSWORD_BYTES} bytes"
+    return None
+
+
 def upsert_scram_users(admin_config: Mapping[str, str], passwords: Mapping[str, str], timeout_s: float = 30) -> int:
     """Set each user's SCRAM-SHA-512 password (creating the user if new) and wait until the broker knows them all;
     how many. A cluster formatted before a user existed gets it this way; re-running with a new password rotates it.
     RuntimeError naming the first user that failed."""
     for user, password in passwords.items():
-        if not user or not password or len(password.encode()) > MAX_PASSWORD_BYTES:
-            raise ValueError(f"SCRAM user {user!r}: needs a name and a password of 1..{MAX_PASSWORD_BYTES} bytes")
+        problem = scram_password_problem(user, password)
+        if problem:
+            raise ValueError(problem)
     admin = AdminClient(dict(admin_config))
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, SCRAM_ITERATIONS)
     upserts: list[UserScramCredentialAlteration] = [

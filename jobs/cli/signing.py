@@ -139,12 +139,16 @@ def run_signing_command(args: argparse.Namespace, console: Console, settings: Se
         if not bootstrap:
             print("rebalance-planner kafka-acls: needs --bootstrap or RBP_KAFKA_BOOTSTRAP", file=sys.stderr)
             return EXIT_BAD_INPUT
-        passwords = _scram_passwords(args.scram_user)  # every one present before anything changes
+        from jobs.kafka_acls import scram_password_problem, upsert_scram_users  # noqa: PLC0415 (pulls Kafka in)
+
+        passwords = _scram_passwords(args.scram_user)  # every one present and within bounds before anything changes
+        for user, password in passwords.items():
+            problem = scram_password_problem(user, password)
+            if problem:
+                raise ValueError(f"--scram-user {problem}")
         status = run_setup(args, console, settings, bootstrap)  # setup with the principals required
         if status != EXIT_OK or not passwords:
             return status
-        from jobs.kafka_acls import upsert_scram_users  # noqa: PLC0415 (pulls Kafka in)
-
         try:
             count = upsert_scram_users(settings.kafka_properties(bootstrap), passwords, settings.kafka_timeout_s)
         except RuntimeError as err:

@@ -190,3 +190,15 @@ def test_a_leader_whose_login_may_not_read_plans_gets_an_error_not_no_plan(secur
     with pytest.raises(KafkaException, match="AUTHORIZATION_FAILED"):
         list(reader("stranger").records("orders"))
     assert isinstance(list(reader("orders-app").records("orders")), list)  # the application's login reads
+
+
+def test_a_password_over_the_bound_stops_the_command_before_anything_changes(
+    secured: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin = {k: v for k, v in secured.client_config("admin").items() if k != "bootstrap.servers"}
+    monkeypatch.setenv("RBP_KAFKA_CONFIG", json.dumps(admin))
+    monkeypatch.setenv("HUGE_PASSWORD", "x" * 1025)
+    argv = ["kafka-acls", "--bootstrap", secured.bootstrap, "--pipeline-user", "pipeline", "--app-user", "huge-app"]
+    assert main([*argv, "--scram-user", "huge-app=HUGE_PASSWORD"]) == 2
+    err = capsys.readouterr()
+    assert "1..1024 bytes" in err.err and "ACLs" not in err.out  # refused before the ACLs were applied

@@ -106,7 +106,6 @@ def test_a_withdrawn_plan_replayed_after_the_withdrawal_left_the_topic_is_refuse
             restarted = int(time.time() * 1000)
             fleet.start("i1")
             wait_until(lambda: refuses(fleet, restarted, "replayed"), 120, "the replay refused after the restart")
-            assert honors(fleet, 0, plan.plan_id) is False
 
             # The control: without the floor on disk the topic alone cannot tell the replay from a live plan.
             fleet.kill("i1")

@@ -31,7 +31,9 @@ def integrity(data: bytes) -> str:
 
 
 def fake_npm(tmp_path: Path, served: bytes) -> str:
-    """An `npm` that answers `npm pack --json ... --pack-destination DIR SPEC` by writing ``served`` into DIR."""
+    """An `npm` that answers `npm pack --json ... --pack-destination DIR SPEC` by writing ``served`` into DIR.
+
+    A fake on purpose: the real registry serves the real tarball, and the point is bytes it would never serve."""
     (tmp_path / "served.tgz").write_bytes(served)
     script = tmp_path / "npm"
     script.write_text(
