@@ -14,6 +14,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 from jobs.orchestration.decision import APPROVAL_TASK, OPTIONS, REJECT_ALL, REVIEW_TASK
 from jobs.orchestration.hitl import PlanApprovalOperator
 from jobs.orchestration.params import PLANNING_PARAMS
+from jobs.orchestration.signer import SIGNER_QUEUE
 from jobs.settings import Settings
 
 SETTINGS = Settings()  # parse time: the schedule (empty: none) and the stage timeout; tasks build their own
@@ -75,7 +76,8 @@ def rebalance_planning() -> None:
         params, run = ctx["params"], (ctx["dag"].dag_id, ctx["run_id"])
         return o.review(o.runtime(params), snapshot_id, params["groups"], params["approval_timeout_s"], run)
 
-    @task
+    # In the deployment only the signer's worker serves this queue and holds the key (jobs/orchestration/signer.py).
+    @task(queue=SIGNER_QUEUE)
     def publish(decided: dict[str, Any]) -> int:
         from jobs.orchestration import tasks as o
 

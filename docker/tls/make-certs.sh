@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Makes the deployment's TLS material at deploy time (nothing here is committed): a private CA, Kafka's server
 # certificate in a PKCS#12 keystore (for the SASL_SSL listener), the Airflow api-server's certificate (HTTPS),
-# PostgreSQL's (the metadata database's connections) and Spark Connect's TLS proxy's (name spark-connect).
+# PostgreSQL's (the metadata database's connections) and Spark Connect's TLS proxy's (name spark-connect), and the
+# private key Airflow signs its own tokens with (airflow-jwt.key: the api-server's and the scheduler's alone).
 #   docker/tls/make-certs.sh OUTDIR [AIRFLOW_NAME...]
 # OUTDIR gets: ca.crt (the trust anchor every client verifies with), kafka.p12 + kafka.p12.password, airflow.crt +
-# airflow.key, postgres.crt + postgres.key, spark-connect.crt + spark-connect.key. AIRFLOW_NAME: extra DNS names
+# airflow.key, postgres.crt + postgres.key, spark-connect.crt + spark-connect.key, airflow-jwt.key. AIRFLOW_NAME: extra DNS names
 # the UI is reached by (localhost and 127.0.0.1 are always in). The CA's key is deleted once it has signed: a new certificate means a new CA, re-distributed by the next deploy.
 # Production with its own PKI: put files of the same names in OUTDIR instead and skip this script.
 set -euo pipefail
@@ -50,6 +51,8 @@ cat "$work/postgres.crt" >"$out/postgres.crt"
 leaf spark-connect DNS:spark-connect
 cp "$work/spark-connect.key" "$out/spark-connect.key"
 cat "$work/spark-connect.crt" >"$out/spark-connect.crt"
+# Ed25519 (Airflow signs with EdDSA); Airflow reads it unencrypted, so it is the container user's alone (0600).
+openssl genpkey -algorithm ed25519 -out "$out/airflow-jwt.key"
 chmod 644 "$out/ca.crt" "$out/airflow.crt" "$out/postgres.crt" "$out/spark-connect.crt"
 echo "TLS material in $out: ca.crt, kafka.p12 (+ .password), airflow.crt, airflow.key, postgres.crt, postgres.key," \
-  "spark-connect.crt, spark-connect.key (valid $days days)"
+  "spark-connect.crt, spark-connect.key (valid $days days), airflow-jwt.key"

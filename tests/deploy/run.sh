@@ -99,7 +99,7 @@ phase_end
 
 # Secrets: fresh for every run, never written outside $work. Key files and passwords are readable by the
 # containers' user (uid 50000) only. The signing key is encrypted at rest (production mode refuses a plain one);
-# its passphrase is a second file, mounted into the scheduler only.
+# its passphrase is a second file, mounted into the signer only.
 secret() { openssl rand -hex 16; }
 mkdir -m 700 "$work/secrets"
 (umask 077; openssl rand -hex 24 >"$work/secrets/plan_signing_passphrase")
@@ -112,7 +112,7 @@ export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
 # TLS: a CA made for this run, Kafka's keystore and the api-server's certificate (docker/tls/make-certs.sh); the
 # checks verify both servers against this CA and no other.
 docker/tls/make-certs.sh "$work/tls" >/dev/null
-chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key"
+chown 50000 "$work/tls/kafka.p12" "$work/tls/kafka.p12.password" "$work/tls/airflow.key" "$work/tls/airflow-jwt.key"
 chown 999 "$work/tls/postgres.key"  # the postgres user of the official image and of the stand-in
 chown 50000 "$work/tls/spark-connect.key"  # Spark Connect's TLS proxy runs as the project image's user
 chmod 755 "$work/tls"
@@ -161,7 +161,7 @@ up kafka postgres spark-connect
 healthy kafka postgres
 up kafka-init airflow-init
 completed kafka-init airflow-init
-up airflow-apiserver airflow-scheduler airflow-dag-processor airflow-triggerer demo-fleet streams-app
+up airflow-apiserver airflow-scheduler airflow-dag-processor airflow-triggerer airflow-worker airflow-signer demo-fleet streams-app
 url=https://127.0.0.1:$AIRFLOW_HOST_PORT
 # Generous: on a loaded shared machine (load 30+ on 2 cores was seen) the api-server takes minutes to start.
 deadline=$(( $(date +%s) + 900 ))

@@ -1,7 +1,8 @@
 """The nightly DAG carried out through the running stack: the demo fleet reports to the containerised Kafka over
 SASL_SSL, a real login triggers the run through the REST API over HTTPS, the stages run on the Spark Connect
-container, an allowed approver answers through the API and publish runs in the scheduler, its tasks calling the
-execution API over HTTPS; the scheduler is killed during a Spark stage and Kafka is down when publish first runs.
+container, an allowed approver answers through the API and publish runs on the signer (the stages on the worker),
+the tasks calling the execution API over HTTPS; the worker is killed during a Spark stage and Kafka is down when
+publish first runs.
 The fleet must change: once group-1 runs settled (three instances, two actives each), one more instance is announced
 before the run (as an operator scaling out does), so its plan must move actives to it; the instance starts once the
 plan is published, the group converges and `rebalance_observe` marks the plan REALIZED. Then the Delta tables in
@@ -22,9 +23,10 @@ from jobs.polling import wait_until
 from tests.deploy.conftest import Stack, StackAirflow, record
 
 PLANNING, OBSERVE = "rebalance_planning", "rebalance_observe"
+TASKS = "airflow-worker"  # the Edge worker every stage runs on: the lake and the pipeline's Kafka login are there
 SCALED_OUT, NEWCOMER = "group-1", "i4"
 NEWCOMER_DIR = f"/data/fleet/{SCALED_OUT}/{NEWCOMER}"  # the fleet's state volume, where its instances keep theirs
-# Rows of one lake table from the shared volume, read where the tasks run (the scheduler's container).
+# Rows of one lake table from the shared volume, read where the tasks run (the worker).
 # argv: the table, then its columns.
 LAKE_ROWS = """
 import json, os, sys
@@ -43,7 +45,7 @@ code = main(["/data/lake"])
 sys.stdout.flush()
 os._exit(code)
 """
-# The group's latest state reports, read where the pipeline's login may read the reports topic (the scheduler; an
+# The group's latest state reports, read where the pipeline's login may read the reports topic (the worker; an
 # application may only write it). argv: the group. Prints them as a JSON list of the reports' JSON texts.
 GROUP_REPORTS = """
 import json, os, sys
@@ -58,7 +60,7 @@ print(json.dumps(group))
 sys.stdout.flush()
 os._exit(0)
 """
-# Every record on the plans topic, read where the pipeline's login may read it (the scheduler): how many carry each
+# Every record on the plans topic, read where the pipeline's login may read it (the worker): how many carry each
 # plan id. Prints them as JSON.
 PLAN_RECORDS = """
 import collections, json, os
@@ -148,7 +150,7 @@ def wait_for_dag(airflow: StackAirflow, dag_id: str, timeout_s: float) -> None:
 
 
 def lake_rows(stack: Stack, table: str, *columns: str) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = json.loads(stack.run("airflow-scheduler", "python", "-", table, *columns,
+    rows: list[dict[str, object]] = json.loads(stack.run(TASKS, "python", "-", table, *columns,
                                                          stdin=LAKE_ROWS))  # fmt: skip
     return rows
 
@@ -190,7 +192,7 @@ def settled_reports(stack: Stack, group: str, instances: int, tasks: int, timeou
     found: list[str] = []
 
     def settled() -> bool:
-        reports = json.loads(stack.run("airflow-scheduler", "python", "-", group, stdin=GROUP_REPORTS))
+        reports = json.loads(stack.run(TASKS, "python", "-", group, stdin=GROUP_REPORTS))
         actives = [[json.dumps(t) for t in json.loads(r)["active_tasks"]] for r in reports]
         every = [t for held in actives for t in held]
         found[:] = reports
@@ -212,7 +214,7 @@ def task_tries(airflow: StackAirflow, run_id: str) -> dict[str, tuple[str, int]]
 
 def assert_honoring(stack: Stack, group: str, plan_id: str) -> None:
     """The group's reports say its leader honors ``plan_id`` (not Kafka's own assignment arriving at the target)."""
-    reports = [json.loads(r) for r in json.loads(stack.run("airflow-scheduler", "python", "-", group,
+    reports = [json.loads(r) for r in json.loads(stack.run(TASKS, "python", "-", group,
                                                            stdin=GROUP_REPORTS))]  # fmt: skip
     named = sorted({str(r.get("plan_id")) for r in reports})
     fallbacks = sorted({str(r.get("fallback_reason")) for r in reports if r.get("fallback_reason")})
@@ -303,14 +305,14 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
     started = time.monotonic()
     # Two-person rule: the admin triggers, the approver (RBP_APPROVERS) answers.
     run_id = airflow.trigger(PLANNING)
-    # Faults during the run: the scheduler's container killed (LocalExecutor: the running stage dies with it) while a
-    # Spark stage runs, then Kafka down when publish first runs (below). The retries must end the run as a clean one
-    # would: each group planned once, the plan right, the lake within its contract (checked below). Kafka is not
+    # Faults during the run: the worker's container killed (the running stage dies with it) while a Spark stage runs,
+    # then Kafka down when publish first runs (below). The retries must end the run as a clean one would: each group
+    # planned once, the plan right, the lake within its contract (checked below). Kafka is not
     # restarted during extract: the fleet's groups rebalance after a broker restart, and the snapshot the retried
     # extract takes then caught them mid-rebalance (the last run's 0-move plans).
     killed = first_running(airflow, run_id, ("lags", "plan", "validate"), timeout_s=2400)
-    kill_and_start(stack, "airflow-scheduler")
-    record(f"fault: scheduler killed and started {time.monotonic() - started:.0f} s after the trigger ({killed})")
+    kill_and_start(stack, TASKS)
+    record(f"fault: the worker killed and started {time.monotonic() - started:.0f} s after the trigger ({killed})")
     # settle_s: the answer must come after the scheduler has taken the paused task's executor event; on a loaded
     # machine that took seconds, and an earlier answer made Airflow 3.3 mark the approval FAILED ("state changed
     # externally"), seen live here.
@@ -345,11 +347,14 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
            f"it ({task_tries(airflow, run_id).get('publish')}), Kafka started again")  # fmt: skip
     assert airflow.wait_for_run(PLANNING, run_id, timeout_s=1200) == "success", airflow.task_states(PLANNING, run_id)
     record(f"planning run (trigger to success, approval and faults included): {time.monotonic() - started:.0f} s")
-    tries = {
-        str(t["task_id"]): int(t["try_number"])
-        for t in airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances")["task_instances"]
-    }
+    instances = airflow.api("GET", f"/dags/{PLANNING}/dagRuns/{run_id}/taskInstances")["task_instances"]
+    tries = {str(t["task_id"]): int(t["try_number"]) for t in instances}
     record(f"tries: {dict(sorted(tries.items()))}")
+    # Where each task ran (the Edge worker's name): publish on the signer, every stage on the worker.
+    hosts = {str(t["task_id"]): str(t.get("hostname")) for t in instances}
+    record(f"ran on: {dict(sorted(hosts.items()))}")
+    assert hosts["publish"] == "airflow-signer", hosts
+    assert {hosts[t] for t in ("extract", "lags", "plan", "validate", "review")} == {TASKS}, hosts
     assert tries[killed] > 1, tries  # the killed stage really ran again
     # Every demo group reported through SASL and was planned on the Spark Connect container, once (nothing from the
     # killed attempt); group-1's plan gives the announced instance its share, so it moves tasks, and publish sent it.
@@ -368,7 +373,7 @@ def test_a_scale_out_is_planned_through_faults_approved_published_and_observed_r
         start_streams_newcomer(stack)
     joined = time.monotonic()
     # Publish ran twice (Kafka stopped under its first try): each plan is on the plans topic once.
-    sent = json.loads(stack.run("airflow-scheduler", "python", "-", stdin=PLAN_RECORDS))
+    sent = json.loads(stack.run(TASKS, "python", "-", stdin=PLAN_RECORDS))
     record(f"plans topic: records per plan id {dict(sorted(sent.items()))}")
     for group in (SCALED_OUT, STREAMS_APP):
         assert sent.get(str(plans[group]["plan_id"])) == 1, (group, sent)
@@ -389,7 +394,7 @@ def test_the_lake_in_the_volume_passes_its_contract(stack: Stack) -> None:
     """After the night and the observe runs: every table in the volume has the columns and types of its schema file,
     no null where the contract forbids it, no key twice (jobs.lakehouse.contract, run where the tasks run)."""
     done = subprocess.run(
-        ["podman", "exec", "-i", stack.container("airflow-scheduler"), "python", "-"],
+        ["podman", "exec", "-i", stack.container(TASKS), "python", "-"],
         input=LAKE_CHECK, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     outcome = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
@@ -402,7 +407,7 @@ def test_the_lake_in_the_volume_passes_its_contract(stack: Stack) -> None:
     assert written <= set(tables), sorted(tables)
 
 
-# Run in the scheduler: the Data Docs site validate built in the volume, every page's stylesheet and script
+# Run on the worker: the Data Docs site validate built in the volume, every page's stylesheet and script
 # references, and whether the pinned assets were copied into the site.
 DATA_DOCS = """
 import json, pathlib, re
@@ -417,7 +422,7 @@ print(json.dumps({"pages": len(pages), "links": links, "vendored": vendored}))
 def test_the_data_docs_pages_load_their_styles_and_scripts_from_the_site(stack: Stack) -> None:
     """The image carries the pinned assets (its data-docs-assets stage); validate copied them into the site and
     rewrote the pages onto them: no stylesheet or script from another origin on the approval page's origin."""
-    site = json.loads(stack.run("airflow-scheduler", "python", "-", stdin=DATA_DOCS))
+    site = json.loads(stack.run(TASKS, "python", "-", stdin=DATA_DOCS))
     assert site["pages"] > 0 and site["vendored"], site
     outside = [link for link in site["links"] if "://" in link or link.startswith("//")]
     assert outside == [], outside

@@ -75,8 +75,8 @@ def app_password(stack: Stack) -> str:
 
 
 def pipeline_password(stack: Stack) -> str:
-    """The pipeline's SCRAM password, read from the scheduler (where Airflow's tasks run)."""
-    return str(json.loads(stack.run("airflow-scheduler", "printenv", "RBP_KAFKA_CONFIG"))["sasl.password"])
+    """The pipeline's SCRAM password, read from the worker (where Airflow's tasks run)."""
+    return str(json.loads(stack.run("airflow-worker", "printenv", "RBP_KAFKA_CONFIG"))["sasl.password"])
 
 
 def services(stack: Stack) -> dict[str, dict[str, object]]:
@@ -92,7 +92,15 @@ def services(stack: Stack) -> dict[str, dict[str, object]]:
 
 def test_only_the_airflow_api_is_published_on_the_host(stack: Stack) -> None:
     running = services(stack)
-    assert {"kafka", "postgres", "spark-connect", "airflow-scheduler", "demo-fleet"} <= running.keys()
+    assert {
+        "kafka",
+        "postgres",
+        "spark-connect",
+        "airflow-scheduler",
+        "airflow-worker",
+        "airflow-signer",
+        "demo-fleet",
+    } <= running.keys()
     published = {name: c["Ports"] for name, c in running.items() if c.get("Ports")}
     assert list(published) == ["airflow-apiserver"], published
     ports = published["airflow-apiserver"]
@@ -116,7 +124,7 @@ print(" ".join(map(str, sorted(found))))
 @pytest.mark.parametrize(
     ("service", "ports"),
     [("airflow-apiserver", {8080}), ("airflow-scheduler", set()), ("airflow-triggerer", set()),
-     ("airflow-dag-processor", set())],
+     ("airflow-dag-processor", set()), ("airflow-worker", set()), ("airflow-signer", set())],
 )  # fmt: skip
 def test_airflow_listens_only_on_its_https_port(stack: Stack, service: str, ports: set[int]) -> None:
     """No plain-HTTP log server (8793): task logs are files on a shared volume (--skip-serve-logs)."""
@@ -163,10 +171,10 @@ def test_a_kafka_client_trusting_another_ca_refuses_the_broker(stack: Stack) -> 
 
 
 def test_every_kafka_client_of_the_stack_uses_tls_with_the_deployments_ca(stack: Stack) -> None:
-    for service in ("airflow-scheduler", "demo-fleet"):
+    for service in ("airflow-worker", "airflow-signer", "demo-fleet"):
         config = json.loads(stack.run(service, "printenv", "RBP_KAFKA_CONFIG"))
         assert config["security.protocol"] == "SASL_SSL" and config["ssl.ca.location"] == CA_IN_CONTAINERS, service
-    connection = json.loads(stack.run("airflow-scheduler", "printenv", "AIRFLOW_CONN_RBP_KAFKA"))["extra"]
+    connection = json.loads(stack.run("airflow-worker", "printenv", "AIRFLOW_CONN_RBP_KAFKA"))["extra"]
     assert connection["security.protocol"] == "SASL_SSL" and connection["ssl.ca.location"] == CA_IN_CONTAINERS
 
 
@@ -179,8 +187,10 @@ def test_the_airflow_api_speaks_https_only_with_the_deployments_certificate(stac
     # A client trusting only the public CAs (certifi) refuses the certificate: it is the deployment's own.
     with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         httpx.get(f"{stack.url}/api/v2/monitor/health", timeout=30)
-    # Inside the stack, the tasks' execution API is HTTPS too, verified against the CA.
-    assert stack.run("airflow-scheduler", "printenv", "AIRFLOW__CORE__EXECUTION_API_SERVER_URL").startswith("https://")
+    # Inside the stack, the tasks' execution API and the workers' Edge API are HTTPS too, verified against the CA.
+    for service in ("airflow-worker", "airflow-signer"):
+        assert stack.run(service, "printenv", "AIRFLOW__CORE__EXECUTION_API_SERVER_URL").startswith("https://")
+        assert stack.run(service, "printenv", "AIRFLOW__EDGE__API_URL").startswith("https://")
 
 
 def test_kafka_refuses_a_wrong_password(stack: Stack) -> None:
@@ -204,38 +214,54 @@ def test_an_application_login_cannot_write_plans(stack: Stack) -> None:
         "demo-fleet",
         "streams-app",
         "airflow-apiserver",
+        "airflow-scheduler",
         "airflow-dag-processor",
         "airflow-triggerer",
+        "airflow-worker",
     ],
 )
 def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) -> None:
-    """LocalExecutor runs every task, publish included, in the scheduler: no other container gets the key, its
-    passphrase, or a TLS private key it does not serve with."""
+    """Publish runs on the signer (its own Edge worker): no other container gets the key, its passphrase, or a
+    private key it does not use (Airflow's token key: the api-server and the scheduler only)."""
     probe = (
-        "for f in plan_signing_key plan_signing_passphrase airflow_tls_key kafka_tls_keystore_password"
+        "for f in plan_signing_key plan_signing_passphrase airflow_tls_key airflow_jwt_key kafka_tls_keystore_password"
         " spark_connect_tls_key; do"
         " test -e /run/secrets/$f && echo $f; done; echo --; printenv | cut -d= -f1"
     )
     present, names = stack.run(service, "sh", "-c", probe).split("--")
     allowed = {
         "kafka": {"kafka_tls_keystore_password"},
-        "airflow-apiserver": {"airflow_tls_key"},
+        "airflow-apiserver": {"airflow_tls_key", "airflow_jwt_key"},
+        "airflow-scheduler": {"airflow_jwt_key"},
         "spark-connect": {"spark_connect_tls_key"},
     }.get(service, set())
     assert set(present.split()) == allowed, present
     assert not {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_SIGNING_PASSPHRASE_FILE"} & set(names.split())
 
 
-# Run in the scheduler: the signer publish uses, from the container's own settings; prints its key id.
+@pytest.mark.parametrize("service", ["airflow-worker", "airflow-signer"])
+def test_the_workers_hold_no_database_login(stack: Stack, service: str) -> None:
+    """Tasks reach Airflow only through the api-server: neither worker has the metadata database's login or
+    Airflow's token key, and the database refuses the worker's container without a password."""
+    names = set(stack.run(service, "sh", "-c", "printenv | cut -d= -f1").split())
+    assert not {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__API_AUTH__JWT_PRIVATE_KEY_PATH",
+                "AIRFLOW__API__SECRET_KEY", "POSTGRES_PASSWORD"} & names  # fmt: skip
+    password = stack.run("postgres", "printenv", "POSTGRES_PASSWORD").strip()
+    probe = f"grep -rl -- '{password}' /proc/1/environ /opt/airflow 2>/dev/null || true"
+    leaked = stack.run(service, "sh", "-c", probe)
+    assert not leaked.strip(), leaked
+
+
+# Run in the signer: the key publish uses, from the container's own settings; prints its key id.
 OPEN_SIGNER = """
 from jobs.settings import Settings
 print(Settings().plan_signer().key_id)
 """
 
 
-def test_the_scheduler_holds_the_signing_key_encrypted_with_its_passphrase_apart(stack: Stack) -> None:
+def test_the_signer_holds_the_signing_key_encrypted_with_its_passphrase_apart(stack: Stack) -> None:
     listing = stack.run(
-        "airflow-scheduler",
+        "airflow-signer",
         "sh",
         "-c",
         "id -u; head -c 37 /run/secrets/plan_signing_key; echo; stat -c %a /run/secrets/plan_signing_passphrase",
@@ -244,10 +270,10 @@ def test_the_scheduler_holds_the_signing_key_encrypted_with_its_passphrase_apart
     assert uid == "50000" and mode == "600", listing
     assert "BEGIN ENCRYPTED PRIVATE KEY" in head, head
     # The key opens with the mounted passphrase, as publish opens it...
-    assert stack.run("airflow-scheduler", "python", "-", stdin=OPEN_SIGNER).strip() == "deploy-test"
+    assert stack.run("airflow-signer", "python", "-", stdin=OPEN_SIGNER).strip() == "deploy-test"
     # ...and not without it: the key file alone signs nothing.
     refused = subprocess.run(
-        ["podman", "exec", "-i", stack.container("airflow-scheduler"),
+        ["podman", "exec", "-i", stack.container("airflow-signer"),
          "env", "-u", "RBP_PLAN_SIGNING_PASSPHRASE_FILE", "python", "-"],
         input=OPEN_SIGNER, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -268,7 +294,7 @@ def test_the_image_holds_no_development_tools(stack: Stack) -> None:
         "import importlib.util as u; "
         "print(sorted(m for m in ('pytest', 'ruff', 'mypy', 'playwright', 'hypothesis', 'atheris') if u.find_spec(m)))"
     )
-    assert stack.run("airflow-scheduler", "python", "-c", probe).strip() == "[]"
+    assert stack.run("airflow-worker", "python", "-c", probe).strip() == "[]"
 
 
 # Run in the scheduler (psycopg2, the CA, Airflow's connection string and PGSSLMODE/PGSSLROOTCERT as every Airflow
@@ -346,7 +372,7 @@ with grpc.insecure_channel("spark-connect:15001") as channel:
     found["server_port"] = call(channel, token)
 print(json.dumps(found))
 """
-# Run in the scheduler with its own settings (SPARK_REMOTE, the Connection, the CA for gRPC): the session every
+# Run on the worker with its own settings (SPARK_REMOTE, the Connection, the CA for gRPC): the session every
 # pipeline stage opens, one query on it.
 SPARK_SESSION = """
 from jobs.lakehouse.engine import spark_session
@@ -376,5 +402,5 @@ def test_spark_connect_answers_only_a_client_with_its_token_over_tls(stack: Stac
         names = stack.run(service, "sh", "-c", "printenv | cut -d= -f1").split()
         values = stack.run(service, "sh", "-c", "printenv").split()
         assert not any(token in v for v in values) and "RBP_SPARK_CONNECT_TOKEN" not in names, service
-    remote, way, answer = stack.run("airflow-scheduler", "python", "-", stdin=SPARK_SESSION).split()[-3:]
+    remote, way, answer = stack.run("airflow-worker", "python", "-", stdin=SPARK_SESSION).split()[-3:]
     assert (remote, way, answer) == ("sc://spark-connect:15002", "tls+token", "42")

@@ -22,11 +22,12 @@ from schemas.kip441 import kip441_settings
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 AIRFLOW_PARTS = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
+WORKERS = ("airflow-worker", "airflow-signer")  # the Edge workers: every task runs on one of them
 # restore_rate unset: "estimate no durations"; spark_remote (Spark's own SPARK_REMOTE) unset: the embedded engine,
 # and Airflow reaches Spark through its Connection.
 # Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code;
 # broker_assignor: read from the brokers' group.streams.assignors).
-# plan_signing_passphrase_file: set in the scheduler only (the signer's container), asserted below.
+# plan_signing_passphrase_file: set in the signer only, asserted below.
 OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assignor", "plan_signing_passphrase_file"}
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
@@ -127,7 +128,7 @@ def test_task_logs_are_read_from_a_shared_volume_not_served_over_http(compose: d
     services = compose["services"]
     for name in ("airflow-scheduler", "airflow-triggerer"):
         assert "--skip-serve-logs" in services[name]["command"], name
-    for name in AIRFLOW_PARTS:
+    for name in (*AIRFLOW_PARTS, *WORKERS):
         assert "airflow-logs:/opt/airflow/logs" in services[name]["volumes"], name
     assert "airflow-logs" in compose["volumes"]
     assert "/opt/airflow/logs" in (DOCKER / "Dockerfile").read_text(encoding="utf-8")  # made the airflow user's
@@ -148,13 +149,14 @@ def test_ports_and_hostnames_point_at_services_that_exist(compose: dict[str, Any
     assert [resolved(p) for p in services["airflow-apiserver"]["ports"]] == ["8080:8080"]
     # Only the Airflow UI is published: Kafka and Spark Connect (which runs any code sent to it) stay internal.
     assert {name for name, service in services.items() if service.get("ports")} == {"airflow-apiserver"}
-    airflow = env(services["airflow-scheduler"])
+    airflow = env(services["airflow-worker"])
     assert airflow["RBP_KAFKA_BOOTSTRAP"] == "kafka:9092"
     assert (
         airflow["SPARK_REMOTE"] == f"sc://spark-connect:15002/;use_ssl=true;token={SECRETS['RBP_SPARK_CONNECT_TOKEN']}"
     )
     assert airflow["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("https://airflow-apiserver:8080/")
-    assert "@postgres:5432/" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    assert airflow["AIRFLOW__EDGE__API_URL"].startswith("https://airflow-apiserver:8080/edge_worker/")
+    assert "@postgres:5432/" in env(services["airflow-scheduler"])["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
     assert f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}" in airflow
     assert f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}" in airflow
     assert '"spark-connect"' in airflow[f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"]
@@ -191,8 +193,8 @@ def test_the_metadata_database_speaks_tls_only_and_every_airflow_part_verifies_i
 
 def test_the_lake_volume_is_shared_by_airflow_and_spark_at_the_same_path(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    lake_root = Path(env(services["airflow-scheduler"])["RBP_LAKE_ROOT"])
-    for name in (*AIRFLOW_PARTS, "spark-connect"):
+    lake_root = Path(env(services["airflow-worker"])["RBP_LAKE_ROOT"])
+    for name in (*AIRFLOW_PARTS, *WORKERS, "spark-connect"):
         mounts = {m.split(":")[0]: m.split(":")[1] for m in services[name]["volumes"]}
         assert mounts.get("lake") == str(lake_root.parent), name
     assert set(compose["volumes"]) >= {"lake", "kafka-data", "postgres-data"}
@@ -204,9 +206,9 @@ def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
     # RBP_KIP441 is the live groups' own settings (the fleet passes them as flags); planning reads overrides only.
     names = {*Settings.model_fields} - {"kip441"} - OPTIONAL
     wanted = {f"RBP_{name.upper()}" for name in names}
-    for name in (*AIRFLOW_PARTS, "demo-fleet"):
+    for name in (*AIRFLOW_PARTS, *WORKERS, "demo-fleet"):
         provided = env(compose["services"][name])
-        expected = wanted if name == "airflow-scheduler" else wanted - SIGNING_ONLY
+        expected = wanted if name == "airflow-signer" else wanted - SIGNING_ONLY
         assert expected - set(provided) == set(), name
         for key, value in provided.items():
             if key.startswith("RBP_"):
@@ -216,17 +218,15 @@ def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
 
 def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    fleet, airflow = env(services["demo-fleet"]), env(services["airflow-scheduler"])
+    fleet, airflow = env(services["demo-fleet"]), env(services["airflow-signer"])
     assert fleet["RBP_PLAN_VERIFY_KEYS"].startswith(airflow["RBP_PLAN_KEY_ID"] + "=")
     assert not SIGNING_ONLY & set(fleet)  # the fleet can verify, never sign
     assert services["demo-fleet"]["secrets"] == ["tls_ca"]  # the CA it verifies Kafka with, no key
-    assert services["airflow-scheduler"]["secrets"] == ["tls_ca", "plan_signing_key", "plan_signing_passphrase"]
-    assert (
-        env(services["airflow-scheduler"])["RBP_PLAN_SIGNING_PASSPHRASE_FILE"] == "/run/secrets/plan_signing_passphrase"
-    )
-    # LocalExecutor: publish runs in the scheduler; no other part holds the key, its passphrase or their settings.
+    assert services["airflow-signer"]["secrets"] == ["tls_ca", "plan_signing_key", "plan_signing_passphrase"]
+    assert env(services["airflow-signer"])["RBP_PLAN_SIGNING_PASSPHRASE_FILE"] == "/run/secrets/plan_signing_passphrase"
+    # Publish runs on the signer; no other part holds the key, its passphrase or their settings.
     for name, service in services.items():
-        if name != "airflow-scheduler":
+        if name != "airflow-signer":
             held = set(service.get("secrets", [])) & {"plan_signing_key", "plan_signing_passphrase"}
             assert not held and not SIGNING_ONLY & set(env(service)), name
     assert fleet["RBP_KAFKA_BOOTSTRAP"] == airflow["RBP_KAFKA_BOOTSTRAP"]
@@ -326,18 +326,18 @@ def sasl_login(config: dict[str, str]) -> tuple[str, str]:
 def test_every_kafka_client_logs_in_as_its_own_scram_user(compose: dict[str, Any]) -> None:
     services, users = compose["services"], scram_users(compose)
     clients = {name: env(s) for name, s in services.items() if "RBP_KAFKA_BOOTSTRAP" in env(s)}
-    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", "streams-app", *AIRFLOW_PARTS}
+    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", "streams-app", *AIRFLOW_PARTS, *WORKERS}
     logins = {name: sasl_login(json.loads(c["RBP_KAFKA_CONFIG"])) for name, c in clients.items()}
     for name, (user, password) in logins.items():
         assert users[user] == password, name  # the credentials formatted into Kafka's storage
     assert logins["kafka-init"][0] == "admin"
-    assert {logins[name][0] for name in AIRFLOW_PARTS} == {"rbp-pipeline"}
+    assert {logins[name][0] for name in (*AIRFLOW_PARTS, *WORKERS)} == {"rbp-pipeline"}
     assert logins["demo-fleet"][0] == "rbp-demo-fleet"
     assert logins["streams-app"][0] == "rbp-streams-app"  # the Kafka Streams app: an application login of its own
     # The Airflow Connection replaces RBP_KAFKA_CONFIG in the tasks: it must carry the same login.
-    connection = json.loads(clients["airflow-scheduler"][f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"])
+    connection = json.loads(clients["airflow-worker"][f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"])
     bootstrap, extra = kafka_from_connection(connection["extra"])
-    assert bootstrap == "kafka:9092" and sasl_login(extra) == logins["airflow-scheduler"]
+    assert bootstrap == "kafka:9092" and sasl_login(extra) == logins["airflow-worker"]
 
 
 def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose: dict[str, Any]) -> None:
@@ -364,7 +364,7 @@ def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose
         env(services["airflow-scheduler"])["RBP_PLANS_TOPIC"],
         env(services["airflow-scheduler"])["RBP_REPORTS_TOPIC"],
     )
-    for name in ("airflow-scheduler", "demo-fleet", "streams-app"):
+    for name in (*WORKERS, "demo-fleet", "streams-app"):
         assert services[name]["depends_on"]["kafka-init"] == {"condition": "service_completed_successfully"}, name
     # Every client's SCRAM login is (re)set by the init with the password that client uses, so a user added after
     # Kafka's storage was formatted still gets in; Kafka's own start (start.sh) names the same users.
@@ -437,7 +437,7 @@ def test_no_secret_has_a_default_and_none_is_written_in_the_file(compose: dict[s
                 login = parsed.get("extra", parsed)
                 if "sasl.password" in login:
                     assert required.fullmatch(login["sasl.password"]), (name, key)
-    airflow = compose["x-airflow-env"]
+    airflow = compose["x-airflow-core-env"]
     assert "://airflow:${POSTGRES_PASSWORD:?" in airflow["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
 
 
@@ -446,7 +446,7 @@ def test_the_api_server_serves_https_and_every_airflow_part_verifies_it(compose:
     api = env(services["airflow-apiserver"])
     assert api["AIRFLOW__API__SSL_CERT"] == "/run/secrets/airflow_tls_cert"
     assert api["AIRFLOW__API__SSL_KEY"] == "/run/secrets/airflow_tls_key"
-    for name in AIRFLOW_PARTS:
+    for name in (*AIRFLOW_PARTS, *WORKERS):
         settings = env(services[name])
         assert settings["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("https://airflow-apiserver:"), name
         assert settings["AIRFLOW__API__SSL_CA_FILE"] == "/run/secrets/tls_ca", name
@@ -457,6 +457,34 @@ def test_the_api_server_serves_https_and_every_airflow_part_verifies_it(compose:
     assert sorted(p.name for p in (DOCKER / "tls").iterdir()) == ["make-certs.sh"]
     declared = compose["secrets"]
     assert all(declared[n]["file"].startswith("${RBP_TLS_DIR:?") for n in declared if "tls" in n)
+
+
+def test_no_task_runs_where_the_database_login_or_airflows_token_key_is(compose: dict[str, Any]) -> None:
+    """Edge executor: tasks run on the two workers, which reach Airflow through the api-server only; Airflow's own
+    parts hold the database login, and only the api-server and the scheduler the key Airflow signs its tokens with
+    (a task holding it could act as any person, an approver included)."""
+    services = compose["services"]
+    for name in (*AIRFLOW_PARTS, *WORKERS):
+        settings = env(services[name])
+        assert settings["AIRFLOW__CORE__EXECUTOR"] == "airflow.providers.edge3.executors.EdgeExecutor", name
+        assert settings["AIRFLOW__EDGE__API_URL"] == "https://airflow-apiserver:8080/edge_worker/v1/rpcapi", name
+        in_core = name in AIRFLOW_PARTS
+        assert ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" in settings) == in_core, name
+        raw = " ".join(str(v) for v in (services[name].get("environment") or {}).values())
+        assert ("${POSTGRES_PASSWORD:?" in raw) == in_core, name
+        holds_token_key = name in ("airflow-apiserver", "airflow-scheduler")
+        assert ("airflow_jwt_key" in services[name]["secrets"]) == holds_token_key, name
+        assert ("AIRFLOW__API_AUTH__JWT_PRIVATE_KEY_PATH" in settings) == holds_token_key, name
+        # The shared secret authenticates the workers to the Edge API (the api-server checks it); it signs nothing
+        # Airflow accepts as a person or a task once the private key is set.
+        assert ("AIRFLOW__API_AUTH__JWT_SECRET" in settings) == (name in (*WORKERS, "airflow-apiserver")), name
+    assert compose["secrets"]["airflow_jwt_key"]["file"] == "${RBP_TLS_DIR:?set RBP_TLS_DIR}/airflow-jwt.key"
+    assert "openssl genpkey -algorithm ed25519" in (DOCKER / "tls" / "make-certs.sh").read_text(encoding="utf-8")
+    # Both workers are Airflow's Edge worker; the signer serves its queue through the guard that refuses all else.
+    launcher = ["python", "-m", "jobs.orchestration.edge_worker"]
+    assert services["airflow-worker"]["command"][:5] == [*launcher, "--queues", "default"]
+    assert services["airflow-signer"]["command"][:4] == [*launcher, "--signer"]
+    assert "\napache-airflow-providers-edge3==" in (DOCKER / "requirements.lock").read_text(encoding="utf-8")
 
 
 def test_spark_connect_answers_only_over_tls_with_the_token(compose: dict[str, Any]) -> None:
@@ -476,8 +504,8 @@ def test_spark_connect_answers_only_over_tls_with_the_token(compose: dict[str, A
     assert compose["secrets"]["spark_connect_tls_key"]["file"].endswith("/spark-connect.key")
     token = SECRETS["RBP_SPARK_CONNECT_TOKEN"]
     holders = {name for name, service in services.items() if any(token in v for v in env(service).values())}
-    assert holders == {"spark-connect", "airflow-init", *AIRFLOW_PARTS}, holders
-    for name in AIRFLOW_PARTS:
+    assert holders == {"spark-connect", "airflow-init", *AIRFLOW_PARTS, *WORKERS}, holders
+    for name in (*AIRFLOW_PARTS, *WORKERS):
         airflow = env(services[name])
         assert airflow["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] == "/run/secrets/tls_ca", name
         assert "tls_ca" in services[name]["secrets"], name

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 SCRIPT = Path(__file__).resolve().parents[2] / "docker" / "tls" / "make-certs.sh"
@@ -22,12 +24,22 @@ def make(out: Path, *names: str, days: str = "30") -> subprocess.CompletedProces
 def test_the_certificates_chain_to_the_ca_with_the_service_names(tmp_path: Path) -> None:
     out = tmp_path / "tls"
     assert make(out, "airflow.example.org").returncode == 0
-    assert sorted(p.name for p in out.iterdir()) == ["airflow.crt", "airflow.key", "ca.crt", "kafka.p12",
-                                                     "kafka.p12.password", "postgres.crt", "postgres.key",
+    assert sorted(p.name for p in out.iterdir()) == ["airflow-jwt.key", "airflow.crt", "airflow.key", "ca.crt",
+                                                     "kafka.p12", "kafka.p12.password", "postgres.crt", "postgres.key",
                                                      "spark-connect.crt", "spark-connect.key"]  # fmt: skip
     # Private material is the owner's alone; the CA's key is gone once it has signed.
-    for name in ("airflow.key", "kafka.p12", "kafka.p12.password", "postgres.key", "spark-connect.key"):
+    for name in (
+        "airflow.key",
+        "airflow-jwt.key",
+        "kafka.p12",
+        "kafka.p12.password",
+        "postgres.key",
+        "spark-connect.key",
+    ):
         assert (out / name).stat().st_mode & 0o077 == 0, name
+    # Airflow's token key: an unencrypted Ed25519 key (Airflow loads it without a password and signs with EdDSA).
+    jwt_key = serialization.load_pem_private_key((out / "airflow-jwt.key").read_bytes(), password=None)
+    assert isinstance(jwt_key, ed25519.Ed25519PrivateKey)
     airflow = x509.load_pem_x509_certificate((out / "airflow.crt").read_bytes())
     names = airflow.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert set(names.get_values_for_type(x509.DNSName)) == {"airflow-apiserver", "localhost", "airflow.example.org"}
