@@ -157,8 +157,8 @@ def _live_assignment(group: GroupState) -> GroupAssignment:
 def _staying_put(
     plan: GroupPlan, group: GroupState, configs: AssignmentConfigs, lags: LagIndex, restore_rate: float
 ) -> GroupPlan:
-    """``plan``, or no change where the live assignment is a valid, balanced end state that restores, moves, warms
-    and rebalances no more and repeats no more rack tag values.
+    """``plan``, or no change where the live assignment is a valid, balanced end state ranked no worse (_rank) that
+    warms and rebalances no more.
 
     Without it a converged group could be planned again: the joint model's end state, once reached, is one the flow
     model would not choose, and ties in restore (every copy caught up) were broken towards the flow's own shape."""
@@ -168,8 +168,7 @@ def _staying_put(
     if (
         balance_violations(live, group, first_only=True)  # first: a scale-out's live assignment fails it at once
         or validity_violations(live, group, configs)
-        or not _spread_no_worse(live, plan.target, group, configs)
-        or _cost(live, group, lags) > (plan.cost.restore_offsets, plan.cost.moves)
+        or _rank(live, group, configs, lags) > _plan_rank(plan, group, configs)
     ):
         return plan
     stay = _Route.to(live, group, configs, lags).plan(restore_rate)
@@ -190,8 +189,8 @@ def _with_joint_target(
     lags: LagIndex,
     restore_rate: float,
 ) -> GroupPlan:
-    """``plan``, or the joint model's end state (joint_target) where it restores less (then moves less) and its
-    schedule is never worse than KIP-441's; the plan's restore bound raised to the model's proven least restore.
+    """``plan``, or the joint model's end state (joint_target) where it ranks better (_rank) and its schedule is
+    never worse than KIP-441's; the plan's restore bound raised to the model's proven least restore.
 
     Solved only where the plan restores more than JOINT_MODEL_GAP times the cheap bound, which keeps most groups of a
     fleet at the flow models' speed (the joint model costs tens of milliseconds a group). With KIP-441's end state
@@ -207,10 +206,9 @@ def _with_joint_target(
         target = None if within is None else within.target
     cheaper = (
         target is not None
-        and _spread_no_worse(target, plan.target, group, configs)
         and not validity_violations(target, group, configs)
         and not balance_violations(target, group)  # the model leaves subtopologies mixing both kinds free of B2
-        and _cost(target, group, lags) < (plan.cost.restore_offsets, plan.cost.moves)
+        and _rank(target, group, configs, lags) < _plan_rank(plan, group, configs)
     )
     best = plan
     if cheaper and target is not None:
@@ -222,12 +220,23 @@ def _with_joint_target(
     return best
 
 
-def _spread_no_worse(
-    target: GroupAssignment, than: GroupAssignment, group: GroupState, configs: AssignmentConfigs
-) -> bool:
-    """The joint model does not see rack tags: its end state is taken only if its copies repeat no more tag values."""
+def _repeated_tag_values(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> int:
     tags = configs.rack_aware_assignment_tags
-    return not tags or repeated_tag_values(target, group, tags) <= repeated_tag_values(than, group, tags)
+    return repeated_tag_values(target, group, tags) if tags else 0
+
+
+def _rank(
+    target: GroupAssignment, group: GroupState, configs: AssignmentConfigs, lags: LagIndex
+) -> tuple[int, int, int]:
+    """The planner's one order of end states, lowest first: offsets to restore, then moves, then repeated rack tag
+    values. Restore is what users wait for; moves before spread keeps a converged group's actives where they are."""
+    restore, moves = _cost(target, group, lags)
+    return restore, moves, _repeated_tag_values(target, group, configs)
+
+
+def _plan_rank(plan: GroupPlan, group: GroupState, configs: AssignmentConfigs) -> tuple[int, int, int]:
+    """_rank of ``plan``'s target, from the cost it already has."""
+    return plan.cost.restore_offsets, plan.cost.moves, _repeated_tag_values(plan.target, group, configs)
 
 
 def _in_joint_model(target: GroupAssignment, group: GroupState, configs: AssignmentConfigs) -> bool:
@@ -254,32 +263,32 @@ def _cheapest_within(
     placements: Sequence[tuple[int, int, Mapping[TaskId, str]]],
     incumbent: GroupPlan,
 ) -> GroupPlan:
-    """The least-restore plan, then fewest moves, among ``incumbent`` and the targets of ``placements``
-    (balanced_placements: least restore first) whose schedules are never worse than KIP-441's
-    (_BaselineWalk.beaten_by).
+    """The best-ranked plan (_rank) among ``incumbent`` and the targets of ``placements`` (balanced_placements: least
+    restore first) whose schedules are never worse than KIP-441's (_BaselineWalk.beaten_by).
 
     A placement's least restore is a lower bound of its target's, and its moves are the target's: the search stops at
     the first placement that cannot restore less than the best plan found, and completes (with_standbys) and
-    schedules only those that could beat it.
+    schedules only those that could beat it (no repeated tag values is the least a placement could reach).
     """
     group, configs, lags = kip441.route.group, kip441.route.configs, kip441.route.lags
     best = incumbent
+    best_rank = _plan_rank(best, group, configs)
     for least, moves_at_least, owners in placements:
-        if least > best.cost.restore_offsets:
+        if least > best_rank[0]:
             break
-        if (least, moves_at_least) >= (best.cost.restore_offsets, best.cost.moves):
+        if (least, moves_at_least, 0) >= best_rank:
             continue
         target = with_standbys(owners, group, configs, costs)
         if target in (best.target, kip441.route.target) or validity_violations(target, group, configs):
             continue
         if target_balance_violations(target, group, configs):
             continue  # the placement's actives meet B1, but not its stateful replicas
-        restore, moves = _cost(target, group, lags)
-        if (restore, moves) >= (best.cost.restore_offsets, best.cost.moves):
+        rank = _rank(target, group, configs, lags)
+        if rank >= best_rank:
             continue
         candidate = _Route.to(target, group, configs, lags).plan(restore_rate)
         if kip441.beaten_by(candidate):
-            best = candidate
+            best, best_rank = candidate, rank
     return best
 
 

@@ -90,6 +90,38 @@ def test_a_converged_group_gets_a_one_step_plan_without_changes(case: Case) -> N
         assert repeated_tag_values(plan.target, settled, tags) < repeated_tag_values(first, settled, tags)
 
 
+def test_a_converged_group_is_not_moved_to_a_target_that_restores_more_to_repeat_fewer_tag_values() -> None:
+    """Found by the property above (CI rehearsal): the first target restores its lower bound with 39 repeated rack
+    tag values; once caught up to it, the planner used to move 3 tasks (1,004,161 offsets) to repeat 37."""
+    group = build_group(random.Random(3), 7, [20, 5, 20], [False, False, True], tagged=True, with_history=True)
+    tags = ("zone", "rack")
+    configs = AssignmentConfigs(
+        acceptable_recovery_lag=0, max_warmup_replicas=1, num_standby_replicas=2, rack_aware_assignment_tags=tags
+    )
+    first = plan_group(group, configs)
+    assert first.cost.restore_offsets == first.restore_lower_bound > 0  # the example still plans a restoring change
+    settled = catch_up_fully(group, first.target)
+    again = plan_group(settled, configs)
+    assert again.target == first.target
+    assert (again.cost.moves, again.cost.warmups, again.cost.restore_offsets, len(again.steps)) == (0, 0, 0, 1)
+
+
+def test_a_converged_group_keeps_its_actives_even_where_moving_one_would_repeat_fewer_tag_values() -> None:
+    """Why moves rank before rack spread: task 0_0's changelog is empty, so once caught up its active could move at
+    no restore from p01 to p04 and repeat 2 tag values instead of 3; ranked spread first, the planner moved it."""
+    group = build_group(random.Random(1), 6, [1, 1], [True, True], tagged=True, with_history=True)
+    tags = ("zone", "rack")
+    configs = AssignmentConfigs(
+        acceptable_recovery_lag=0, max_warmup_replicas=1, num_standby_replicas=1, rack_aware_assignment_tags=tags
+    )
+    first = plan_group(group, configs)
+    settled = catch_up_fully(group, first.target)
+    assert repeated_tag_values(first.target, settled, tags) == 3  # the example still leaves a spread to gain
+    again = plan_group(settled, configs)
+    assert again.target == first.target
+    assert (again.cost.moves, again.cost.restore_offsets, len(again.steps)) == (0, 0, 1)
+
+
 @given(cases(max_clients=8, max_tasks=60))
 def test_estimated_seconds_counts_a_probing_interval_per_step(case: Case) -> None:
     plan = plan_group(case.group, case.configs, restore_rate=1_000.0)
