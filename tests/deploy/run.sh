@@ -89,9 +89,13 @@ build -f docker/Dockerfile --target kafka --build-arg PYTHON_IMAGE=localhost/rbp
 build -f tests/deploy/local-images.Containerfile --target postgres -t localhost/rbp-postgres:local
 # The previous run's images, now untagged, would fill the disk run after run; removing them by id (not a prune,
 # which would also drop the layer cache the next build starts from).
-for old in "${previous[@]}"; do
-  podman image exists "$old" && [[ -z $(podman images -q --filter "id=$old" --format '{{.Repository}}' | grep -v none) ]] \
-    && podman rmi "$old" >/dev/null 2>&1
+# Newest first: an image built on another (spark-connect on the project's) must go before the one it is built on,
+# and one still in use is kept (podman refuses it) rather than ending the run.
+for (( i = ${#previous[@]} - 1; i >= 0; i-- )); do
+  old=${previous[i]}
+  if podman image exists "$old" && [[ -z $(podman images -q --filter "id=$old" --format '{{.Repository}}' | grep -v none) ]]; then
+    podman rmi "$old" >/dev/null 2>&1 || true
+  fi
 done
 podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E 'rbp-|rebalance-planner|debian' \
   | sed 's/^/image /' | tee -a "$report" >&2
