@@ -3,13 +3,12 @@ faults during a planning run are in test_dag_run.py)."""
 
 from __future__ import annotations
 
-import pytest
-
 import ssl
 import subprocess
 import time
 
 import httpx
+import pytest
 
 from jobs.polling import wait_until
 from tests.deploy.conftest import Stack, record, restart
