@@ -8,6 +8,7 @@ serves the signer's queue only, through the guard of signer_worker.py.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from jobs.orchestration.signer import SIGNER_QUEUE
 
@@ -31,8 +32,6 @@ def main(argv: list[str] | None = None) -> None:
         from jobs.orchestration.signer_worker import guard_edge_worker  # noqa: PLC0415
 
         guard_edge_worker()
-    from pathlib import Path  # noqa: PLC0415
-
     from airflow.providers.edge3.cli.signalling import pid_file_path  # noqa: PLC0415
 
     pid_at = sys.argv[sys.argv.index("--pid") + 1] if "--pid" in sys.argv else None
