@@ -15,7 +15,12 @@ from tests.deploy.test_security import app_password, kafka_probe, scram
 
 
 def healthy(stack: Stack, service: str) -> bool:
-    subprocess.run(["podman", "healthcheck", "run", stack.container(service)], capture_output=True, check=False)
+    try:
+        subprocess.run(
+            ["podman", "healthcheck", "run", stack.container(service)], capture_output=True, check=False, timeout=90
+        )
+    except subprocess.TimeoutExpired:
+        return False
     state = subprocess.run(
         ["podman", "inspect", "--format", "{{.State.Health.Status}}", stack.container(service)],
         capture_output=True,
@@ -58,19 +63,45 @@ def test_airflow_recovers_after_postgres_restarts(stack: Stack, admin: tuple[str
     record(f"Airflow recovered {time.monotonic() - started:.0f} s after PostgreSQL restarted")
 
 
+def kafka_diagnosis(stack: Stack) -> str:
+    """What a failed wait on Kafka leaves to read: its health check's last outputs and its last log lines."""
+    health = subprocess.run(
+        ["podman", "inspect", "--format", "{{json .State.Health}}", stack.container("kafka")],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    logs = subprocess.run(
+        ["podman", "logs", "--tail", "40", stack.container("kafka")], capture_output=True, text=True, check=False
+    )
+    return f"health: {health[-3000:]}\nlast log lines:\n{(logs.stdout + logs.stderr)[-6000:]}"
+
+
 def test_kafka_restarts_with_its_users_and_acls_in_force(stack: Stack) -> None:
     restart(stack, "kafka")
     started = time.monotonic()
-    wait_until(lambda: healthy(stack, "kafka"), 300, "Kafka healthy after its restart", poll_s=3)
     app = scram("rbp-demo-fleet", app_password(stack))
+    # Back means the fleet's own login writes the reports topic again (its partitions have leaders): a Python client
+    # in the fleet's container. Podman's health state is not the signal: its check starts a JVM, which under CI's load
+    # did not pass within 300 s (28 Nov; what it printed is kept in the error below if it happens again).
+    try:
+        wait_until(
+            lambda: kafka_probe(stack, app, "produce", "_rebalance_reports") == "written",
+            300,
+            "the fleet's login to write the reports topic again after Kafka's restart",
+            poll_s=3,
+        )
+    except TimeoutError as timed_out:
+        raise TimeoutError(f"{timed_out}\n{kafka_diagnosis(stack)}") from None
+    answered = time.monotonic() - started
     # The SCRAM users and the ACLs live in KRaft's metadata log in the kafka-data volume: both survive.
     assert kafka_probe(stack, app, "produce", "_rebalance_plans") == "TOPIC_AUTHORIZATION_FAILED"
-    # Healthy (it answers ApiVersions) comes before its partitions have leaders again: a write sent at once timed out
-    # (_MSG_TIMED_OUT, seen live on 27 Nov), so the write is retried until it lands, within a deadline.
-    wait_until(
-        lambda: kafka_probe(stack, app, "produce", "_rebalance_reports") == "written",
-        180,
-        "the fleet's login to write the reports topic again after Kafka's restart",
-        poll_s=5,
-    )
-    record(f"Kafka answered again {time.monotonic() - started:.0f} s after its restart")
+    record(f"Kafka answered again {answered:.0f} s after its restart")
+    # Recorded, not asserted: how long the JVM health check takes to agree once the broker answers.
+    checked = time.monotonic()
+    agreed = healthy(stack, "kafka")
+    while not agreed and time.monotonic() - checked < 120:
+        time.sleep(3)
+        agreed = healthy(stack, "kafka")
+    verdict = "healthy" if agreed else "still not healthy"
+    record(f"Kafka's health check: {verdict} {time.monotonic() - checked:.0f} s after the write landed")
