@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
-from jobs.orchestration.decision import APPROVAL_TASK, OPTIONS, REJECT_ALL, REVIEW_TASK
+from jobs.orchestration.decision import APPROVAL_TASK, OFFER_PARAM, OPTIONS, REJECT_ALL, REVIEW_TASK
 from jobs.orchestration.hitl import PlanApprovalOperator
 from jobs.orchestration.params import PLANNING_PARAMS
 from jobs.orchestration.signer import SIGNER_QUEUE
@@ -78,10 +78,11 @@ def rebalance_planning() -> None:
 
     # In the deployment only the signer's worker serves this queue and holds the key (jobs/orchestration/signer.py).
     @task(queue=SIGNER_QUEUE)
-    def publish(decided: dict[str, Any]) -> int:
+    def publish(reviewed: dict[str, Any], decided: dict[str, Any]) -> int:
         from jobs.orchestration import tasks as o
 
-        return o.publish(o.runtime(get_current_context()["params"]), decided)
+        context = get_current_context()
+        return o.publish_approved(o.runtime(context["params"]), reviewed, decided, context["dag_run"])
 
     # TaskFlow hands XComArgs to functions typed with the values they receive at run time.
     reviewed = review(validate(plan(lags(extract()))))  # type: ignore[arg-type]
@@ -99,12 +100,16 @@ def rebalance_planning() -> None:
                 None, type=["null", "array"], items={"type": "string"}, description="for 'Approve selected groups'"
             ),
             "reason": Param(None, type=["null", "string"], description="note recorded on the plans (optional)"),
+            # Set when the step asks (the digest of the plans offered); answered back unchanged, publish checks it.
+            OFFER_PARAM: Param(
+                None, type=["null", "string"], description="the digest of the plans offered: leave it as it is"
+            ),
         },
         retries=0,  # a retry would ask again; a failure to record the answer is cleared by hand and asked again
         execution_timeout=None,  # it waits for a person: approval_timeout_s bounds that, not the stage timeout
     )
     reviewed >> approval  # the approval records its own decision (see PlanApprovalOperator)
-    publish(approval.output)  # type: ignore[arg-type]
+    publish(reviewed, approval.output)  # type: ignore[arg-type]
 
 
 rebalance_planning()

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the assignor pulls in scipy: DAG files read Settings at par
     from assignor import AssignmentConfigs
     from assignor.protocol.plan_keys import Signer
     from assignor.protocol.plans import Verifier
+    from jobs.orchestration.airflow_api import AirflowLogin
 
 
 def _setting(name: str, *, optional: bool = False) -> Any:
@@ -250,6 +251,20 @@ class Settings(BaseSettings):
         default=None,
         description="the user who triggered a planning run may not approve its plans; unset: on in production mode",
     )
+    airflow_api_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="Airflow's api-server (https://host:port) where publish reads the person's answer from the "
+        "approval's HITL record; unset: a publish under Airflow refuses to sign",
+    )
+    airflow_api_user: str = Field(
+        default="rbp-signer",
+        max_length=256,
+        description="the read-only (Viewer) Airflow login publish reads the answer with",
+    )
+    airflow_api_password_file: Path | None = Field(
+        default=None, description="file (mode 0600) holding RBP_AIRFLOW_API_USER's password: only where publish runs"
+    )
     approvals_dir: Path | None = Field(
         default=None,
         description="where `approve` writes its approval records (0600 files) for `publish`; keep it out of reach "
@@ -297,6 +312,17 @@ class Settings(BaseSettings):
         if self.production and not self.approvers:
             raise ValueError("RBP_PRODUCTION is set but RBP_APPROVERS is empty: name who may approve plans")
         return self.approvers
+
+    def airflow_login(self) -> AirflowLogin:
+        """The login publish reads the approval's answer with; ValueError naming the missing setting."""
+        from jobs.orchestration.airflow_api import AirflowLogin  # noqa: PLC0415
+
+        if not self.airflow_api_url or self.airflow_api_password_file is None:
+            raise ValueError(
+                "RBP_AIRFLOW_API_URL and RBP_AIRFLOW_API_PASSWORD_FILE must be set where publish runs under Airflow: "
+                "it signs by the person's answer as Airflow's HITL record keeps it"
+            )
+        return AirflowLogin(self.airflow_api_url, self.airflow_api_user, self.airflow_api_password_file)
 
     def plan_signer(self) -> Signer:
         """The pipeline's signing key, through the file key service (decrypted here: call it only where plans are

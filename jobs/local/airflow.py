@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import signal
 import ssl
 import subprocess
@@ -45,6 +46,10 @@ kill 0
 SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 # Where the simple auth manager keeps the passwords it generates (Airflow's default name in AIRFLOW_HOME).
 PASSWORDS_FILE = "simple_auth_manager_passwords.json.generated"
+# Publish's own read-only login (a viewer: it reads the person's answer, cannot give one), added to every
+# installation's users; its password is made before Airflow starts, and kept for publish in SIGNER_LOGIN_FILE.
+SIGNER_USER = "rbp-signer"
+SIGNER_LOGIN_FILE = "signer-login"
 
 
 class AirflowError(RuntimeError):
@@ -99,11 +104,21 @@ class LocalAirflow:
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "PYTHONUNBUFFERED": "1",
         }
+        env.update(
+            {
+                "RBP_AIRFLOW_API_URL": self.url,
+                "RBP_AIRFLOW_API_USER": SIGNER_USER,
+                "RBP_AIRFLOW_API_PASSWORD_FILE": str(self.home / SIGNER_LOGIN_FILE),
+            }
+        )
         for name, value in self.extra_env.items():
             if value is None:
                 env.pop(name, None)
             else:
                 env[name] = value
+        users = env.get("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS") or "admin:admin"
+        if f"{SIGNER_USER}:" not in users:
+            env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = f"{users},{SIGNER_USER}:viewer"
         return env
 
     def migrate(self) -> None:
@@ -119,6 +134,13 @@ class LocalAirflow:
         passwords = self.home / PASSWORDS_FILE
         os.close(os.open(passwords, os.O_WRONLY | os.O_CREAT, 0o600))
         passwords.chmod(0o600)  # one made by an earlier Airflow with the umask's mode
+        known = json.loads(passwords.read_text(encoding="utf-8").strip() or "{}")
+        if SIGNER_USER not in known:  # Airflow keeps the passwords it finds and makes only the missing ones
+            known[SIGNER_USER] = secrets.token_urlsafe(18)
+            passwords.write_text(json.dumps(known), encoding="utf-8")
+        login = self.home / SIGNER_LOGIN_FILE
+        os.close(os.open(login, os.O_WRONLY | os.O_CREAT, 0o600))
+        login.write_text(str(known[SIGNER_USER]), encoding="utf-8")
 
     def command(self, *args: str, timeout_s: float = 120) -> str:
         """Run an ``airflow`` CLI command against this installation; its stdout."""
@@ -298,9 +320,12 @@ class LocalAirflow:
         params_input: Mapping[str, Any],
         user: str = "admin",
     ) -> dict[str, Any]:
-        """Answer a waiting approval as ``user``."""
+        """Answer a waiting approval as ``user``, as its form would: every field the question asks, those not given
+        with the value it asked with (the offer's digest among them, which publish checks)."""
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails"
-        body = {"chosen_options": options, "params_input": dict(params_input)}
+        asked = self.api("GET", path, user=user).get("params") or {}
+        form = {k: v.get("value") if isinstance(v, dict) else v for k, v in asked.items()}
+        body = {"chosen_options": options, "params_input": {**form, **params_input}}
         return dict(self.api("PATCH", path, body, user=user))
 
 

@@ -18,6 +18,7 @@ TIMEOUT_USER = "approval-timeout"
 # The planning DAG's task ids the decision page reads (dags/rebalance_planning.py names its tasks so).
 REVIEW_TASK, APPROVAL_TASK, PUBLISH_TASK = "review", "approval", "publish"
 NAMED = 10  # unknown groups a refusal names
+OFFER_PARAM = "offer"  # the approval form's field carrying the offer's digest, answered back with the person's choice
 
 
 class Approver(NamedTuple):

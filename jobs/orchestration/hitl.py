@@ -10,7 +10,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.execution_time.hitl import HITLUser
 
-from jobs.orchestration.decision import approver
+from jobs.orchestration.decision import OFFER_PARAM, approver
 
 
 class PlanApprovalOperator(HITLOperator):
@@ -27,6 +27,11 @@ class PlanApprovalOperator(HITLOperator):
         # Airflow itself then refuses answers from anyone else (its auth manager's is_authorized_hitl_task).
         allowed = [approver(a) for a in review.get("approvers") or ()]
         self.assigned_users = [HITLUser(id=a.id, name=a.name) for a in allowed] or None
+        # The offer's digest goes into Airflow's record of the question and comes back with the answer: publish signs
+        # only if the review's record still makes that offer (confirmation.py).
+        from jobs.orchestration.confirmation import offer_digest, offered_entries  # noqa: PLC0415
+
+        self.params[OFFER_PARAM] = offer_digest(*offered_entries(review))
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:

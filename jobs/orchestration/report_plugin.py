@@ -17,9 +17,11 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import Body, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from jobs.orchestration.confirmation import asked_offer, offer_digest, offered_entries
 from jobs.orchestration.decision import (
     APPROVAL_TASK,
     APPROVE_SELECTED,
+    OFFER_PARAM,
     PUBLISH_TASK,
     REJECT_ALL,
     REVIEW_TASK,
@@ -203,9 +205,9 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
     def decide_state(dag_id: str, run_id: str, api: AirflowCalls = Depends(airflow)) -> dict[str, Any]:  # noqa: B008
         return decision_state(api, dag_id, run_id)
 
-    def settled(api: AirflowCalls, dag_id: str, run_id: str) -> None:
-        """Return once the approval task has waited SETTLE_S (apache/airflow#71580), polling Airflow for up to
-        HOLD_LIMIT_S; refuse (409) if it is not waiting for an answer by then."""
+    def settled(api: AirflowCalls, dag_id: str, run_id: str) -> dict[str, Any]:
+        """The approval's HITL record once its task has waited SETTLE_S (apache/airflow#71580), polling Airflow for
+        up to HOLD_LIMIT_S; refuse (409) if it is not waiting for an answer by then."""
         deadline = time.monotonic() + HOLD_LIMIT_S
         while True:
             hitl = api.hitl(dag_id, run_id)
@@ -216,7 +218,7 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
             except DecisionError as err:
                 raise HTTPException(status_code=502, detail=str(err)) from err
             if hold == 0:
-                return
+                return hitl
             if time.monotonic() >= deadline:
                 raise HTTPException(status_code=409, detail="the approval step is not waiting yet: answer again")
             time.sleep(min(hold or 1.0, max(0.0, deadline - time.monotonic()), 1.0))
@@ -228,7 +230,21 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
         answer: dict[str, Any] = Body(...),  # noqa: B008
         api: AirflowCalls = Depends(airflow),  # noqa: B008
     ) -> dict[str, Any]:
-        candidates = dict(reviewed(api, dag_id, run_id).get("candidates") or {})
+        review = reviewed(api, dag_id, run_id)
+        candidates = dict(review.get("candidates") or {})
+
+        def offer(hitl: dict[str, Any]) -> str:
+            """The offer digest the approval step asked with, after checking the review's record still makes it."""
+            asked = asked_offer(hitl)
+            try:
+                made = offer_digest(*offered_entries(review))
+            except DecisionError as err:
+                raise HTTPException(status_code=502, detail=str(err)) from err
+            if asked != made:  # publish would refuse it: the answer is not spent on an offer nobody can sign
+                detail = f"the plans offered changed after the approval step asked ({made[:12]}, asked {asked})"
+                raise HTTPException(status_code=409, detail=detail)
+            return made
+
         try:
             reason = answer_reason(answer)
         except DecisionError as err:
@@ -240,11 +256,14 @@ def decide_routes(app: FastAPI, reports: Path) -> None:
                 raise HTTPException(status_code=400, detail=str(err)) from err
             if not picked:
                 raise HTTPException(status_code=400, detail="no group selected: select plans, or reject all")
-            settled(api, dag_id, run_id)
-            api.answer(dag_id, run_id, [APPROVE_SELECTED], {"selected_groups": picked, "reason": reason})
+            asked = offer(settled(api, dag_id, run_id))
+            chosen = {"selected_groups": picked, "reason": reason, OFFER_PARAM: asked}
+            api.answer(dag_id, run_id, [APPROVE_SELECTED], chosen)
         elif answer.get("option") == "reject":
-            settled(api, dag_id, run_id)
-            api.answer(dag_id, run_id, [REJECT_ALL], {"selected_groups": None, "reason": reason})
+            # Nothing is signed on a rejection: the offer goes back only because Airflow wants every field answered.
+            hitl = settled(api, dag_id, run_id)
+            refused = {"selected_groups": None, "reason": reason, OFFER_PARAM: asked_offer(hitl)}
+            api.answer(dag_id, run_id, [REJECT_ALL], refused)
         else:
             raise HTTPException(status_code=400, detail="option must be 'approve' or 'reject'")
         return decision_state(api, dag_id, run_id)

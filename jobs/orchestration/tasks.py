@@ -25,6 +25,8 @@ from pyspark.sql import functions as sf
 from assignor.runtime.kafka_io import TopicReadError
 from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
+from jobs.orchestration.airflow_api import approval_answer
+from jobs.orchestration.confirmation import confirmed_approval
 from jobs.orchestration.decision import DecisionError, decision, duration, in_filter
 from jobs.pipeline import registry
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest
@@ -316,20 +318,57 @@ def decide(
     return run_stage("decide", rt, body)
 
 
-def publish(rt: Runtime, decided: Mapping[str, Any]) -> int:
-    """Publish the snapshot's plans the approval record lists, as approved (none unless a person approved some);
-    the count published."""
-    snapshot_id = str(decided["snapshot_id"])
-    if not decided.get("approved"):
-        log.info("publish %s: nothing approved, nothing published", snapshot_id)
-        return 0
+def publish_approved(rt: Runtime, reviewed: Mapping[str, Any], decided: Mapping[str, Any] | None, dag_run: Any) -> int:
+    """Publish what the person approved of the review's offer, as Airflow's HITL record of the answer says (read over
+    its REST API with the signer's read-only login); the approval step's own record (``decided``, an XCom any task
+    could have rewritten) must agree with it. The count published."""
     try:
-        approvals = (ApprovalRecord.from_json(decided["approval"]),) if decided.get("approval") else ()
-    except ApprovalRecordError as err:
+        hitl = approval_answer(rt.settings.airflow_login(), str(dag_run.dag_id), str(dag_run.run_id))
+    except ValueError as err:  # a missing setting: no retry fixes it
         raise TaskFailed(f"publish: {err}") from err
+    # AirflowApiError (the api-server down or restarting) is left to the task's retries.
+    try:
+        triggered_by = getattr(dag_run, "triggering_user_name", None) if rt.settings.two_persons else None
+        timeout = float(reviewed.get("approval_timeout_s") or rt.settings.approval_timeout_s)
+        approval = confirmed_approval(hitl, reviewed, timeout, rt.settings.required_approvers(), triggered_by)
+        handed = (decided or {}).get("approval")
+        if approval is not None or handed:
+            _same_approval(approval, ApprovalRecord.from_json(handed) if handed else None)
+    except (ValueError, ApprovalRecordError) as err:  # DecisionError included: the answer does not allow signing
+        raise TaskFailed(f"publish: {err}") from err
+    snapshot_id = str(reviewed["snapshot_id"])
+    if approval is None:
+        log.info("publish %s: Airflow's record of the answer approves nothing; nothing published", snapshot_id)
+        return 0
+    log.info(
+        "publish %s: approved by %s (Airflow's record), %d plan(s), approval %s",
+        snapshot_id,
+        approval.approved_by,
+        len(approval.plans),
+        approval.fingerprint[:12],
+    )
+    return publish(rt, snapshot_id, approval)
+
+
+def _same_approval(confirmed: ApprovalRecord | None, handed: ApprovalRecord | None) -> None:
+    """DecisionError unless the approval step's record names the same approver and plans as Airflow's answer."""
+
+    def named(record: ApprovalRecord | None) -> str:
+        return "nothing" if record is None else f"{record.approved_by}, approval {record.fingerprint[:12]}"
+
+    if named(confirmed) != named(handed):
+        raise DecisionError(
+            f"the approval step's record ({named(handed)}) is not Airflow's record of the answer ({named(confirmed)}): "
+            "it was changed after the answer; nothing is signed"
+        )
+
+
+def publish(rt: Runtime, snapshot_id: str, approval: ApprovalRecord) -> int:
+    """Publish the snapshot's plans the approval record lists, as approved, and only while their bodies have the
+    digests approved; the count published."""
 
     def body(lake: Lake) -> StageResult:
-        result = dispatch("publish", rt, lake, snapshot_id=snapshot_id, approvals=approvals)
+        result = dispatch("publish", rt, lake, snapshot_id=snapshot_id, approvals=(approval,))
         _refresh_report(lake, snapshot_id)
         return result
 

@@ -106,13 +106,15 @@ phase_end
 # its passphrase is a second file, mounted into the signer only.
 secret() { openssl rand -hex 16; }
 mkdir -m 700 "$work/secrets"
-(umask 077; openssl rand -hex 24 >"$work/secrets/plan_signing_passphrase")
+(umask 077; openssl rand -hex 24 >"$work/secrets/plan_signing_passphrase"
+  openssl rand -hex 24 >"$work/secrets/airflow_signer_password")
 "$root/.venv/bin/rebalance-planner" keys generate --dir "$work/keys" --key-id deploy-test \
   --passphrase-file "$work/secrets/plan_signing_passphrase" >"$work/keys.txt"
-chown 50000 "$work/keys/deploy-test.pem" "$work/secrets/plan_signing_passphrase"
+chown 50000 "$work/keys/deploy-test.pem" "$work/secrets/plan_signing_passphrase" "$work/secrets/airflow_signer_password"
 chmod 755 "$work/keys" "$work/secrets"
 export RBP_PLAN_SIGNING_KEY_PEM=$work/keys/deploy-test.pem RBP_PLAN_KEY_ID=deploy-test
 export RBP_PLAN_SIGNING_PASSPHRASE_PATH=$work/secrets/plan_signing_passphrase
+export RBP_AIRFLOW_SIGNER_PASSWORD_PATH=$work/secrets/airflow_signer_password
 # TLS: a CA made for this run, Kafka's keystore and the api-server's certificate (docker/tls/make-certs.sh); the
 # checks verify both servers against this CA and no other.
 docker/tls/make-certs.sh "$work/tls" >/dev/null

@@ -15,6 +15,7 @@ from airflow.dag_processing.dagbag import DagBag
 from jobs.orchestration.decision import (
     APPROVE_ALL,
     APPROVE_SELECTED,
+    OFFER_PARAM,
     OPTIONS,
     REJECT_ALL,
     TIMEOUT_USER,
@@ -56,7 +57,8 @@ def test_planning_dag_runs_the_stages_in_order_with_one_run_at_a_time() -> None:
     assert sorted(dag.task_ids) == sorted(STAGES)
     for upstream, downstream in itertools.pairwise(STAGES):
         assert downstream in dag.get_task(upstream).downstream_task_ids, f"{upstream} -> {downstream}"
-    assert dag.get_task("review").downstream_task_ids == {"approval"}
+    # Publish reads the review's offer too: it signs by Airflow's record of the answer to it (confirmation.py).
+    assert dag.get_task("review").downstream_task_ids == {"approval", "publish"}
     assert dag.max_active_runs == 1
     assert dag.catchup is False
     assert cron(dag) == "0 2 * * *"
@@ -104,7 +106,8 @@ def test_approval_offers_approve_all_reject_all_and_a_group_picker_and_rejects_o
     assert isinstance(approval, PlanApprovalOperator)
     assert approval.options == OPTIONS == [APPROVE_ALL, REJECT_ALL, APPROVE_SELECTED]
     assert approval.defaults == [REJECT_ALL]
-    assert set(approval.params.keys()) == {"selected_groups", "reason"}
+    # The offer's digest is set when the step asks and comes back with the answer.
+    assert set(approval.params.keys()) == {"selected_groups", "reason", OFFER_PARAM}
     assert "body" in approval.template_fields
 
 
@@ -206,4 +209,4 @@ def test_the_approval_records_its_own_decision_so_the_answer_never_crosses_xcom(
     dag = load_dags().dags["rebalance_planning"]
     approval = dag.get_task("approval")
     assert isinstance(approval, PlanApprovalOperator)
-    assert dag.get_task("publish").upstream_task_ids == {"approval"}
+    assert dag.get_task("publish").upstream_task_ids == {"approval", "review"}

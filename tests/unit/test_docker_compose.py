@@ -27,14 +27,25 @@ WORKERS = ("airflow-worker", "airflow-signer")  # the Edge workers: every task r
 # and Airflow reaches Spark through its Connection.
 # Unset means a default the code finds itself (streams_reader_jar: the jar `make java` built beside the code;
 # broker_assignor: read from the brokers' group.streams.assignors).
-# plan_signing_passphrase_file: set in the signer only, asserted below.
-OPTIONAL = {"restore_rate", "spark_remote", "streams_reader_jar", "broker_assignor", "plan_signing_passphrase_file"}
+# plan_signing_passphrase_file and the Airflow API login publish reads the answer with: set in the signer only,
+# asserted below.
+OPTIONAL = {
+    "restore_rate",
+    "spark_remote",
+    "streams_reader_jar",
+    "broker_assignor",
+    "plan_signing_passphrase_file",
+    "airflow_api_url",
+    "airflow_api_user",
+    "airflow_api_password_file",
+}
 SECRETS = {  # what an operator's .env provides
     "RBP_PLAN_VERIFY_KEYS": "k1=" + "ab" * 32,
     "RBP_PLAN_KEY_ID": "k1",
     "RBP_APPROVERS": "3,4",
     "RBP_PLAN_SIGNING_KEY_PEM": "/etc/rbp/k1.pem",
     "RBP_PLAN_SIGNING_PASSPHRASE_PATH": "/etc/rbp/k1.passphrase",
+    "RBP_AIRFLOW_SIGNER_PASSWORD_PATH": "/etc/rbp/signer-login",
     "RBP_TLS_DIR": "/etc/rbp/tls",
     "AIRFLOW_JWT_SECRET": "j",
     "AIRFLOW_API_SECRET_KEY": "s",
@@ -222,7 +233,12 @@ def test_the_fleet_verifies_plans_with_the_key_the_pipeline_signs_with(compose: 
     assert fleet["RBP_PLAN_VERIFY_KEYS"].startswith(airflow["RBP_PLAN_KEY_ID"] + "=")
     assert not SIGNING_ONLY & set(fleet)  # the fleet can verify, never sign
     assert services["demo-fleet"]["secrets"] == ["tls_ca"]  # the CA it verifies Kafka with, no key
-    assert services["airflow-signer"]["secrets"] == ["tls_ca", "plan_signing_key", "plan_signing_passphrase"]
+    assert services["airflow-signer"]["secrets"] == [
+        "tls_ca",
+        "plan_signing_key",
+        "plan_signing_passphrase",
+        "airflow_signer_password",
+    ]
     assert env(services["airflow-signer"])["RBP_PLAN_SIGNING_PASSPHRASE_FILE"] == "/run/secrets/plan_signing_passphrase"
     # Publish runs on the signer; no other part holds the key, its passphrase or their settings.
     for name, service in services.items():
@@ -390,11 +406,22 @@ def test_airflow_uses_the_fab_auth_manager_with_an_admin_from_required_settings(
         assert init["environment"][variable].startswith(f"${{{variable}:?"), variable
     script = init["command"][2]
     assert init["command"][:2] == ["bash", "-c"] and script.startswith("airflow db migrate && ")
-    create = shlex.split(script.split(" && ", 1)[1].replace("$$", "$"))
-    assert create[:3] == ["airflow", "users", "create"]
-    flags = dict(zip(create[3::2], create[4::2], strict=True))
-    assert flags["--role"] == "Admin"
-    assert (flags["--username"], flags["--password"]) == ("$AIRFLOW_ADMIN_USERNAME", "$AIRFLOW_ADMIN_PASSWORD")
+    creates = [shlex.split(part.replace("$$", "$")) for part in script.split(" && ")[1:]]
+    assert all(create[:3] == ["airflow", "users", "create"] for create in creates)
+    admin, signer = (dict(zip(create[3::2], create[4::2], strict=True)) for create in creates)
+    assert admin["--role"] == "Admin"
+    assert (admin["--username"], admin["--password"]) == ("$AIRFLOW_ADMIN_USERNAME", "$AIRFLOW_ADMIN_PASSWORD")
+    # The signer's login reads the approval's answer and cannot give one: a Viewer, its password a secret file.
+    assert (signer["--role"], signer["--username"]) == ("Viewer", "rbp-signer")
+    assert signer["--password"] == "$(cat /run/secrets/airflow_signer_password)"
+    holders = [n for n, s in services.items() if "airflow_signer_password" in (s.get("secrets") or [])]
+    assert sorted(holders) == ["airflow-init", "airflow-signer"]
+    signing = env(services["airflow-signer"])
+    assert signing["RBP_AIRFLOW_API_URL"] == "https://airflow-apiserver:8080"
+    assert (signing["RBP_AIRFLOW_API_USER"], signing["RBP_AIRFLOW_API_PASSWORD_FILE"]) == (
+        "rbp-signer",
+        "/run/secrets/airflow_signer_password",
+    )
     # Only the init container sees the admin's password.
     assert [n for n, s in services.items() if "AIRFLOW_ADMIN_PASSWORD" in (s.get("environment") or {})] == [
         "airflow-init"
@@ -430,7 +457,7 @@ def test_no_secret_has_a_default_and_none_is_written_in_the_file(compose: dict[s
     required = re.compile(r"\$\{[A-Z_]+:\?[^}]*\}")
     for name, service in compose["services"].items():
         for key, value in (service.get("environment") or {}).items():
-            if re.search("PASSWORD|SECRET", key):
+            if re.search("PASSWORD|SECRET", key) and not str(value).startswith("/run/secrets/"):
                 assert required.fullmatch(str(value)), (name, key)
             if str(value).startswith("{"):
                 parsed = json.loads(str(value))

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from jobs.local.airflow import PASSWORDS_FILE, AirflowError, LocalAirflow
+from jobs.local.airflow import PASSWORDS_FILE, SIGNER_LOGIN_FILE, SIGNER_USER, AirflowError, LocalAirflow
 
 
 def _flaky(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[str]:
@@ -61,11 +61,19 @@ def test_the_home_and_the_passwords_file_are_the_users_alone(tmp_path: Path) -> 
     passwords = home / PASSWORDS_FILE
     assert (stat.S_IMODE(home.stat().st_mode), stat.S_IMODE(passwords.stat().st_mode)) == (0o700, 0o600)
     assert passwords.stat().st_uid == os.getuid()
-    with pytest.raises(AirflowError, match="not written yet"):
+    with pytest.raises(AirflowError, match="no password for 'admin' yet"):
         airflow.password()
-    passwords.write_text('{"admin": "s3cret"}\n', encoding="utf-8")
+    # Publish's own login is made before Airflow starts (Airflow keeps a password it finds) and kept apart, 0600.
+    signer = airflow.password(SIGNER_USER)
+    login = home / SIGNER_LOGIN_FILE
+    assert login.read_text(encoding="utf-8") == signer and stat.S_IMODE(login.stat().st_mode) == 0o600
+    env = airflow.env()
+    assert env["RBP_AIRFLOW_API_PASSWORD_FILE"] == str(login) and env["RBP_AIRFLOW_API_USER"] == SIGNER_USER
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].endswith(f",{SIGNER_USER}:viewer")
+    passwords.write_text(f'{{"admin": "s3cret", "{SIGNER_USER}": "{signer}"}}\n', encoding="utf-8")
     passwords.chmod(0o644)
     airflow.secure_home()
     assert stat.S_IMODE(passwords.stat().st_mode) == 0o600 and airflow.password() == "s3cret"
+    assert airflow.password(SIGNER_USER) == signer == login.read_text(encoding="utf-8")
     with pytest.raises(AirflowError, match="no password for 'approver'"):
         airflow.password("approver")

@@ -19,6 +19,7 @@ from jobs.live import read as live_read
 from jobs.orchestration import tasks
 from jobs.orchestration.decision import APPROVE_ALL
 from jobs.pipeline import registry
+from jobs.pipeline.approval_record import ApprovalRecord, ApprovedDigest
 from jobs.pipeline.stage import StageResult
 from jobs.settings import Settings
 
@@ -89,7 +90,8 @@ def test_the_airflow_tasks_run_every_stage_through_the_registry(
     reviewed = {"snapshot_id": "s1", "candidates": {"orders": "s1/orders"}, "approval_timeout_s": 60}
     tasks.decide(rt, reviewed, answer)
     with caplog.at_level("INFO", logger=tasks.log.name):
-        assert tasks.publish(rt, {"snapshot_id": "s1", "approved": 1}) == 1
+        approved = ApprovedDigest("s1/orders", "orders", "d" * 64, 1, "t" * 64, {})
+        assert tasks.publish(rt, "s1", ApprovalRecord("alice", 1, "airflow", (approved,))) == 1
     assert "publish s1: pick-up read at k:9092" in caplog.messages
     tasks.observe(rt)
     names = [name for name, _ in ran]
