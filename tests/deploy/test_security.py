@@ -225,7 +225,7 @@ def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) 
     private key it does not use (Airflow's token key: the api-server and the scheduler only)."""
     probe = (
         "for f in plan_signing_key plan_signing_passphrase airflow_tls_key airflow_jwt_key kafka_tls_keystore_password"
-        " spark_connect_tls_key; do"
+        " spark_connect_tls_key airflow_signer_password; do"
         " test -e /run/secrets/$f && echo $f; done; echo --; printenv | cut -d= -f1"
     )
     present, names = stack.run(service, "sh", "-c", probe).split("--")
@@ -237,6 +237,23 @@ def test_the_signing_key_is_only_where_publish_runs(stack: Stack, service: str) 
     }.get(service, set())
     assert set(present.split()) == allowed, present
     assert not {"RBP_PLAN_SIGNING_KEY_FILE", "RBP_PLAN_SIGNING_PASSPHRASE_FILE"} & set(names.split())
+
+
+@pytest.mark.parametrize(
+    "service", ["airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]
+)
+def test_airflows_own_parts_hold_no_login_to_kafka_or_spark(stack: Stack, service: str) -> None:
+    """Only the workers run tasks, so only they hold the pipeline's Kafka login and Spark Connect's token: not as
+    settings or Connections, and not anywhere in the environment of the container's first process."""
+    names = set(stack.run(service, "sh", "-c", "printenv | cut -d= -f1").split())
+    assert not {"RBP_KAFKA_CONFIG", "AIRFLOW_CONN_RBP_KAFKA", "AIRFLOW_CONN_RBP_SPARK_CONNECT", "SPARK_REMOTE"} & names
+    secrets = (
+        pipeline_password(stack),
+        json.loads(stack.run("airflow-worker", "printenv", "AIRFLOW_CONN_RBP_SPARK_CONNECT"))["extra"]["token"],
+    )
+    for secret in secrets:
+        leaked = stack.run(service, "sh", "-c", f"grep -l -- '{secret}' /proc/1/environ 2>/dev/null || true")
+        assert not leaked.strip(), service
 
 
 @pytest.mark.parametrize("service", ["airflow-worker", "airflow-signer"])

@@ -220,6 +220,8 @@ def test_every_rbp_setting_the_code_reads_is_provided_and_valid(
     for name in (*AIRFLOW_PARTS, *WORKERS, "demo-fleet"):
         provided = env(compose["services"][name])
         expected = wanted if name == "airflow-signer" else wanted - SIGNING_ONLY
+        if name in AIRFLOW_PARTS:  # Airflow's own parts run no task: no login to Kafka (nor Spark, below)
+            expected = expected - {"RBP_KAFKA_CONFIG"}
         assert expected - set(provided) == set(), name
         for key, value in provided.items():
             if key.startswith("RBP_"):
@@ -341,13 +343,16 @@ def sasl_login(config: dict[str, str]) -> tuple[str, str]:
 
 def test_every_kafka_client_logs_in_as_its_own_scram_user(compose: dict[str, Any]) -> None:
     services, users = compose["services"], scram_users(compose)
-    clients = {name: env(s) for name, s in services.items() if "RBP_KAFKA_BOOTSTRAP" in env(s)}
-    assert set(clients) == {"kafka-init", "airflow-init", "demo-fleet", "streams-app", *AIRFLOW_PARTS, *WORKERS}
+    clients = {name: env(s) for name, s in services.items() if "RBP_KAFKA_CONFIG" in env(s)}
+    # Airflow's own parts run no task, so they hold no Kafka login: only the workers, where tasks run.
+    assert set(clients) == {"kafka-init", "demo-fleet", "streams-app", *WORKERS}
+    for name in ("airflow-init", *AIRFLOW_PARTS):
+        assert not {"RBP_KAFKA_CONFIG", f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"} & set(env(services[name])), name
     logins = {name: sasl_login(json.loads(c["RBP_KAFKA_CONFIG"])) for name, c in clients.items()}
     for name, (user, password) in logins.items():
         assert users[user] == password, name  # the credentials formatted into Kafka's storage
     assert logins["kafka-init"][0] == "admin"
-    assert {logins[name][0] for name in (*AIRFLOW_PARTS, *WORKERS)} == {"rbp-pipeline"}
+    assert {logins[name][0] for name in WORKERS} == {"rbp-pipeline"}
     assert logins["demo-fleet"][0] == "rbp-demo-fleet"
     assert logins["streams-app"][0] == "rbp-streams-app"  # the Kafka Streams app: an application login of its own
     # The Airflow Connection replaces RBP_KAFKA_CONFIG in the tasks: it must carry the same login.
@@ -366,9 +371,10 @@ def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose
     assert args.command == "kafka-acls"
     logins = {
         name: sasl_login(json.loads(env(services[name])["RBP_KAFKA_CONFIG"]))[0]
-        for name in (*AIRFLOW_PARTS, "demo-fleet", "streams-app")
+        for name in (*WORKERS, "demo-fleet", "streams-app")
     }
-    assert args.pipeline_user == logins["airflow-scheduler"]  # only Airflow's tasks write plans
+    # Only Airflow's tasks write plans.
+    assert args.pipeline_user == logins["airflow-worker"] == logins["airflow-signer"]
     # The applications read plans and write reports, nothing more of the product's.
     assert args.app_user == [logins["demo-fleet"], logins["streams-app"]]
     # Their own topics and groups: the fleet's groups are group-N; the Streams app's id, topics and group streams-app-*.
@@ -386,7 +392,7 @@ def test_acls_are_applied_by_a_one_shot_service_before_any_client_starts(compose
     # Kafka's storage was formatted still gets in; Kafka's own start (start.sh) names the same users.
     passwords = {
         name: sasl_login(json.loads(env(services[name])["RBP_KAFKA_CONFIG"]))
-        for name in ("airflow-scheduler", "demo-fleet", "streams-app")
+        for name in ("airflow-worker", "demo-fleet", "streams-app")
     }
     set_by_init = {user: topics[variable] for user, variable in (s.split("=", 1) for s in args.scram_user)}
     assert set_by_init == dict(passwords.values())
@@ -516,7 +522,8 @@ def test_no_task_runs_where_the_database_login_or_airflows_token_key_is(compose:
 
 def test_spark_connect_answers_only_over_tls_with_the_token(compose: dict[str, Any]) -> None:
     """The server listens on its container's loopback with the token; haproxy serves TLS (ALPN h2, TLS 1.2+) on the
-    port the others reach; only Airflow's parts hold the token, and they verify the proxy against the CA."""
+    port the others reach; only the Edge workers (where tasks run) hold the token, and they verify the proxy against
+    the CA."""
     services = compose["services"]
     spark = services["spark-connect"]
     start = (DOCKER / "spark-connect" / "start.sh").read_text(encoding="utf-8")
@@ -531,8 +538,8 @@ def test_spark_connect_answers_only_over_tls_with_the_token(compose: dict[str, A
     assert compose["secrets"]["spark_connect_tls_key"]["file"].endswith("/spark-connect.key")
     token = SECRETS["RBP_SPARK_CONNECT_TOKEN"]
     holders = {name for name, service in services.items() if any(token in v for v in env(service).values())}
-    assert holders == {"spark-connect", "airflow-init", *AIRFLOW_PARTS, *WORKERS}, holders
-    for name in (*AIRFLOW_PARTS, *WORKERS):
+    assert holders == {"spark-connect", *WORKERS}, holders
+    for name in WORKERS:
         airflow = env(services[name])
         assert airflow["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] == "/run/secrets/tls_ca", name
         assert "tls_ca" in services[name]["secrets"], name
