@@ -51,13 +51,15 @@ def asked_offer(hitl: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _answered_at_ms(hitl: Mapping[str, Any]) -> int:
+def answered_at_ms(hitl: Mapping[str, Any]) -> int:
+    """When the person answered (ms), from Airflow's record (an ISO text over REST, a datetime in the task's event)."""
+    value = hitl.get("responded_at")
     try:
-        at = datetime.fromisoformat(str(hitl["responded_at"]).replace("Z", "+00:00"))
-    except (KeyError, ValueError) as err:
-        raise DecisionError(f"Airflow's answer has no readable responded_at: {hitl.get('responded_at')!r}") from err
+        at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError as err:
+        raise DecisionError(f"Airflow's answer has no readable responded_at: {value!r}") from err
     if at.tzinfo is None:
-        raise DecisionError(f"Airflow's answer time {hitl['responded_at']!r} has no time zone")
+        raise DecisionError(f"Airflow's answer time {value!r} has no time zone")
     return int(at.timestamp() * 1000)
 
 
@@ -88,4 +90,4 @@ def confirmed_approval(
     if not d.approve:
         return None
     by_id = {e.plan_id: e for e in offered}
-    return ApprovalRecord(d.by, _answered_at_ms(hitl), "airflow", tuple(by_id[p] for p in d.approve))
+    return ApprovalRecord(d.by, answered_at_ms(hitl), "airflow", tuple(by_id[p] for p in d.approve))

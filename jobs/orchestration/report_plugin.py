@@ -5,6 +5,7 @@ names a group without a validated plan."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from fastapi import Body, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from jobs.orchestration.confirmation import asked_offer, offer_digest, offered_entries
+from jobs.orchestration.csp import STRICT_CSP, page_csp
 from jobs.orchestration.decision import (
     APPROVAL_TASK,
     APPROVE_SELECTED,
@@ -46,14 +48,22 @@ def _authenticated() -> list[object]:
 
 # The Data Docs share the approval API's origin: nothing but this origin may run script, load styles or fonts, or
 # frame them; validate serves GX's CDN assets from the site's static/vendor (jobs/pipeline/data_docs_assets.py).
-# GX's pages carry inline <script>, onclick and style attributes, hence 'unsafe-inline' for those two only (no eval,
-# no other origin); images may be data: URLs (bootstrap's CSS draws its icons so).
-DATA_DOCS_CSP = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'self'"
-)
-DATA_DOCS_HEADERS = {"Content-Security-Policy": DATA_DOCS_CSP, "X-Content-Type-Options": "nosniff"}
+# An HTML page's own inline scripts and onclick handlers run by their hashes (csp.py), no other inline script.
+NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+
+
+@functools.lru_cache(maxsize=256)
+def _page_csp(path: Path, mtime_ns: int, size: int) -> str:
+    """The page's policy, computed once per version of the file (its path, modification time and size)."""
+    return page_csp(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def data_docs_headers(target: Path) -> dict[str, str]:
+    """The headers a Data Docs file is served with: an HTML page's own policy, the strict one for anything else."""
+    if target.suffix.lower() not in (".html", ".htm"):
+        return {"Content-Security-Policy": STRICT_CSP, **NOSNIFF}
+    stat = target.stat()
+    return {"Content-Security-Policy": _page_csp(target, stat.st_mtime_ns, stat.st_size), **NOSNIFF}
 
 
 def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | None = None) -> FastAPI:
@@ -84,7 +94,7 @@ def reports_app(reports: Path, data_docs: Path, dependencies: list[object] | Non
             target = target / "index.html"
         if not target.is_relative_to(root) or not target.is_file():
             raise HTTPException(status_code=404, detail=f"no {path!r} in the Data Docs")
-        return FileResponse(target, headers=DATA_DOCS_HEADERS)
+        return FileResponse(target, headers=data_docs_headers(target))
 
     decide_routes(app, reports)
     return app

@@ -26,7 +26,7 @@ from assignor.runtime.kafka_io import TopicReadError
 from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration.airflow_api import approval_answer
-from jobs.orchestration.confirmation import confirmed_approval
+from jobs.orchestration.confirmation import answered_at_ms, confirmed_approval
 from jobs.orchestration.decision import DecisionError, decision, duration, in_filter
 from jobs.pipeline import registry
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest
@@ -280,6 +280,8 @@ def decide(
         d = decision(
             answer, dict(reviewed["candidates"]), float(reviewed["approval_timeout_s"]), approvers, two_persons
         )
+        # When the person answered, as Airflow records it: the time publish signs (confirmation.py) is this one too.
+        at = answered_at_ms(answer) if answer and answer.get("responded_at") else None
     except (DecisionError, ValueError) as err:
         raise TaskFailed(f"decide: {err}") from err
     offered = {p: ApprovedDigest(**entry) for p, entry in (reviewed.get("offered") or {}).items()}
@@ -288,7 +290,7 @@ def decide(
         approval = None
         if d.approve:
             approved = dispatch(
-                "approve", rt, lake, by=d.by, plan_ids=tuple(d.approve), reason=d.reason, offered=offered
+                "approve", rt, lake, by=d.by, plan_ids=tuple(d.approve), reason=d.reason, offered=offered, at=at
             )
             approval = getattr(approved, "approval", None)
         if d.reject:

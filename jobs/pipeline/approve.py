@@ -74,12 +74,14 @@ def run_approve(
     reject: bool = False,
     reason: str | None = None,
     offered: Mapping[str, ApprovedDigest] | None = None,
+    at: int | None = None,
 ) -> ApproveResult:
     """Approve (or reject) the given plans, or every VALIDATED plan of the snapshot. Only VALIDATED plans can be
     approved; a plan that already carries this decision is left as it is, so a re-run writes nothing.
 
     ``offered``: the digests the approval page showed (Airflow's path), which the approval record then binds;
-    without it the plans are bound as the lake holds them now and the record is written to RBP_APPROVALS_DIR."""
+    without it the plans are bound as the lake holds them now and the record is written to RBP_APPROVALS_DIR.
+    ``at``: when the decision was made (ms; Airflow's record of the answer), else now."""
     if not by.strip():
         raise StageInputError("approve needs the name of who decides (--by)")
     if offered is None and not reject:
@@ -103,7 +105,7 @@ def run_approve(
         detail = ", ".join(f"{p} is {s}" for p, s in sorted(wrong.items()))
         raise StageInputError(f"only {' or '.join(allowed)} plans can be {decision.lower()}: {detail}")
     todo = sorted(p for p, s in found.items() if s in allowed)
-    now = int(time.time() * 1000)
+    now = int(time.time() * 1000) if at is None else at
     # Airflow asks again after a failure to record an answer: plans its first attempt approved are in this answer's
     # record too, or publish would find them in none.
     again = [] if reject or offered is None else sorted(p for p, s in found.items() if s == PlanStatus.APPROVED)

@@ -46,6 +46,7 @@ class StageRequest:
     offered: Mapping[str, ApprovedDigest] | None = None
     approvals: tuple[ApprovalRecord, ...] | None = None
     approval_files: tuple[str, ...] = ()
+    at: int | None = None  # approve: when the person answered (ms; Airflow's record of the answer); unset: now
     follow_s: float = 0.0  # observe: repeat for this long (streams groups' steps between epochs)
 
     def kafka(self) -> str:
@@ -154,6 +155,7 @@ def _approve(lake: Lake, r: StageRequest) -> StageResult:
         reject=r.reject,
         reason=r.reason,
         offered=r.offered,
+        at=r.at,
     )
 
 

@@ -1,6 +1,7 @@
 """The GX Data Docs a validate run built, served by the rebalance_reports plugin's app over real HTTP and opened in
 headless Chromium with every other origin cut off: the pages are styled by the vendored bootstrap, their scripts run,
-nothing is requested from another origin and the Content-Security-Policy refuses nothing. Screenshots at
+nothing is requested from another origin and the Content-Security-Policy (no 'unsafe-inline' for scripts: each page's
+own inline scripts and handlers by hash) refuses nothing. Screenshots at
 1,600 x 1,000 go to var/test-artifacts/."""
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def test_data_docs_open_offline_styled_from_their_own_origin(served: str, data_d
             page.wait_for_load_state("networkidle")
             _assert_styled(page)
             page.get_by_role("heading", name="Overview").first.wait_for()
+            # GX's own inline script and its onclick handlers run, each allowed by its hash (no 'unsafe-inline').
+            assert page.evaluate("typeof showAllValidations === 'function'")
+            page.evaluate("document.querySelector(\"[onclick='hideSucceededValidations()']\").click()")
+            page.evaluate("document.querySelector(\"[onclick='showAllValidations()']\").click()")
             page.screenshot(path=str(ARTIFACTS / "data-docs-validation.png"))
         finally:
             browser.close()
