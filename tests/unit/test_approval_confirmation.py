@@ -6,6 +6,7 @@ from a real api-server."""
 from __future__ import annotations
 
 import dataclasses
+import socket
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from assignor.protocol.plans import CONFIG_FIELDS
 from jobs.orchestration import tasks
+from jobs.orchestration.airflow_api import AirflowApiError, AirflowLogin, approval_answer
 from jobs.orchestration.confirmation import asked_offer, confirmed_approval, offer_digest, offered_entries
 from jobs.orchestration.decision import APPROVE_ALL, APPROVE_SELECTED, OFFER_PARAM, REJECT_ALL, DecisionError
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovedDigest
@@ -194,3 +196,27 @@ def test_publish_under_airflow_without_the_signers_login_refuses_naming_the_sett
     rt = tasks.Runtime(Settings(lake_root=tmp_path / "lake"), None, None)
     with pytest.raises(tasks.TaskFailed, match="RBP_AIRFLOW_API_URL and RBP_AIRFLOW_API_PASSWORD_FILE"):
         tasks.publish_approved(rt, reviewed(), {}, RUN)
+
+
+def test_the_signers_password_file_is_read_bounded_and_a_bad_one_is_named(tmp_path: Any) -> None:
+    path = tmp_path / "login"
+    login = AirflowLogin("https://a:8080", "rbp-signer", path)
+    with pytest.raises(AirflowApiError, match="No such file"):
+        login.password()
+    for content, why in ((b"\n", "is empty"), (b"\xff\xfe", "not UTF-8"), (b"x" * 5000, "over 4096 bytes")):
+        path.write_bytes(content)
+        with pytest.raises(AirflowApiError, match=why):
+            login.password()
+    path.write_bytes(b"s3cret\n")
+    assert login.password() == "s3cret"
+
+
+def test_an_api_server_that_does_not_answer_is_an_error_publish_retries(tmp_path: Any) -> None:
+    with socket.socket() as s:  # a port nothing listens on: the connection is refused for real
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "login").write_text("pw")
+    login = AirflowLogin(f"http://127.0.0.1:{port}", "rbp-signer", tmp_path / "login")
+    with pytest.raises(AirflowApiError, match="did not answer: ConnectError"):
+        approval_answer(login, "rebalance_planning", "r1", timeout_s=5)
+    assert not issubclass(AirflowApiError, tasks.TaskFailed)  # left to the task's retries
