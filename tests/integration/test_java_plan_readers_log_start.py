@@ -28,8 +28,7 @@ PLUGIN = ("plan-honoring-assignor", "io.rebalanceplanner.kafka.PlanSourceProbe")
 BROKER_SIDE = ("broker-assignor", "io.rebalanceplanner.broker.PlanReaderProbe")
 TASKS = [TaskId(0, p) for p in range(4)]
 CONFIGS = AssignmentConfigs()
-# A round whose deleted records the reader fetched before their deletion did not leave its position below the log
-# start; it is run again with new records, at most this many times in all.
+# Rounds of records deleted past a reader's position (_until_a_round_counts), at most.
 ROUNDS = 5
 
 
@@ -103,22 +102,24 @@ def _shown(probe: JavaProbe, holds: Callable[[dict[str, Any]], bool], what: str)
     return shown
 
 
-def _rounds(admin: AdminClient, broker: EmbeddedBroker, round_: Callable[[int, Callable[[], None]], bool]) -> None:
-    """Run ``round_`` (given its number and what moves the log start) until one had the reader's position below the
-    new log start; the records the reader must not skip go in after the deletion, the deleted ones before it."""
+def _move_log_start_past_unread_records(admin: AdminClient, broker: EmbeddedBroker, number: int) -> None:
+    """Round ``number``: the group's plan deleted-N, never to be read, goes in and the log start moves past it to
+    the end; then kept-N, the record a reader must not skip, goes in above the new log start."""
+    # First, alone, a record of another key: it answers the fetch the reader left waiting on the broker (read or
+    # not, it is harmless), so that no fetch of the reader's can return deleted-N before its deletion.
+    produce(broker.bootstrap, TOPIC, [(b"other", b"x", None)])
+    produce(broker.bootstrap, TOPIC, [_plan(f"deleted-{number}", "orders", 2 * number)])
+    _delete_below(admin, OFFSET_END)
+    produce(broker.bootstrap, TOPIC, [_plan(f"kept-{number}", "orders", 2 * number + 1)])
+
+
+def _until_a_round_counts(round_: Callable[[int], bool]) -> None:
+    """Run ``round_`` until it returns True: False says the reader read deleted-N after all, so its position never
+    fell below the log start (a fetch already on its way), and the round proves nothing; at most ROUNDS rounds."""
     for number in range(1, ROUNDS + 1):
-
-        def move(number: int = number) -> None:
-            # First, alone, a record of another key: it answers the fetch the reader left waiting on the broker (read
-            # or not, it is harmless). Then the group's record the deletion removes, unread by a reader held still.
-            produce(broker.bootstrap, TOPIC, [(b"other", b"x", None)])
-            produce(broker.bootstrap, TOPIC, [_plan(f"deleted-{number}", "orders", 2 * number)])
-            _delete_below(admin, OFFSET_END)
-            produce(broker.bootstrap, TOPIC, [_plan(f"kept-{number}", "orders", 2 * number + 1)])
-
-        if round_(number, move):
+        if round_(number):
             return
-    raise AssertionError(f"in {ROUNDS} rounds the reader always fetched the records before their deletion")
+    raise AssertionError(f"in {ROUNDS} rounds the reader always read the records before their deletion")
 
 
 def test_the_plugins_reader_started_past_a_moved_log_start_holds_the_newest_plan_and_withdrawal(
@@ -164,9 +165,9 @@ def test_the_plugins_reader_below_a_log_start_that_moved_resumes_at_the_earliest
     with _probe(PLUGIN, broker, tmp_path, "orders") as probe:
         assert probe.ask("read")["orders"]["honored"] == "first"
 
-        def round_(number: int, move: Callable[[], None]) -> bool:
+        def round_(number: int) -> bool:
             # The plugin reads only while a rebalance asks it to: between two reads its position stays put.
-            move()
+            _move_log_start_past_unread_records(admin, broker, number)
             read = probe.ask("read")["orders"]
             if f"deleted-{number}" in read["read"]:
                 return False
@@ -178,7 +179,7 @@ def test_the_plugins_reader_below_a_log_start_that_moved_resumes_at_the_earliest
             }
             return True
 
-        _rounds(admin, broker, round_)
+        _until_a_round_counts(round_)
 
 
 def test_the_broker_side_reader_below_a_log_start_that_moved_resumes_at_the_earliest_record_not_the_latest(
@@ -189,11 +190,11 @@ def test_the_broker_side_reader_below_a_log_start_that_moved_resumes_at_the_earl
     with _probe(BROKER_SIDE, broker, tmp_path, "orders") as probe:
         _shown(probe, lambda s: bool(s["loaded"]) and s["groups"]["orders"]["honored"] == "first", "plan first held")
 
-        def round_(number: int, move: Callable[[], None]) -> bool:
+        def round_(number: int) -> bool:
             before = probe.ask("show")["verified_records"]
             # The reader follows the topic on its own thread: the JVM is held still while the log start moves.
             with probe.frozen():
-                move()
+                _move_log_start_past_unread_records(admin, broker, number)
             shown = _shown(
                 probe,
                 lambda s: s["groups"]["orders"]["honored"] == f"kept-{number}",
@@ -205,4 +206,4 @@ def test_the_broker_side_reader_below_a_log_start_that_moved_resumes_at_the_earl
             assert shown["groups"]["orders"]["verified"]["sequence"] == 2 * number + 1
             return True
 
-        _rounds(admin, broker, round_)
+        _until_a_round_counts(round_)

@@ -6,6 +6,7 @@ which `make java` (``mvn verify``, a dependency of `make test`) leaves in ``targ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from jobs.local.jvm import classpath_dir
+from jobs.polling import wait_until
 from jobs.processes import spawn
 
 JAVA_DIR = Path(__file__).resolve().parents[2] / "assignor" / "java"
@@ -67,7 +69,10 @@ class JavaProbe:
             f"-Dlog4j2.configurationFile={config}",
             *("-cp", probe_classpath(module), main, *args),
         ]
-        self._process = spawn(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        # SIGKILL with the parent: it ends a JVM left stopped by frozen() too, which a SIGTERM would not reach.
+        self._process = spawn(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, death_signal=signal.SIGKILL
+        )
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read_lines, daemon=True).start()
 
@@ -104,9 +109,18 @@ class JavaProbe:
         """The whole JVM stopped (SIGSTOP, as in a long pause), every thread of it, until the block ends."""
         os.kill(self._process.pid, signal.SIGSTOP)
         try:
+            wait_until(self._stopped, 30, "every thread of the probe's JVM stopped", poll_s=0.01)
             yield
         finally:
             os.kill(self._process.pid, signal.SIGCONT)
+
+    def _stopped(self) -> bool:
+        """Whether every thread is stopped ('T' in /proc): SIGSTOP reaches the threads of other CPUs a moment later."""
+        states = []
+        for stat in Path(f"/proc/{self._process.pid}/task").glob("*/stat"):
+            with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        return bool(states) and all(state in "tT" for state in states)
 
     def close(self) -> None:
         if self._process.stdin is not None:
