@@ -13,32 +13,22 @@ from typing import Any
 
 from confluent_kafka import OFFSET_END, TopicPartition
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from assignor.protocol.plans import ApprovedPlan, Withdrawal
 from jobs.local.broker import EmbeddedBroker
+from tests.integration.test_runtime_plan_order import PLANS, _plans_topic
 from tests.support.java_probe import JavaProbe
 from tests.support.pipeline_kafka import produce
 from tests.support.runtime_harness import wait_for
 from tests.support.signing import SIGNER, VERIFY_KEYS
 
-TOPIC = "_rebalance_plans"
 PLUGIN = ("plan-honoring-assignor", "io.rebalanceplanner.kafka.PlanSourceProbe")
 BROKER_SIDE = ("broker-assignor", "io.rebalanceplanner.broker.PlanReaderProbe")
 TASKS = [TaskId(0, p) for p in range(4)]
 CONFIGS = AssignmentConfigs()
 # Rounds of records deleted past a reader's position (_until_a_round_counts), at most.
 ROUNDS = 5
-
-
-def _plans_topic(broker: EmbeddedBroker) -> AdminClient:
-    # compact,delete: a retention-bounded plans topic, whose log start DeleteRecords may move (compact alone refuses).
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    created = admin.create_topics([NewTopic(TOPIC, 1, 1, config={"cleanup.policy": "compact,delete"})])
-    for future in created.values():
-        future.result(10)
-    return admin
 
 
 def _plan(plan_id: str, group_id: str, sequence: int) -> tuple[bytes, bytes, None]:
@@ -61,7 +51,7 @@ def _withdrawal(plan_id: str, group_id: str, sequence: int) -> tuple[bytes, byte
 
 def _delete_below(admin: AdminClient, offset: int) -> int:
     """Move the log start to ``offset`` (OFFSET_END: the end); the new log start."""
-    (future,) = admin.delete_records([TopicPartition(TOPIC, 0, offset)]).values()
+    (future,) = admin.delete_records([TopicPartition(PLANS, 0, offset)]).values()
     return int(future.result(10).low_watermark)
 
 
@@ -70,7 +60,7 @@ def _moved_log_start(broker: EmbeddedBroker) -> None:
     admin = _plans_topic(broker)
     produce(
         broker.bootstrap,
-        TOPIC,
+        PLANS,
         [
             _plan("orders-old", "orders", 1),
             _plan("payments-old", "payments", 1),
@@ -84,7 +74,7 @@ def _moved_log_start(broker: EmbeddedBroker) -> None:
 
 def _probe(kind: tuple[str, str], broker: EmbeddedBroker, tmp_path: Path, *groups: str) -> JavaProbe:
     module, main = kind
-    return JavaProbe(module, main, [broker.bootstrap, TOPIC, VERIFY_KEYS.render(), *groups], tmp_path / module)
+    return JavaProbe(module, main, [broker.bootstrap, PLANS, VERIFY_KEYS.render(), *groups], tmp_path / module)
 
 
 def _shown(probe: JavaProbe, holds: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
@@ -107,10 +97,10 @@ def _move_log_start_past_unread_records(admin: AdminClient, broker: EmbeddedBrok
     the end; then kept-N, the record a reader must not skip, goes in above the new log start."""
     # First, alone, a record of another key: it answers the fetch the reader left waiting on the broker (read or
     # not, it is harmless), so that no fetch of the reader's can return deleted-N before its deletion.
-    produce(broker.bootstrap, TOPIC, [(b"other", b"x", None)])
-    produce(broker.bootstrap, TOPIC, [_plan(f"deleted-{number}", "orders", 2 * number)])
+    produce(broker.bootstrap, PLANS, [(b"other", b"x", None)])
+    produce(broker.bootstrap, PLANS, [_plan(f"deleted-{number}", "orders", 2 * number)])
     _delete_below(admin, OFFSET_END)
-    produce(broker.bootstrap, TOPIC, [_plan(f"kept-{number}", "orders", 2 * number + 1)])
+    produce(broker.bootstrap, PLANS, [_plan(f"kept-{number}", "orders", 2 * number + 1)])
 
 
 def _until_a_round_counts(round_: Callable[[int], bool]) -> None:
@@ -161,7 +151,7 @@ def test_the_plugins_reader_below_a_log_start_that_moved_resumes_at_the_earliest
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     admin = _plans_topic(broker)
-    produce(broker.bootstrap, TOPIC, [_plan("first", "orders", 1)])
+    produce(broker.bootstrap, PLANS, [_plan("first", "orders", 1)])
     with _probe(PLUGIN, broker, tmp_path, "orders") as probe:
         assert probe.ask("read")["orders"]["honored"] == "first"
 
@@ -186,7 +176,7 @@ def test_the_broker_side_reader_below_a_log_start_that_moved_resumes_at_the_earl
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     admin = _plans_topic(broker)
-    produce(broker.bootstrap, TOPIC, [_plan("first", "orders", 1)])
+    produce(broker.bootstrap, PLANS, [_plan("first", "orders", 1)])
     with _probe(BROKER_SIDE, broker, tmp_path, "orders") as probe:
         _shown(probe, lambda s: bool(s["loaded"]) and s["groups"]["orders"]["honored"] == "first", "plan first held")
 

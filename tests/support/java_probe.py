@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from jobs.local.broker import log4j_config
 from jobs.local.jvm import classpath_dir
 from jobs.polling import wait_until
 from jobs.processes import spawn
@@ -39,22 +40,6 @@ def probe_classpath(module: str) -> str:
     return os.pathsep.join([*(str(f) for f in folders), str(classpath_dir("kafka").resolve() / "*")])
 
 
-def _log4j_config(log_file: Path) -> str:
-    return "\n".join(
-        [
-            "status = warn",
-            "appender.file.type = File",
-            "appender.file.name = file",
-            f"appender.file.fileName = {log_file}",
-            "appender.file.layout.type = PatternLayout",
-            "appender.file.layout.pattern = [%d] %p [%t] %m (%c)%n",
-            "rootLogger.level = INFO",
-            "rootLogger.appenderRef.file.ref = file",
-            "",
-        ]
-    )
-
-
 class JavaProbe:
     """A probe's JVM: ``ask`` writes a command line and returns the JSON line it answers; EOF on stdin ends it."""
 
@@ -62,7 +47,7 @@ class JavaProbe:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_file = log_dir / f"{main.rsplit('.', 1)[-1]}.log"
         config = log_dir / "log4j2.properties"
-        config.write_text(_log4j_config(self.log_file), encoding="utf-8")
+        config.write_text(log4j_config(self.log_file), encoding="utf-8")
         self._stderr = (log_dir / "stderr.log").open("wb")
         command = [
             *("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
