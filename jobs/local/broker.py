@@ -158,7 +158,8 @@ class BrokerAssignor:
         return config | ({"rebalance.planner.verify.keys": self.verify_keys} if self.verify_keys else {})
 
 
-def _log4j_config(log_file: Path) -> str:
+def log4j_config(log_file: Path) -> str:
+    """Log4j 2 settings that write INFO and above to ``log_file`` (the broker's; the tests' Java probes too)."""
     return "\n".join(
         [
             "status = warn",
@@ -269,7 +270,7 @@ class EmbeddedBroker:
                 }
         properties.write_text("".join(f"{k}={v}\n" for k, v in config.items()), encoding="utf-8")
         log4j = self.data_dir / "log4j2.properties"
-        log4j.write_text(_log4j_config(self.log_file), encoding="utf-8")
+        log4j.write_text(log4j_config(self.log_file), encoding="utf-8")
         java = [
             self._java,
             "-Xms64m",
