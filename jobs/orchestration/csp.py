@@ -31,9 +31,6 @@ class _InlineCode(HTMLParser):
         if tag == "script" and not any(name == "src" for name, _ in attrs):
             self._open = []
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handlers.extend(value or "" for name, value in attrs if name.startswith("on"))
-
     def handle_data(self, data: str) -> None:
         if self._open is not None:
             self._open.append(data)

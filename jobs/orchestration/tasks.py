@@ -26,7 +26,7 @@ from assignor.runtime.kafka_io import TopicReadError
 from jobs.lakehouse.engine import EngineError, spark_session
 from jobs.lakehouse.lake import Lake
 from jobs.orchestration.airflow_api import approval_answer
-from jobs.orchestration.confirmation import answered_at_ms, confirmed_approval
+from jobs.orchestration.confirmation import answered_at_ms, confirmed_approval, offered_entries
 from jobs.orchestration.decision import DecisionError, decision, duration, in_filter
 from jobs.pipeline import registry
 from jobs.pipeline.approval_record import ApprovalRecord, ApprovalRecordError, ApprovedDigest
@@ -282,9 +282,10 @@ def decide(
         )
         # When the person answered, as Airflow records it: the time publish signs (confirmation.py) is this one too.
         at = answered_at_ms(answer) if answer and answer.get("responded_at") else None
+        # The review's offer, read as publish reads it: a malformed entry is named, not a TypeError.
+        offered = {entry.plan_id: entry for entry in offered_entries(reviewed)[1]}
     except (DecisionError, ValueError) as err:
         raise TaskFailed(f"decide: {err}") from err
-    offered = {p: ApprovedDigest(**entry) for p, entry in (reviewed.get("offered") or {}).items()}
 
     def body(lake: Lake) -> dict[str, Any]:
         approval = None
@@ -334,8 +335,7 @@ def publish_approved(rt: Runtime, reviewed: Mapping[str, Any], decided: Mapping[
         timeout = float(reviewed.get("approval_timeout_s") or rt.settings.approval_timeout_s)
         approval = confirmed_approval(hitl, reviewed, timeout, rt.settings.required_approvers(), triggered_by)
         handed = (decided or {}).get("approval")
-        if approval is not None or handed:
-            _same_approval(approval, ApprovalRecord.from_json(handed) if handed else None)
+        _same_approval(approval, ApprovalRecord.from_json(handed) if handed else None)
     except (ValueError, ApprovalRecordError) as err:  # DecisionError included: the answer does not allow signing
         raise TaskFailed(f"publish: {err}") from err
     snapshot_id = str(reviewed["snapshot_id"])

@@ -87,7 +87,7 @@ def test_the_airflow_tasks_run_every_stage_through_the_registry(
     tasks.plan(rt, "s1")
     tasks.validate(rt, "s1")
     answer = {"chosen_options": [APPROVE_ALL], "params_input": {}, "responded_by_user": {"id": "7", "name": "alice"}}
-    reviewed = {"snapshot_id": "s1", "candidates": {"orders": "s1/orders"}, "approval_timeout_s": 60}
+    reviewed = {"snapshot_id": "s1", "candidates": {"orders": "s1/orders"}, "approval_timeout_s": 60, "offered": {}}
     tasks.decide(rt, reviewed, answer)
     with caplog.at_level("INFO", logger=tasks.log.name):
         approved = ApprovedDigest("s1/orders", "orders", "d" * 64, 1, "t" * 64, {})
