@@ -5,7 +5,8 @@ skewed groups with log-normal changelogs and exponential replica lags) is writte
 tables; then each stage is timed, on embedded Sail or on Apache Spark with delta-spark (``--engine spark``: a
 local Spark Connect server, or ``--remote sc://...``). The floor is the same plan_group calls in one plain
 Python loop. Prints JSON lines (with peak memory), then a table. Goals (2-core machine): 10,000 groups through
-lags, plan and validate within 60 s; pipeline / floor at most 1.2; 100,000 groups within 4 GB.
+lags, plan and validate within 60 s; pipeline / floor at most 0.75 at 10,000 and 100,000 groups (issue 35: the
+stages use both cores; the floor is one); 100,000 groups within 4 GB.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from jobs.pipeline.validate import run_validate
 from jobs.settings import Kip441Settings, Settings
 
 CAPTURED_AT = 1_700_000_000_000
-GOAL_SECONDS, GOAL_RATIO, GOAL_PEAK_MB = 60.0, 1.2, 4096
+GOAL_SECONDS, GOAL_RATIO, GOAL_PEAK_MB = 60.0, 0.75, 4096
 CHUNK_GROUPS = 5_000
 
 

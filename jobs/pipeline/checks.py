@@ -13,48 +13,52 @@ def per_task(frame: DataFrame) -> DataFrame:
     return frame.hint("merge")
 
 
-def assignment_checks(assignments: DataFrame, reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
-    """plan_assignments rows with known_instance, known_task and active_on_caught_up flags.
+def holding_facts(assignments: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
+    """plan_assignments rows with what both the row checks and K1 read about each: ``known_task`` and ``stateful``
+    (the group's task), ``caught_up_now`` (this instance, at the snapshot), ``anyone_caught_up`` (any instance;
+    null: the task has no lag rows) and ``first_step`` (the first step this instance holds the task in the plan).
+
+    Computed once per bucket and read by both datasets: these joins over every row are most of validate's work."""
+    key = ["snapshot_id", "group_id"]
+    anyone = lags.groupBy(*key, "task_id").agg(sf.max(sf.col("caught_up").cast("int")).alias("anyone_caught_up"))
+    # Per task of the group (a few thousand rows a bucket's group): joined first, so every row takes one join for both.
+    per_group_task = tasks.select(*key, "task_id", sf.lit(True).alias("known_task"), "stateful").join(
+        per_task(anyone), [*key, "task_id"], "full"
+    )
+    caught_up = lags.select(*key, "process_id", "task_id", sf.col("caught_up").alias("caught_up_now"))
+    first_held = assignments.groupBy("plan_id", "process_id", "task_id").agg(sf.min("step").alias("first_step"))
+    return (
+        assignments.join(per_task(per_group_task), [*key, "task_id"], "left")
+        .join(per_task(caught_up), [*key, "process_id", "task_id"], "left")
+        .join(per_task(first_held), ["plan_id", "process_id", "task_id"], "left")
+    )
+
+
+def assignment_checks(facts: DataFrame, reports: DataFrame) -> DataFrame:
+    """plan_assignments rows (``facts``: holding_facts) with known_instance, known_task and active_on_caught_up flags.
 
     An active is on a caught-up instance when the instance was caught up at the snapshot, or held the task
     in an earlier step (the plan waits for it to catch up), or when no instance was caught up on the task.
     """
     key = ["snapshot_id", "group_id"]
     instances = reports.where(~sf.col("stale")).select(*key, "process_id", sf.lit(True).alias("known_instance"))
-    known_tasks = tasks.select(*key, "task_id", sf.lit(True).alias("known_task"))
-    caught_up = lags.select(*key, "process_id", "task_id", sf.col("caught_up").alias("caught_up_now"))
-    anyone = lags.groupBy(*key, "task_id").agg(sf.max(sf.col("caught_up").cast("int")).alias("anyone_caught_up"))
-    first_held = assignments.groupBy("plan_id", "process_id", "task_id").agg(sf.min("step").alias("first_step"))
-    flagged = assignments.join(instances, [*key, "process_id"], "left").join(
-        per_task(known_tasks), [*key, "task_id"], "left"
+    active_on_caught_up = (
+        (sf.col("role") != "ACTIVE")
+        | sf.col("anyone_caught_up").isNull()  # stateless task: no lag
+        | (sf.col("anyone_caught_up") == 0)
+        | sf.coalesce(sf.col("caught_up_now"), sf.lit(False))
+        | (sf.col("step") > sf.col("first_step"))
     )
-    # Only an active's verdict needs the lag joins (any other role passes, and role is never null): they read the
-    # active rows, about half of a fleet's millions, and the rest bypass them.
-    active = sf.col("role") == "ACTIVE"
-    actives = (
-        flagged.where(active)
-        .join(per_task(caught_up), [*key, "process_id", "task_id"], "left")
-        .join(per_task(anyone), [*key, "task_id"], "left")
-        .join(per_task(first_held), ["plan_id", "process_id", "task_id"], "left")
-        .withColumn(
-            "active_on_caught_up",
-            sf.col("anyone_caught_up").isNull()  # stateless task: no lag
-            | (sf.col("anyone_caught_up") == 0)
-            | sf.coalesce(sf.col("caught_up_now"), sf.lit(False))
-            | (sf.col("step") > sf.col("first_step")),
-        )
-    )
-    others = flagged.where(~active).withColumn("active_on_caught_up", sf.lit(True))
-    columns = ["plan_id", "group_id", "step", "process_id", "task_id", "role"]
-    return (
-        actives.select(*columns, "known_instance", "known_task", "active_on_caught_up")
-        .unionByName(others.select(*columns, "known_instance", "known_task", "active_on_caught_up"))
-        .select(
-            *columns,
-            sf.coalesce(sf.col("known_instance"), sf.lit(False)).alias("known_instance"),
-            sf.coalesce(sf.col("known_task"), sf.lit(False)).alias("known_task"),
-            "active_on_caught_up",
-        )
+    return facts.join(instances, [*key, "process_id"], "left").select(
+        "plan_id",
+        "group_id",
+        "step",
+        "process_id",
+        "task_id",
+        "role",
+        sf.coalesce(sf.col("known_instance"), sf.lit(False)).alias("known_instance"),
+        sf.coalesce(sf.col("known_task"), sf.lit(False)).alias("known_task"),
+        active_on_caught_up.alias("active_on_caught_up"),
     )
 
 
@@ -105,8 +109,9 @@ def settings_checks(plans: DataFrame) -> DataFrame:
     return plans.select("plan_id", "settings_changes", "settings_unexplained")
 
 
-def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, plans: DataFrame) -> DataFrame:
-    """One row per (plan, step, stateful task) with K1's verdict: ``caught_up_copies_kept``.
+def task_copy_checks(facts: DataFrame, tasks: DataFrame, lags: DataFrame, plans: DataFrame) -> DataFrame:
+    """One row per (plan, step, stateful task) with K1's verdict: ``caught_up_copies_kept`` (``facts``:
+    holding_facts).
 
     Before step k an instance is caught up on a task when it was at the snapshot or held the task in an earlier
     step (each step assumes the previous one's replicas caught up). Step k must keep min(c, 1 + standbys) of the
@@ -114,42 +119,42 @@ def task_copy_checks(assignments: DataFrame, tasks: DataFrame, lags: DataFrame, 
     """
     key = ["snapshot_id", "group_id"]
     stateful = tasks.where(sf.col("stateful")).select(*key, "task_id")
-    held = assignments.join(per_task(stateful), [*key, "task_id"], "left_semi")
+    held = facts.where(sf.coalesce(sf.col("stateful"), sf.lit(False)))
     steps = held.select("plan_id", *key, "step").distinct()
-    at_snapshot = (
-        per_task(lags.where(sf.col("caught_up")))
-        .join(steps.select("plan_id", *key).distinct(), key)
-        .select("plan_id", "process_id", "task_id", sf.lit(0).alias("caught_up_from"))
-    )
-    by_holding = held.groupBy("plan_id", "process_id", "task_id").agg((sf.min("step") + 1).alias("caught_up_from"))
-    caught_up = (
-        at_snapshot.unionByName(by_holding)
-        .groupBy("plan_id", "process_id", "task_id")
-        .agg(sf.min("caught_up_from").alias("caught_up_from"))
-    )
     universe = steps.join(per_task(stateful), key)
-    candidates = universe.join(per_task(caught_up), ["plan_id", "task_id"]).where(
-        sf.col("caught_up_from") <= sf.col("step")
-    )
-    holders = held.select("plan_id", "step", "process_id", "task_id").distinct().withColumn("held", sf.lit(1))
-    counted = (
-        candidates.join(per_task(holders), ["plan_id", "step", "process_id", "task_id"], "left")
+    caught_up_now = sf.coalesce(sf.col("caught_up_now"), sf.lit(False))
+    # The c caught-up instances before step k: every instance caught up at the snapshot (holding the task or not),
+    # and every other that held it in an earlier step.
+    at_snapshot = lags.where(sf.col("caught_up")).groupBy(*key, "task_id").agg(sf.count(sf.lit(1)).alias("at_snapshot"))
+    late = held.where(~caught_up_now).select("plan_id", "process_id", "task_id", "first_step").distinct()
+    caught_up_later = (
+        universe.select("plan_id", "step", "task_id")
+        .join(per_task(late), ["plan_id", "task_id"])
+        .where(sf.col("first_step") < sf.col("step"))
         .groupBy("plan_id", "step", "task_id")
-        .agg(
-            sf.count(sf.lit(1)).alias("caught_up_instances"),
-            sf.count("held").alias("caught_up_copies"),
-        )
+        .agg(sf.count(sf.lit(1)).alias("caught_up_later"))
+    )
+    # The replicas step k keeps on them: held at step k by an instance caught up before it.
+    kept = (
+        held.where(caught_up_now | (sf.col("first_step") < sf.col("step")))
+        .select("plan_id", "step", "process_id", "task_id")
+        .distinct()
+        .groupBy("plan_id", "step", "task_id")
+        .agg(sf.count(sf.lit(1)).alias("caught_up_copies"))
     )
     copies = plans.select("plan_id", (sf.col("num_standby_replicas") + 1).alias("copies"))
     rows = (
-        universe.select("plan_id", "step", "task_id")
-        .join(per_task(counted), ["plan_id", "step", "task_id"], "left")
+        universe.join(per_task(at_snapshot), [*key, "task_id"], "left")
+        .join(per_task(caught_up_later), ["plan_id", "step", "task_id"], "left")
+        .join(per_task(kept), ["plan_id", "step", "task_id"], "left")
         .join(copies, "plan_id", "left")
         .select(
             "plan_id",
             "step",
             "task_id",
-            sf.coalesce(sf.col("caught_up_instances"), sf.lit(0)).cast("bigint").alias("caught_up_instances"),
+            (sf.coalesce(sf.col("at_snapshot"), sf.lit(0)) + sf.coalesce(sf.col("caught_up_later"), sf.lit(0)))
+            .cast("bigint")
+            .alias("caught_up_instances"),
             sf.coalesce(sf.col("caught_up_copies"), sf.lit(0)).cast("bigint").alias("caught_up_copies"),
             sf.col("copies"),
         )

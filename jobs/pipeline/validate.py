@@ -8,6 +8,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from jobs.pipeline.buckets import GroupBucket, split_groups
 from jobs.pipeline.checks import (
     assignment_checks,
     balance_checks,
+    holding_facts,
     instance_task_checks,
     settings_checks,
     step_checks,
@@ -178,19 +180,28 @@ def sources(
 
 
 def datasets(inputs: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
-    """Every suite's dataset, computed from ``sources``."""
+    """Every suite's dataset, computed from ``sources`` (and ``inputs["facts"]``, their holding_facts, computed here
+    when absent)."""
     pending, assignments = inputs["pending"], inputs["assignments"]
     tasks, reports, lags = inputs["tasks"], inputs["reports"], inputs["lags"]
+    facts = inputs.get("facts")
+    if facts is None:
+        facts = holding_facts(assignments, tasks, lags)
     return {
-        "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
+        "plan_assignments": assignment_checks(facts, reports),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
         "steps": step_checks(assignments, pending),
-        "task_copies": task_copy_checks(assignments, tasks, lags, pending),
+        "task_copies": task_copy_checks(facts, tasks, lags, pending),
         "plan_balance": balance_checks(assignments, pending, reports, tasks),
         "plans": pending.select("plan_id", "status", "rounds", "missing_offset_sums"),
         "plan_settings": settings_checks(pending),
     }
+
+
+def _digests(assignments: DataFrame, pending: DataFrame) -> dict[str, str]:
+    """plan_id -> target digest of each plan's target as ``assignments`` (validated rows) hold it."""
+    return {plan_id: target_digest(target) for plan_id, target in targets_of(assignments, pending).items()}
 
 
 def _materialized(lake: Lake, frame: DataFrame, path: Path) -> DataFrame:
@@ -246,14 +257,24 @@ class _Validation:
             frame.persist()
         pending = inputs["pending"]
         try:
+            # The row checks and K1 read the same joins over every assignment row: computed and written once.
+            # (Not among the persisted sources: unpersisting a read of the staging, gone by then, fails on Spark.)
+            facts = holding_facts(inputs["assignments"], inputs["tasks"], inputs["lags"])
+            facts = _materialized(lake, facts, staging / "holding_facts")
             # Each suite computes several metrics over its dataset: materialize the datasets once.
-            frames = {name: _materialized(lake, frame, staging / name) for name, frame in datasets(inputs).items()}
+            todo = datasets({**inputs, "facts": facts})
+            frames = {
+                "plan_assignments": _materialized(lake, todo.pop("plan_assignments"), staging / "plan_assignments")
+            }
+            # What is validated is bound by its digest: approval and publish refuse a target changed since. Reading
+            # the targets is mostly Python: on a thread of its own, while the engine computes the other datasets.
+            with ThreadPoolExecutor(1, thread_name_prefix="validate-targets") as digesting:
+                digested = digesting.submit(_digests, frames["plan_assignments"], pending)
+                frames |= {name: _materialized(lake, frame, staging / name) for name, frame in todo.items()}
+                digests = digested.result()
             plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
             if not plans:
                 return None
-            # What is validated is bound by its digest: approval and publish refuse a target changed since.
-            targets = targets_of(frames["plan_assignments"], pending)
-            digests = {plan_id: target_digest(target) for plan_id, target in targets.items()}
             log.info("validate %s: %s, %d pending plans", snapshot_id, bucket, len(plans))
             outcomes: list[ExpectationOutcome] = []
             for suite in self.suites:

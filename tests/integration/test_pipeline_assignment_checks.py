@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from jobs.pipeline.checks import assignment_checks
+from jobs.pipeline.checks import assignment_checks, holding_facts
 
 ASSIGNMENTS = [
     ("s/g", "s", "g", 1, "p2", "0_0", "ACTIVE"),  # p2 is behind on 0_0 and never held it: not caught up
@@ -28,7 +28,8 @@ def test_only_a_first_steps_active_on_an_instance_behind_fails(spark: SparkSessi
         "snapshot_id string, group_id string, process_id string, stale boolean",
     )
     tasks = spark.createDataFrame(
-        [("s", "g", t) for t in ("0_0", "0_1", "0_2", "1_0")], "snapshot_id string, group_id string, task_id string"
+        [("s", "g", t, t != "1_0") for t in ("0_0", "0_1", "0_2", "1_0")],
+        "snapshot_id string, group_id string, task_id string, stateful boolean",
     )
     lags = spark.createDataFrame(
         [
@@ -41,7 +42,7 @@ def test_only_a_first_steps_active_on_an_instance_behind_fails(spark: SparkSessi
         ],
         "snapshot_id string, group_id string, process_id string, task_id string, caught_up boolean",
     )
-    rows = assignment_checks(assignments, reports, tasks, lags).collect()
+    rows = assignment_checks(holding_facts(assignments, tasks, lags), reports).collect()
     checked = {(r["step"], r["process_id"], r["task_id"]): r for r in rows}
     assert len(rows) == len(ASSIGNMENTS)
     assert {key for key, r in checked.items() if not r["active_on_caught_up"]} == {(1, "p2", "0_0")}

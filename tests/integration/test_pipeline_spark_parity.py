@@ -11,8 +11,16 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as sf
 
-from jobs.pipeline.checks import assignment_checks, instance_task_checks, step_checks, step_task_checks
+from jobs.pipeline.checks import (
+    assignment_checks,
+    holding_facts,
+    instance_task_checks,
+    step_checks,
+    step_task_checks,
+    task_copy_checks,
+)
 from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.history import owners_at
 from jobs.pipeline.lags import task_lags
@@ -75,11 +83,14 @@ def _on(spark: SparkSession, seed: int) -> dict[str, list[tuple[Any, ...]]]:
     planned = spark.createDataFrame(udf_output.collect(), PLANNED_SCHEMA)
     assignments = explode_assignments(planned)
     history = spark.createDataFrame(HISTORY_ROWS, HISTORY_DDL)
+    facts = holding_facts(assignments, tasks, lags)
+    standbys = planned.select("plan_id", sf.lit(1).alias("num_standby_replicas"))
     return {
         "task_lags": rows(lags),
         "planned": rows(planned),
         "plan_assignments": rows(assignments),
-        "assignment_checks": rows(assignment_checks(assignments, reports, tasks, lags)),
+        "assignment_checks": rows(assignment_checks(facts, reports)),
+        "task_copy_checks": rows(task_copy_checks(facts, tasks, lags, standbys)),
         "step_task_checks": rows(step_task_checks(assignments, tasks)),
         "instance_task_checks": rows(instance_task_checks(assignments)),
         "step_checks": rows(step_checks(assignments)),

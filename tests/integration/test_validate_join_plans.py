@@ -15,7 +15,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.lakehouse.tables import table_schema
-from jobs.pipeline.checks import assignment_checks, balance_checks, step_task_checks, task_copy_checks
+from jobs.pipeline.checks import (
+    assignment_checks,
+    balance_checks,
+    holding_facts,
+    step_task_checks,
+    task_copy_checks,
+)
 
 # The build keys of a broadcast hash join in Spark's plan: "BroadcastHashJoin [left keys], [right keys], ...".
 BROADCAST = re.compile(r"BroadcastHashJoin \[([^\]]*)\], \[([^\]]*)\]")
@@ -40,10 +46,12 @@ def test_validation_datasets_join_per_task_rows_by_sort_merge_on_apache_spark(
 ) -> None:
     tables = ("plan_assignments", "plans", "member_reports", "group_tasks", "task_lags")
     assignments, plans, reports, tasks, lags = (empty(apache_spark, t, tmp_path) for t in tables)
+    facts = holding_facts(assignments, tasks, lags)
     datasets = {
-        "plan_assignments": assignment_checks(assignments, reports, tasks, lags),
+        "holding_facts": facts,
+        "plan_assignments": assignment_checks(facts, reports),
         "step_tasks": step_task_checks(assignments, tasks),
-        "task_copies": task_copy_checks(assignments, tasks, lags, plans),
+        "task_copies": task_copy_checks(facts, tasks, lags, plans),
         "plan_balance": balance_checks(assignments, plans, reports, tasks),
     }
     for name, frame in datasets.items():
