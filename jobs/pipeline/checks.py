@@ -21,7 +21,7 @@ def holding_facts(assignments: DataFrame, tasks: DataFrame, lags: DataFrame) -> 
     Computed once per bucket and read by both datasets: these joins over every row are most of validate's work."""
     key = ["snapshot_id", "group_id"]
     anyone = lags.groupBy(*key, "task_id").agg(sf.max(sf.col("caught_up").cast("int")).alias("anyone_caught_up"))
-    # Per task of the group (a few thousand rows a bucket's group): joined first, so every row takes one join for both.
+    # One row per task of a group, joined with ``anyone`` first: each assignment row then takes one join for both.
     per_group_task = tasks.select(*key, "task_id", sf.lit(True).alias("known_task"), "stateful").join(
         per_task(anyone), [*key, "task_id"], "full"
     )
