@@ -179,14 +179,10 @@ def sources(
     }
 
 
-def datasets(inputs: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
-    """Every suite's dataset, computed from ``sources`` (and ``inputs["facts"]``, their holding_facts, computed here
-    when absent)."""
+def datasets(inputs: Mapping[str, DataFrame], facts: DataFrame) -> dict[str, DataFrame]:
+    """Every suite's dataset, computed from ``sources`` and ``facts``, their holding_facts."""
     pending, assignments = inputs["pending"], inputs["assignments"]
     tasks, reports, lags = inputs["tasks"], inputs["reports"], inputs["lags"]
-    facts = inputs.get("facts")
-    if facts is None:
-        facts = holding_facts(assignments, tasks, lags)
     return {
         "plan_assignments": assignment_checks(facts, reports),
         "step_tasks": step_task_checks(assignments, tasks),
@@ -262,7 +258,7 @@ class _Validation:
             facts = holding_facts(inputs["assignments"], inputs["tasks"], inputs["lags"])
             facts = _materialized(lake, facts, staging / "holding_facts")
             # Each suite computes several metrics over its dataset: materialize the datasets once.
-            todo = datasets({**inputs, "facts": facts})
+            todo = datasets(inputs, facts)
             frames = {
                 "plan_assignments": _materialized(lake, todo.pop("plan_assignments"), staging / "plan_assignments")
             }

@@ -93,10 +93,7 @@ def kafka_diagnosis(stack: Stack) -> str:
 
 
 def test_kafka_restarts_with_its_users_and_acls_in_force(stack: Stack) -> None:
-    # Stopped, then started: the same operation as the planning run's Kafka fault (test_dag_run.py), which came back
-    # on CI, where two `podman restart`s in a row (28 Nov) left the broker unwritable for 300 s.
-    subprocess.run(["podman", "stop", "-t", "20", stack.container("kafka")], check=True, capture_output=True)
-    subprocess.run(["podman", "start", stack.container("kafka")], check=True, capture_output=True, timeout=120)
+    restart(stack, "kafka")
     started = time.monotonic()
     app = scram("rbp-demo-fleet", app_password(stack))
     # Back means the fleet's own login writes the reports topic again (its partitions have leaders): a Python client
