@@ -70,6 +70,12 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def write_staging(frame: DataFrame, path: Path) -> None:
+    """Write ``frame`` to ``path`` as Parquet for a stage to read back: uncompressed, since staging lives minutes
+    and compressing millions of rows costs CPU the stage needs."""
+    frame.write.mode("overwrite").option("compression", "uncompressed").parquet(str(path))
+
+
 @dataclass(frozen=True)
 class Scope:
     """The part of a table one write's rows lie in: one snapshot, optionally only the groups from ``first``
@@ -338,7 +344,7 @@ class Lake:
         work = self.staging(f"merge-{name}")
         staging = work / "rows"
         try:
-            new.write.mode("overwrite").parquet(str(staging))
+            write_staging(new, staging)
             # An empty result writes no file, so the schema comes from the table, not from the files.
             staged = self.spark.read.schema(f"{schema.ddl}, is_new boolean").parquet(str(staging))
             census = _Census.of(staged, keys, within)
@@ -408,7 +414,7 @@ class Lake:
         """``staged`` with exact copies dropped (harmless: the same row twice); DuplicateKeys if a key still
         repeats, because two different rows for one key cannot both be right."""
         distinct = staging.with_name("distinct")
-        staged.dropDuplicates().write.mode("overwrite").parquet(str(distinct))
+        write_staging(staged.dropDuplicates(), distinct)
         staged = self.spark.read.schema(ddl).parquet(str(distinct))
         clashing = self._repeated_keys(staged, keys)
         if clashing:

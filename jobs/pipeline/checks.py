@@ -15,17 +15,21 @@ def per_task(frame: DataFrame) -> DataFrame:
 
 def holding_facts(assignments: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
     """plan_assignments rows with what both the row checks and K1 read about each: ``known_task`` and ``stateful``
-    (the group's task), ``caught_up_now`` (this instance, at the snapshot), ``anyone_caught_up`` (any instance;
-    null: the task has no lag rows) and ``first_step`` (the first step this instance holds the task in the plan).
+    (the group's task), ``caught_up_now`` (true: this instance was caught up at the snapshot; null: it was not, or
+    has no lag row), ``anyone_caught_up`` (any instance; null: the task has no lag rows) and ``first_step`` (the
+    first step this instance holds the task in the plan).
 
-    Computed once per bucket and read by both datasets: these joins over every row are most of validate's work."""
+    These joins over every row are most of validate's work: assignment_checks keeps them, so K1 reads its rows."""
     key = ["snapshot_id", "group_id"]
     anyone = lags.groupBy(*key, "task_id").agg(sf.max(sf.col("caught_up").cast("int")).alias("anyone_caught_up"))
     # One row per task of a group, joined with ``anyone`` first: each assignment row then takes one join for both.
     per_group_task = tasks.select(*key, "task_id", sf.lit(True).alias("known_task"), "stateful").join(
         per_task(anyone), [*key, "task_id"], "full"
     )
-    caught_up = lags.select(*key, "process_id", "task_id", sf.col("caught_up").alias("caught_up_now"))
+    # Only the caught-up rows: a third of the lags, and the join's table is built from them.
+    caught_up = lags.where(sf.col("caught_up")).select(
+        *key, "process_id", "task_id", sf.lit(True).alias("caught_up_now")
+    )
     first_held = assignments.groupBy("plan_id", "process_id", "task_id").agg(sf.min("step").alias("first_step"))
     return (
         assignments.join(per_task(per_group_task), [*key, "task_id"], "left")
@@ -34,8 +38,13 @@ def holding_facts(assignments: DataFrame, tasks: DataFrame, lags: DataFrame) -> 
     )
 
 
+# What task_copy_checks reads of holding_facts beyond the plan_assignments columns.
+K1_FACTS = ("snapshot_id", "stateful", "caught_up_now", "first_step")
+
+
 def assignment_checks(facts: DataFrame, reports: DataFrame) -> DataFrame:
-    """plan_assignments rows (``facts``: holding_facts) with known_instance, known_task and active_on_caught_up flags.
+    """plan_assignments rows (``facts``: holding_facts) with known_instance, known_task and active_on_caught_up flags,
+    and the facts task_copy_checks reads (one materialized dataset serves both).
 
     An active is on a caught-up instance when the instance was caught up at the snapshot, or held the task
     in an earlier step (the plan waits for it to catch up), or when no instance was caught up on the task.
@@ -59,6 +68,7 @@ def assignment_checks(facts: DataFrame, reports: DataFrame) -> DataFrame:
         sf.coalesce(sf.col("known_instance"), sf.lit(False)).alias("known_instance"),
         sf.coalesce(sf.col("known_task"), sf.lit(False)).alias("known_task"),
         active_on_caught_up.alias("active_on_caught_up"),
+        *K1_FACTS,
     )
 
 
@@ -111,7 +121,7 @@ def settings_checks(plans: DataFrame) -> DataFrame:
 
 def task_copy_checks(facts: DataFrame, tasks: DataFrame, lags: DataFrame, plans: DataFrame) -> DataFrame:
     """One row per (plan, step, stateful task) with K1's verdict: ``caught_up_copies_kept`` (``facts``:
-    holding_facts).
+    holding_facts, or assignment_checks rows, which keep them).
 
     Before step k an instance is caught up on a task when it was at the snapshot or held the task in an earlier
     step (each step assumes the previous one's replicas caught up). Step k must keep min(c, 1 + standbys) of the

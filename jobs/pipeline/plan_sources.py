@@ -76,9 +76,12 @@ def with_source_facts(
     task_lags; ``earlier``: member_reports of every snapshot, for the age of group metadata."""
     missing = missing_offset_sums(reports, lags)
     counts = missing.groupBy(*_GROUP).agg(sf.count(sf.lit(1)).cast("int").alias("missing_offset_sums"))
-    last = assignments.groupBy("plan_id").agg(sf.max("step").alias("step"))
+    # Only groups with missing replicas (report-only ones) are read further: most groups have none, and the
+    # assignments are hundreds of rows a group.
+    concerned = assignments.join(counts.select(*_GROUP), _GROUP, "left_semi")
+    last = concerned.groupBy("plan_id").agg(sf.max("step").alias("step"))
     kept = (
-        assignments.join(last, ["plan_id", "step"])
+        concerned.join(last, ["plan_id", "step"])
         .where(sf.col("role").isin("ACTIVE", "STANDBY"))
         .select("plan_id", *_GROUP, "process_id", "task_id")
         .distinct()

@@ -24,7 +24,7 @@ from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import target_digest
 from jobs.lakehouse.engine import as_active
-from jobs.lakehouse.lake import Lake, MergeOutcome, Scope
+from jobs.lakehouse.lake import Lake, MergeOutcome, Scope, write_staging
 from jobs.pipeline.buckets import GroupBucket, split_groups
 from jobs.pipeline.checks import (
     assignment_checks,
@@ -179,16 +179,16 @@ def sources(
     }
 
 
-def datasets(inputs: Mapping[str, DataFrame], facts: DataFrame) -> dict[str, DataFrame]:
-    """Every suite's dataset, computed from ``sources`` and ``facts``, their holding_facts."""
+def datasets(inputs: Mapping[str, DataFrame], checked: DataFrame) -> dict[str, DataFrame]:
+    """Every suite's dataset but plan_assignments, computed from ``sources`` and ``checked``, that dataset (K1 reads
+    the facts it keeps)."""
     pending, assignments = inputs["pending"], inputs["assignments"]
     tasks, reports, lags = inputs["tasks"], inputs["reports"], inputs["lags"]
     return {
-        "plan_assignments": assignment_checks(facts, reports),
         "step_tasks": step_task_checks(assignments, tasks),
         "instance_tasks": instance_task_checks(assignments),
         "steps": step_checks(assignments, pending),
-        "task_copies": task_copy_checks(facts, tasks, lags, pending),
+        "task_copies": task_copy_checks(checked, tasks, lags, pending),
         "plan_balance": balance_checks(assignments, pending, reports, tasks),
         "plans": pending.select("plan_id", "status", "rounds", "missing_offset_sums"),
         "plan_settings": settings_checks(pending),
@@ -202,7 +202,7 @@ def _digests(assignments: DataFrame, pending: DataFrame) -> dict[str, str]:
 
 def _materialized(lake: Lake, frame: DataFrame, path: Path) -> DataFrame:
     """``frame`` written to ``path`` as Parquet and read back (with its schema: an empty frame writes no file)."""
-    frame.write.mode("overwrite").parquet(str(path))
+    write_staging(frame, path)
     return lake.spark.read.schema(frame.schema).parquet(str(path))
 
 
@@ -253,15 +253,14 @@ class _Validation:
             frame.persist()
         pending = inputs["pending"]
         try:
-            # The row checks and K1 read the same joins over every assignment row: computed and written once.
-            # (Not among the persisted sources: unpersisting a read of the staging, gone by then, fails on Spark.)
+            # The row checks and K1 read the same joins over every assignment row: computed once, kept in the row
+            # checks' dataset. (Not among the persisted sources: unpersisting a read of the staging, gone by then,
+            # fails on Apache Spark.)
             facts = holding_facts(inputs["assignments"], inputs["tasks"], inputs["lags"])
-            facts = _materialized(lake, facts, staging / "holding_facts")
+            checked = assignment_checks(facts, inputs["reports"])
             # Each suite computes several metrics over its dataset: materialize the datasets once.
-            todo = datasets(inputs, facts)
-            frames = {
-                "plan_assignments": _materialized(lake, todo.pop("plan_assignments"), staging / "plan_assignments")
-            }
+            frames = {"plan_assignments": _materialized(lake, checked, staging / "plan_assignments")}
+            todo = datasets(inputs, frames["plan_assignments"])
             # What is validated is bound by its digest: approval and publish refuse a target changed since. Reading
             # the targets is mostly Python: on a thread of its own, while the engine computes the other datasets.
             with ThreadPoolExecutor(1, thread_name_prefix="validate-targets") as digesting:

@@ -1,5 +1,6 @@
 """The row checks and K1 read one shared join of the assignments with tasks and lags (checks.holding_facts): on random
-small plans their verdicts equal the rules worked out by hand in plain Python."""
+small plans their verdicts equal the rules worked out by hand in plain Python, also when K1 reads the row checks'
+dataset, as validate does."""
 
 from __future__ import annotations
 
@@ -103,7 +104,14 @@ def test_row_checks_and_k1_on_the_shared_facts_equal_the_rules_by_hand(spark: Sp
     }
     assert k1 == k1_by_hand(plan)
 
-    rows = assignment_checks(facts, reports).collect()
+    checked = assignment_checks(facts, reports)
+    rows = checked.collect()
     assert len(rows) == len(plan.held)
     assert {(r["step"], r["process_id"], r["task_id"]): r["active_on_caught_up"] for r in rows} == actives_by_hand(plan)
     assert {r["process_id"] for r in rows if not r["known_instance"]} <= {"p9"}
+    # Validate materializes the row checks' dataset once and computes K1 from it: the same verdicts.
+    from_checked = {
+        (r["step"], r["task_id"]): (r["caught_up_instances"], r["caught_up_copies"], r["caught_up_copies_kept"])
+        for r in task_copy_checks(checked, tasks, lags, pending).collect()
+    }
+    assert from_checked == k1
