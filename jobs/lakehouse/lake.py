@@ -70,10 +70,12 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def write_staging(frame: DataFrame, path: Path) -> None:
-    """Write ``frame`` to ``path`` as Parquet for a stage to read back: uncompressed, since staging lives minutes
-    and compressing millions of rows costs CPU the stage needs."""
+def staged_copy(frame: DataFrame, path: Path, schema: str | None = None) -> DataFrame:
+    """``frame`` written to ``path`` as Parquet and read back with ``schema`` (default: the frame's; an empty frame
+    writes no file to take it from). Uncompressed: staging lives minutes, and compressing millions of rows costs
+    CPU the stage needs."""
     frame.write.mode("overwrite").option("compression", "uncompressed").parquet(str(path))
+    return frame.sparkSession.read.schema(schema or frame.schema).parquet(str(path))
 
 
 @dataclass(frozen=True)
@@ -344,9 +346,8 @@ class Lake:
         work = self.staging(f"merge-{name}")
         staging = work / "rows"
         try:
-            write_staging(new, staging)
             # An empty result writes no file, so the schema comes from the table, not from the files.
-            staged = self.spark.read.schema(f"{schema.ddl}, is_new boolean").parquet(str(staging))
+            staged = staged_copy(new, staging, f"{schema.ddl}, is_new boolean")
             census = _Census.of(staged, keys, within)
             if census.repeated:
                 staged = self._without_copies(staged, staging, name, keys, f"{schema.ddl}, is_new boolean")
@@ -414,8 +415,7 @@ class Lake:
         """``staged`` with exact copies dropped (harmless: the same row twice); DuplicateKeys if a key still
         repeats, because two different rows for one key cannot both be right."""
         distinct = staging.with_name("distinct")
-        write_staging(staged.dropDuplicates(), distinct)
-        staged = self.spark.read.schema(ddl).parquet(str(distinct))
+        staged = staged_copy(staged.dropDuplicates(), distinct, ddl)
         clashing = self._repeated_keys(staged, keys)
         if clashing:
             raise DuplicateKeys(

@@ -15,7 +15,7 @@ from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs
 from jobs.lakehouse.engine import embedded
-from jobs.lakehouse.lake import Lake, MergeOutcome, write_staging
+from jobs.lakehouse.lake import Lake, MergeOutcome, staged_copy
 from jobs.pipeline.buckets import GroupBucket, group_buckets
 from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.group_runner import (
@@ -185,8 +185,7 @@ def _plan_bucket(
             calls,
             group_configs={g: s.configs() for g, s in own.items()},
         )
-        write_staging(planned_groups, staging)
-        planned = lake.spark.read.schema(PLANNED_SCHEMA).parquet(str(staging))
+        planned = staged_copy(planned_groups, staging, PLANNED_SCHEMA)
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}
         log.info(
             "plan %s: %s, %s",

@@ -24,7 +24,7 @@ from pyspark.sql import functions as sf
 
 from assignor.protocol.plans import target_digest
 from jobs.lakehouse.engine import as_active
-from jobs.lakehouse.lake import Lake, MergeOutcome, Scope, write_staging
+from jobs.lakehouse.lake import Lake, MergeOutcome, Scope, staged_copy
 from jobs.pipeline.buckets import GroupBucket, split_groups
 from jobs.pipeline.checks import (
     assignment_checks,
@@ -200,12 +200,6 @@ def _digests(assignments: DataFrame, pending: DataFrame) -> dict[str, str]:
     return {plan_id: target_digest(target) for plan_id, target in targets_of(assignments, pending).items()}
 
 
-def _materialized(lake: Lake, frame: DataFrame, path: Path) -> DataFrame:
-    """``frame`` written to ``path`` as Parquet and read back (with its schema: an empty frame writes no file)."""
-    write_staging(frame, path)
-    return lake.spark.read.schema(frame.schema).parquet(str(path))
-
-
 def rejection_reason(failed: Sequence[tuple[str, int]]) -> str:
     """The plans.reason of a rejected plan: every failed expectation with its failing row count."""
     return "failed expectations: " + ", ".join(f"{name} ({count} rows)" for name, count in failed)
@@ -259,13 +253,13 @@ class _Validation:
             facts = holding_facts(inputs["assignments"], inputs["tasks"], inputs["lags"])
             checked = assignment_checks(facts, inputs["reports"])
             # Each suite computes several metrics over its dataset: materialize the datasets once.
-            frames = {"plan_assignments": _materialized(lake, checked, staging / "plan_assignments")}
+            frames = {"plan_assignments": staged_copy(checked, staging / "plan_assignments")}
             todo = datasets(inputs, frames["plan_assignments"])
             # What is validated is bound by its digest: approval and publish refuse a target changed since. Reading
             # the targets is mostly Python: on a thread of its own, while the engine computes the other datasets.
             with ThreadPoolExecutor(1, thread_name_prefix="validate-targets") as digesting:
                 digested = digesting.submit(_digests, frames["plan_assignments"], pending)
-                frames |= {name: _materialized(lake, frame, staging / name) for name, frame in todo.items()}
+                frames |= {name: staged_copy(frame, staging / name) for name, frame in todo.items()}
                 digests = digested.result()
             plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
             if not plans:
