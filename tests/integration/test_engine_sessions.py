@@ -1,8 +1,13 @@
-"""The embedded Sail engine keeps an idle session for as long as we say (its own default drops it after 15 min)."""
+"""The embedded Sail engine keeps an idle session for as long as we say (its own default drops it after 15 min), and
+runs without transparent huge pages."""
 
 from __future__ import annotations
 
+import multiprocessing
+import re
 import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 from pyspark.errors.exceptions.connect import SparkConnectException
@@ -30,3 +35,18 @@ def test_the_idle_timeout_reaches_sail() -> None:
 
 def test_the_default_keeps_sessions_through_a_nightly_run() -> None:
     assert SAIL_IDLE_SESSION_TIMEOUT_S >= 12 * 3600
+
+
+def _huge_pages_enabled() -> int:
+    status = Path("/proc/self/status").read_text(encoding="ascii")
+    return int(re.search(r"^THP_enabled:\s*(\d+)", status, re.MULTILINE).group(1))  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only: prctl and /proc")
+def test_the_embedded_engine_runs_without_huge_pages_and_so_do_the_workers_it_starts() -> None:
+    # The process flag, not a speed: the kernel zeroes a whole huge page per fault, which was the engine's cost.
+    with spark_session(None) as spark:
+        assert spark.range(3).count() == 3
+        assert _huge_pages_enabled() == 0
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            assert pool.submit(_huge_pages_enabled).result(timeout=120) == 0
