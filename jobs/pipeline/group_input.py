@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # planner workers import this module: pandas would add a seco
 
 
 def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> DataFrame:
-    """One long frame per group for the planner UDF: client, held, task and offset rows (primitive columns only).
+    """One long frame per group for the planner UDF: client rows (each with the tasks it holds, as lists), task rows
+    and offset rows.
 
     ``reports``: member_reports; ``tasks``: group_tasks; ``lags``: task_lags of the same snapshot.
     """
@@ -28,10 +29,12 @@ def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> Dat
         "process_id": "string",
         "capacity": "int",
         "task_id": "string",
-        "role": "string",
         "stateful": "boolean",
         "end_offset_sum": "bigint",
         "offset_sum": "bigint",
+        "active_tasks": "array<string>",
+        "standby_tasks": "array<string>",
+        "warmup_tasks": "array<string>",
     }
 
     def shaped(frame: DataFrame, kind: str) -> DataFrame:
@@ -41,13 +44,11 @@ def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> Dat
             *key, sf.lit(kind).alias("kind"), *[c.alias(n) for c, n in zip(columns, nulls, strict=True)]
         )
 
-    clients = shaped(fresh.select(*key, "process_id", "capacity"), "client")
-    held = [
-        shaped(
-            fresh.select(*key, "process_id", sf.explode(column).alias("task_id"), sf.lit(role).alias("role")), "held"
-        )
-        for column, role in (("active_tasks", "ACTIVE"), ("standby_tasks", "STANDBY"), ("warmup_tasks", "WARMUP"))
-    ]
+    # What a client holds stays on its row as lists: a row per held task was a third of the rows the engine
+    # shuffled to the planner, and of those the planner turned back into Python.
+    clients = shaped(
+        fresh.select(*key, "process_id", "capacity", "active_tasks", "standby_tasks", "warmup_tasks"), "client"
+    )
     ends = lags.groupBy(*key, "task_id").agg(sf.max("end_offset_sum").alias("end_offset_sum"))
     task_rows = shaped(
         tasks.join(ends, [*key, "task_id"], "left").select(*key, "task_id", "stateful", "end_offset_sum"), "task"
@@ -55,17 +56,14 @@ def planning_input(reports: DataFrame, tasks: DataFrame, lags: DataFrame) -> Dat
     offsets = shaped(
         lags.where(sf.col("offset_sum").isNotNull()).select(*key, "process_id", "task_id", "offset_sum"), "offset"
     )
-    frame = clients
-    for part in [*held, task_rows, offsets]:
-        frame = frame.unionByName(part)
-    return frame
+    return clients.unionByName(task_rows).unionByName(offsets)
 
 
 # One group's planning_input rows, column by column: a pandas frame, or lists cut from an Arrow table.
 PlanningRows: TypeAlias = "pd.DataFrame | Mapping[str, Sequence[Any]]"
 PLANNING_COLUMNS = (
-    "snapshot_id", "group_id", "kind", "process_id", "capacity", "task_id", "role", "stateful", "end_offset_sum",
-    "offset_sum",
+    "snapshot_id", "group_id", "kind", "process_id", "capacity", "task_id", "stateful", "end_offset_sum", "offset_sum",
+    "active_tasks", "standby_tasks", "warmup_tasks",
 )  # fmt: skip
 
 
@@ -79,6 +77,11 @@ def _missing(value: object) -> bool:
         return True
 
 
+def _missing_list(value: object) -> bool:
+    """A null list cell: a pandas frame may hold NaN there (a list, tuple or array is a value, even empty)."""
+    return isinstance(value, float) and math.isnan(value)
+
+
 def first_value(rows: PlanningRows, column: str) -> str:
     """A column's value in a group's first row (the ids every row of the group shares)."""
     return str(next(iter(rows[column])))
@@ -90,9 +93,9 @@ def group_state(rows: PlanningRows) -> GroupState:
     stateless: set[TaskId] = set()
     ends: dict[TaskId, int] = {}
     capacity: dict[str, int] = {}
-    held: dict[str, dict[str, set[TaskId]]] = {}
+    held: dict[str, tuple[frozenset[TaskId], frozenset[TaskId]]] = {}
     sums: dict[str, dict[TaskId, int]] = {}
-    # A group's few dozen task ids recur in every held and offset row: parse each once.
+    # A group's few dozen task ids recur in every client's lists and offset row: parse each once.
     ids: dict[str, TaskId] = {}
 
     def task_id(text: str) -> TaskId:
@@ -101,21 +104,26 @@ def group_state(rows: PlanningRows) -> GroupState:
             task = ids[text] = TaskId.parse(text)
         return task
 
-    for kind, pid, tid, cap, role, is_stateful, end, offset in zip(
+    def tasks(names: Any) -> frozenset[TaskId]:
+        return frozenset() if names is None or _missing_list(names) else frozenset(map(task_id, names))
+
+    for kind, pid, tid, cap, is_stateful, end, offset, active, standby, warmup in zip(
         rows["kind"],
         rows["process_id"],
         rows["task_id"],
         rows["capacity"],
-        rows["role"],
         rows["stateful"],
         rows["end_offset_sum"],
         rows["offset_sum"],
+        rows["active_tasks"],
+        rows["standby_tasks"],
+        rows["warmup_tasks"],
         strict=True,
     ):
         if kind == "client":
             capacity[pid] = int(cap)
-        elif kind == "held":
-            held.setdefault(pid, {}).setdefault(role, set()).add(task_id(tid))
+            # Streams counts a warmup as a standby in the previous assignment.
+            held[pid] = (tasks(active), tasks(standby) | tasks(warmup))
         elif kind == "task":
             task = task_id(tid)
             if is_stateful:
@@ -125,19 +133,16 @@ def group_state(rows: PlanningRows) -> GroupState:
                 stateless.add(task)
         else:
             sums.setdefault(pid, {})[task_id(tid)] = int(offset)
-    clients = []
-    for pid in sorted(capacity):
-        roles = held.get(pid, {})
-        clients.append(
-            ClientState(
-                pid,
-                capacity=capacity[pid],
-                previous_active=frozenset(roles.get("ACTIVE", ())),
-                # Streams counts a warmup as a standby in the previous assignment.
-                previous_standby=frozenset(roles.get("STANDBY", set()) | roles.get("WARMUP", set())),
-                task_offset_sums=sums.get(pid, {}),
-            )
+    clients = [
+        ClientState(
+            pid,
+            capacity=capacity[pid],
+            previous_active=held[pid][0],
+            previous_standby=held[pid][1],
+            task_offset_sums=sums.get(pid, {}),
         )
+        for pid in sorted(capacity)
+    ]
     return GroupState(
         clients=clients,
         stateful_tasks=frozenset(stateful),
