@@ -73,8 +73,9 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
         os.environ.setdefault("RUST_LOG", SAIL_LOG_FILTER)
         # Sail's allocator asks the kernel for huge pages, and the kernel zeroes (and may compact memory for) a
         # whole 2 MiB page on first touch, again each time the allocator has handed one back: 13 % of validate's
-        # CPU at 10,000 groups, and about a fifth of the engine's CPU in lags and plan (docs/performance.md, "Huge
-        # pages"). Off for this process and the planner workers it starts; a kernel that refuses costs only speed.
+        # CPU at 10,000 groups, and about a fifth of the engine's CPU in lags and plan (docs/performance.md,
+        # "Huge pages, and held tasks as lists"). Off for this process and the planner workers it starts; a kernel
+        # that refuses costs only speed.
         if not without_huge_pages():
             log.info("transparent huge pages stay on for the embedded engine: the kernel refused to turn them off")
         from pysail.spark import SparkConnectServer  # noqa: PLC0415 (planner workers import this module, never Sail)
