@@ -108,7 +108,6 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
     result = run(pytester, "--max-worker-restart", "0")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["*worker gw* crashed and worker restarting disabled*"])
-    result.stdout.fnmatch_lines(["FAILED test_a_dies.py::test_after - not run*"])
     result.stdout.fnmatch_lines(
         ["not run: a worker died (gw? in test_a_dies.py::test_dies) and no worker was left to run it"]
     )
@@ -120,7 +119,10 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
 def test_a_replacement_that_collected_other_tests_gets_none_and_the_run_still_ends(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both first workers die (test_a_dies, then test_z_dies), and every replacement collects one test more."""
+    """The first worker dies in test_a_dies, and every replacement collects one test more. Whether test_z_dies then
+    takes the other worker down depends on the schedule: that worker may have been given it, or may already have been
+    shut down with the queue empty while test_z_dies waited on the dead one. Either way the run ends, every test is
+    accounted for, and what no worker could run fails by name."""
     small_suite(pytester, monkeypatch)
     pytester.makepyfile(test_z_dies=STUCK)
     pytester.makepyfile(
@@ -129,11 +131,16 @@ def test_a_replacement_that_collected_other_tests_gets_none_and_the_run_still_en
     )
     result = run(pytester, *FAULTHANDLER_EXIT)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    result.stdout.fnmatch_lines(["*Different tests were collected between gw? and gw2*"])
-    result.stdout.fnmatch_lines(["*Different tests were collected between gw? and gw3*"])
-    result.stdout.fnmatch_lines(["FAILED test_z_dies.py::test_dies - worker 'gw?' crashed while running*"])
-    result.stdout.fnmatch_lines(["FAILED test_z_dies.py::test_after - not run*"])
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    result.stdout.fnmatch_lines(["*Different tests were collected between gw? and gw2*"])
+    result.stdout.fnmatch_lines(["FAILED test_a_dies.py::test_dies - worker 'gw?' crashed while running*"])
+    result.stdout.fnmatch_lines(["FAILED test_z_dies.py::test_after - not run*"])
+    if any(line.startswith("FAILED test_z_dies.py::test_dies - worker 'gw") for line in result.outlines):
+        result.stdout.fnmatch_lines(["*Different tests were collected between gw? and gw3*"])
+    else:
+        result.stdout.fnmatch_lines(["FAILED test_z_dies.py::test_dies - not run*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes["failed"] == 14, outcomes  # what the first workers collected
 
 
 # SIGINT to the whole process group, as a terminal's Ctrl-C sends it, to a pytest started with SIGINT ignored (a
