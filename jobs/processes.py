@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
-_PR_SET_THP_DISABLE = 41
+PR_SET_THP_DISABLE = 41
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -39,7 +39,7 @@ def without_huge_pages() -> bool:
     """Turn transparent huge pages off for this process and every child it starts from now on; False where the
     kernel refuses (older than 3.15, or a sandbox that filters prctl)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    return int(libc.prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0)) == 0
+    return int(libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)) == 0
 
 
 def spawn(

@@ -14,6 +14,7 @@ import pytest
 from pyspark.errors.exceptions.connect import SparkConnectException
 
 from jobs.lakehouse.engine import SAIL_IDLE_SESSION_TIMEOUT_S, spark_session
+from jobs.processes import PR_SET_THP_DISABLE
 
 IDLE_S = 4.0  # the idle time is what these tests are about: a sleep here is the subject, not a synchronisation
 
@@ -38,9 +39,6 @@ def test_the_default_keeps_sessions_through_a_nightly_run() -> None:
     assert SAIL_IDLE_SESSION_TIMEOUT_S >= 12 * 3600
 
 
-_PR_SET_THP_DISABLE = 41
-
-
 def _huge_pages_enabled() -> int:
     status = Path("/proc/self/status").read_text(encoding="ascii")
     return int(re.search(r"^THP_enabled:\s*(\d+)", status, re.MULTILINE).group(1))  # type: ignore[union-attr]
@@ -49,7 +47,7 @@ def _huge_pages_enabled() -> int:
 def test_the_embedded_engine_runs_without_huge_pages_and_so_do_the_workers_it_starts() -> None:
     # The process flag, not a speed: the kernel zeroes a whole huge page per fault, which was the engine's cost.
     # An earlier session in this test process has set the flag already: clear it, so only this session can set it.
-    assert ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_THP_DISABLE, 0, 0, 0, 0) == 0
+    assert ctypes.CDLL(None, use_errno=True).prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) == 0
     assert _huge_pages_enabled() == 1
     with spark_session(None) as spark:
         assert spark.range(3).count() == 3

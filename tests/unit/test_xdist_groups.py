@@ -108,6 +108,7 @@ def test_with_no_restart_left_the_tests_a_crash_left_unrun_fail_by_name(
     result = run(pytester, "--max-worker-restart", "0")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["*worker gw* crashed and worker restarting disabled*"])
+    result.stdout.fnmatch_lines(["FAILED test_a_dies.py::test_after - not run*"])
     result.stdout.fnmatch_lines(
         ["not run: a worker died (gw? in test_a_dies.py::test_dies) and no worker was left to run it"]
     )
