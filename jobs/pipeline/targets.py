@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
@@ -36,19 +37,29 @@ def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignme
     )
 
 
-def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssignment]:
-    """plan_id -> target of the plans whose plan_assignments rows are ``assignments`` (``plans``: their plans rows,
-    for the processes they drain)."""
-    empty: frozenset[TaskId] = frozenset()
-    held: dict[str, dict[str, dict[str, frozenset[TaskId]]]] = {}
-    # One row per (plan, process, role) with its tasks, as Arrow columns: a fleet's targets have millions of
-    # task rows, and a Row object per row, a parse per task name, cost more than the query.
-    by_role = (
+def _by_role(assignments: DataFrame) -> pa.Table:
+    """One row per (plan, process, role) of the targets, with its task ids as a list."""
+    # As Arrow columns: a fleet's targets have millions of task rows, and a Row object per row costs more than the
+    # query.
+    return (
         target_rows(assignments)
         .groupBy("plan_id", "process_id", "role")
         .agg(sf.collect_list("task_id").alias("tasks"))
         .toArrow()
     )
+
+
+def _draining(plans: DataFrame) -> list[tuple[str, list[str]]]:
+    """(plan_id, drained process ids) of the plans that drain processes."""
+    return [(r["plan_id"], r["draining"]) for r in plans.where(sf.col("draining").isNotNull()).collect()]
+
+
+def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssignment]:
+    """plan_id -> target of the plans whose plan_assignments rows are ``assignments`` (``plans``: their plans rows,
+    for the processes they drain)."""
+    empty: frozenset[TaskId] = frozenset()
+    held: dict[str, dict[str, dict[str, frozenset[TaskId]]]] = {}
+    by_role = _by_role(assignments)
     tasks = by_role.column("tasks").combine_chunks()
     # The same few task ids recur in every plan: parse each distinct one once and refer to it by its code.
     encoded = pc.dictionary_encode(tasks.flatten())
@@ -68,9 +79,9 @@ def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssig
         start += count
     # A drained process holds nothing, so has no rows; the target still names it (empty) so that the leader's
     # target fits the live group while the process runs, instead of being re-balanced onto it.
-    for r in plans.where(sf.col("draining").isNotNull()).select("plan_id", "draining").collect():
-        for pid in r["draining"]:
-            held.setdefault(r["plan_id"], {}).setdefault(pid, {})
+    for plan_id, drained in _draining(plans):
+        for pid in drained:
+            held.setdefault(plan_id, {}).setdefault(pid, {})
     return {
         plan_id: GroupAssignment(
             {
@@ -80,6 +91,35 @@ def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssig
         )
         for plan_id, by in held.items()
     }
+
+
+def target_digests(assignments: DataFrame, plans: DataFrame) -> dict[str, str]:
+    """plan_id -> target_digest(target) of the same plans as targets_of, computed from the rows' task id strings
+    (no TaskId or GroupAssignment per plan: validating a fleet digests millions of rows)."""
+    by_role = _by_role(assignments)
+    tasks = by_role.column("tasks").combine_chunks()
+    flat = tasks.flatten()
+    # Refused as targets_of refuses them: a task id TaskId does not parse (only its canonical form parses).
+    for name in pc.unique(flat).to_pylist():
+        TaskId.parse(name)
+    names = flat.to_pylist()
+    bodies: dict[str, dict[str, dict[str, list[str]]]] = {}
+    start = 0
+    for plan_id, pid, role, count in zip(
+        by_role.column("plan_id").to_pylist(),
+        by_role.column("process_id").to_pylist(),
+        by_role.column("role").to_pylist(),
+        pc.list_value_length(tasks).to_pylist(),
+        strict=True,
+    ):
+        # target_json's shape: both roles present, each sorted as strings, an empty process kept.
+        roles = bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
+        roles["active" if role == "ACTIVE" else "standby"] = sorted(set(names[start : start + count]))
+        start += count
+    for plan_id, drained in _draining(plans):
+        for pid in drained:
+            bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
+    return {plan_id: target_digest(body) for plan_id, body in bodies.items()}
 
 
 def history_rows(

@@ -22,7 +22,6 @@ from great_expectations.data_context.types.resource_identifiers import Expectati
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from assignor.protocol.plans import target_digest
 from jobs.lakehouse.engine import as_active
 from jobs.lakehouse.lake import Lake, MergeOutcome, Scope, staged_copy
 from jobs.pipeline.buckets import GroupBucket, split_groups
@@ -39,7 +38,7 @@ from jobs.pipeline.checks import (
 from jobs.pipeline.data_docs_assets import localize_site
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.pipeline.status import PlanStatus
-from jobs.pipeline.targets import targets_of
+from jobs.pipeline.targets import target_digests
 from jobs.settings import Settings
 from schemas import json_files
 
@@ -195,11 +194,6 @@ def datasets(inputs: Mapping[str, DataFrame], checked: DataFrame) -> dict[str, D
     }
 
 
-def _digests(assignments: DataFrame, pending: DataFrame) -> dict[str, str]:
-    """plan_id -> target digest of each plan's target as ``assignments`` (validated rows) hold it."""
-    return {plan_id: target_digest(target) for plan_id, target in targets_of(assignments, pending).items()}
-
-
 def rejection_reason(failed: Sequence[tuple[str, int]]) -> str:
     """The plans.reason of a rejected plan: every failed expectation with its failing row count."""
     return "failed expectations: " + ", ".join(f"{name} ({count} rows)" for name, count in failed)
@@ -258,7 +252,7 @@ class _Validation:
             # What is validated is bound by its digest: approval and publish refuse a target changed since. Reading
             # the targets is mostly Python: on a thread of its own, while the engine computes the other datasets.
             with ThreadPoolExecutor(1, thread_name_prefix="validate-targets") as digesting:
-                digested = digesting.submit(_digests, frames["plan_assignments"], pending)
+                digested = digesting.submit(target_digests, frames["plan_assignments"], pending)
                 frames |= {name: staged_copy(frame, staging / name) for name, frame in todo.items()}
                 digests = digested.result()
             plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
