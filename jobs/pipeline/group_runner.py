@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from jobs.pipeline.workers import WorkerDied, run_alone, run_on_workers
+from jobs.pipeline.workers import WorkerDied, run_alone, run_each_on_workers
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,12 @@ def group_udf(work: GroupWork[C], processes: int) -> Callable[[pa.Table], pa.Tab
         if processes > 1 and os.getpid() == driver:
             # An in-process engine (Sail) calls this from several threads under one GIL: the work is CPU-bound
             # Python, so each call hands its groups to a worker process and waits without the GIL.
+            # Cut into a part per worker, all queued at once: a worker never waits for the engine to hand over the
+            # next call, and the last calls of a partition still use every worker (the engine's partitions rarely
+            # end together: hashing deals them unequal shares of the calls).
+            parts = split_groups(rows, ids, processes)
             try:
-                out = run_on_workers(processes, work.run, rows, context)
+                out = pa.concat_tables(run_each_on_workers(processes, work.run, [(part, context) for part in parts]))
             except BrokenProcessPool:
                 out = each_alone(work, rows, context)
         else:  # a Python worker process of a JVM engine: already one process per core
@@ -63,6 +67,16 @@ def group_udf(work: GroupWork[C], processes: int) -> Callable[[pa.Table], pa.Tab
         return out
 
     return run_call
+
+
+def split_groups(rows: pa.Table, ids: list[str], parts: int) -> list[pa.Table]:
+    """``rows`` cut into at most ``parts`` tables of whole groups (``ids``: the groups' ids), as many groups each as
+    can be."""
+    if parts <= 1 or len(ids) <= 1:
+        return [rows]
+    column = rows.column("group_id")
+    shares = [ids[i::parts] for i in range(min(parts, len(ids)))]
+    return [rows.filter(pc.is_in(column, value_set=pa.array(share, type=column.type))) for share in shares]
 
 
 def each_alone(work: GroupWork[C], rows: pa.Table, context: C) -> pa.Table:

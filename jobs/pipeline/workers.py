@@ -128,9 +128,16 @@ def run_on_workers(processes: int, fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in the shared pool of ``processes`` workers. A worker that dies (killed for memory, crashed)
     breaks the pool and every job in it: the pool is dropped, so the next call starts fresh workers, and
     BrokenProcessPool is raised for the caller to find out with run_alone which job it was."""
+    return run_each_on_workers(processes, fn, [args])[0]
+
+
+def run_each_on_workers(processes: int, fn: Callable[..., T], jobs: Sequence[tuple[Any, ...]]) -> list[T]:
+    """``fn(*args)`` for each ``args`` of ``jobs``, all queued at once in the shared pool of ``processes`` workers;
+    the results in the jobs' order. A worker's death is handled as in run_on_workers."""
     executor = worker_pool(processes)
     try:
-        return executor.submit(fn, *args).result()
+        futures = [executor.submit(fn, *args) for args in jobs]
+        return [future.result() for future in futures]
     except BrokenProcessPool:
         with _pools_lock:
             pool = _pools.get(processes)

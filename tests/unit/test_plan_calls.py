@@ -1,14 +1,17 @@
-"""One planner call plans several groups: each group's rows are cut out in the order they came and planned alone."""
+"""One planner call plans several groups: each group's rows are cut out in the order they came and planned alone, and a
+call's groups are shared among the workers."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from assignor import AssignmentConfigs
 from jobs.pipeline.group_input import group_state, groups_of
+from jobs.pipeline.group_runner import split_groups
 from jobs.pipeline.plan_record import PLANNED_SCHEMA, STEP_COLUMNS, plan_record, planned_arrow
 from jobs.pipeline.status import PlanStatus
 from tests.support.planning_rows import two_client_rows
@@ -58,3 +61,23 @@ def test_the_plans_row_carries_the_restore_lower_bound() -> None:
     assert record["restore_lower_bound"] == 100_000 == record["restore_offsets"]
     rejected = plan_record(_group("g2", 100).assign(task_id="nonsense"), AssignmentConfigs(), None, 1)
     assert rejected["restore_lower_bound"] is None
+
+
+def test_a_call_is_cut_into_a_part_per_worker_of_whole_groups_covering_every_row() -> None:
+    rows = pa.Table.from_pandas(
+        pd.concat([_group(f"g{i}", 100 * i) for i in range(5)], ignore_index=True), preserve_index=False
+    )
+    ids = [f"g{i}" for i in range(5)]
+    parts = split_groups(rows, ids, 2)
+    assert len(parts) == 2
+    held = [set(p.column("group_id").to_pylist()) for p in parts]
+    assert held[0].isdisjoint(held[1]) and held[0] | held[1] == set(ids)
+    assert sorted(len(h) for h in held) == [2, 3]
+    assert sum(p.num_rows for p in parts) == rows.num_rows
+    # A group's rows keep their order within its part, as groups_of cuts them.
+    for part in parts:
+        for group in groups_of(part):
+            alone = rows.filter(pc.equal(rows.column("group_id"), group["group_id"][0]))
+            assert group["task_id"] == alone.column("task_id").to_pylist()
+    assert split_groups(rows, ids[:1], 2) == [rows] and split_groups(rows, ids, 1) == [rows]
+    assert len(split_groups(rows, ids, 8)) == 5  # never an empty part
