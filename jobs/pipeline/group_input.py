@@ -87,6 +87,12 @@ def first_value(rows: PlanningRows, column: str) -> str:
     return str(next(iter(rows[column])))
 
 
+# Parsed task ids, shared by every group a process converts: a fleet's groups name the same few dozen tasks in every
+# client's lists and offset rows. Bounded: a process converting groups of ever new task names starts afresh.
+_TASK_IDS: dict[str, TaskId] = {}
+_TASK_IDS_KEPT = 65_536
+
+
 def group_state(rows: PlanningRows) -> GroupState:
     """The assignor's input from one group's planning_input rows."""
     stateful: set[TaskId] = set()
@@ -95,8 +101,9 @@ def group_state(rows: PlanningRows) -> GroupState:
     capacity: dict[str, int] = {}
     held: dict[str, tuple[frozenset[TaskId], frozenset[TaskId]]] = {}
     sums: dict[str, dict[TaskId, int]] = {}
-    # A group's few dozen task ids recur in every client's lists and offset row: parse each once.
-    ids: dict[str, TaskId] = {}
+    ids = _TASK_IDS
+    if len(ids) > _TASK_IDS_KEPT:
+        ids.clear()
 
     def task_id(text: str) -> TaskId:
         task = ids.get(text)

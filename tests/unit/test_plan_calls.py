@@ -6,10 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from assignor import AssignmentConfigs
+from jobs.pipeline import group_input
 from jobs.pipeline.group_input import group_state, groups_of
 from jobs.pipeline.group_runner import split_groups
 from jobs.pipeline.plan_record import PLANNED_SCHEMA, STEP_COLUMNS, plan_record, planned_arrow
@@ -81,3 +83,32 @@ def test_a_call_is_cut_into_a_part_per_worker_of_whole_groups_covering_every_row
             assert group["task_id"] == alone.column("task_id").to_pylist()
     assert split_groups(rows, ids[:1], 2) == [rows] and split_groups(rows, ids, 1) == [rows]
     assert len(split_groups(rows, ids, 8)) == 5  # never an empty part
+
+
+def test_parsed_task_ids_are_shared_across_groups_but_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group_input, "_TASK_IDS", {})
+    monkeypatch.setattr(group_input, "_TASK_IDS_KEPT", 3)
+    first = group_state(_group("g1", 100))
+    assert set(group_input._TASK_IDS) == {str(t) for t in first.stateful_tasks | first.stateless_tasks}
+    for i in range(2, 6):  # each group names tasks of a subtopology of its own
+        rows = _group(f"g{i}", 100)
+        renamed = rows.assign(
+            task_id=rows["task_id"].map(lambda t, i=i: None if t is None else f"{i}_{t.split('_')[1]}"),
+            active_tasks=rows["active_tasks"].map(lambda ts, i=i: _renamed(ts, i)),
+            standby_tasks=rows["standby_tasks"].map(lambda ts, i=i: _renamed(ts, i)),
+            warmup_tasks=rows["warmup_tasks"].map(lambda ts, i=i: _renamed(ts, i)),
+        )
+        state = group_state(renamed)
+        assert {t.subtopology for t in state.stateful_tasks} == {i}
+        assert len(group_input._TASK_IDS) <= 3 + len(state.stateful_tasks | state.stateless_tasks)
+    # A task id that does not parse is refused, not remembered.
+    bad = _group("g9", 100).assign(task_id="nonsense")
+    with pytest.raises(ValueError, match="nonsense"):
+        group_state(bad)
+    assert "nonsense" not in group_input._TASK_IDS
+
+
+def _renamed(tasks: object, subtopology: int) -> object:
+    if not isinstance(tasks, list | tuple):
+        return tasks
+    return [f"{subtopology}_{t.split('_')[1]}" for t in tasks]
