@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 import pyarrow as pa
@@ -37,16 +38,31 @@ def plan_targets(lake: Lake, plan_ids: Sequence[str]) -> dict[str, GroupAssignme
     )
 
 
-def _by_role(assignments: DataFrame) -> pa.Table:
-    """One row per (plan, process, role) of the targets, with its task ids as a list."""
-    # As Arrow columns: a fleet's targets have millions of task rows, and a Row object per row costs more than the
-    # query.
-    return (
+def _target_cells(assignments: DataFrame) -> tuple[pa.Array, list[tuple[str, str, str, slice]]]:
+    """The targets' task ids as one flat array, and each (plan_id, process_id, role) with the slice of it that role
+    holds."""
+    # One row per (plan, process, role) with its tasks, as Arrow columns: a fleet's targets have millions of task
+    # rows, and a Row object per row costs more than the query.
+    by_role = (
         target_rows(assignments)
         .groupBy("plan_id", "process_id", "role")
         .agg(sf.collect_list("task_id").alias("tasks"))
         .toArrow()
     )
+    tasks = by_role.column("tasks").combine_chunks()
+    counts = pc.list_value_length(tasks).to_pylist()
+    cells = [
+        (plan_id, pid, role, slice(end - count, end))
+        for plan_id, pid, role, count, end in zip(
+            by_role.column("plan_id").to_pylist(),
+            by_role.column("process_id").to_pylist(),
+            by_role.column("role").to_pylist(),
+            counts,
+            accumulate(counts),
+            strict=True,
+        )
+    ]
+    return tasks.flatten(), cells
 
 
 def _draining(plans: DataFrame) -> list[tuple[str, list[str]]]:
@@ -59,24 +75,13 @@ def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssig
     for the processes they drain)."""
     empty: frozenset[TaskId] = frozenset()
     held: dict[str, dict[str, dict[str, frozenset[TaskId]]]] = {}
-    by_role = _by_role(assignments)
-    tasks = by_role.column("tasks").combine_chunks()
+    flat, cells = _target_cells(assignments)
     # The same few task ids recur in every plan: parse each distinct one once and refer to it by its code.
-    encoded = pc.dictionary_encode(tasks.flatten())
+    encoded = pc.dictionary_encode(flat)
     names = [TaskId.parse(t) for t in encoded.dictionary.to_pylist()]
     codes = encoded.indices.to_pylist()
-    start = 0
-    for plan_id, pid, role, count in zip(
-        by_role.column("plan_id").to_pylist(),
-        by_role.column("process_id").to_pylist(),
-        by_role.column("role").to_pylist(),
-        pc.list_value_length(tasks).to_pylist(),
-        strict=True,
-    ):
-        held.setdefault(plan_id, {}).setdefault(pid, {})[role] = frozenset(
-            map(names.__getitem__, codes[start : start + count])
-        )
-        start += count
+    for plan_id, pid, role, held_slice in cells:
+        held.setdefault(plan_id, {}).setdefault(pid, {})[role] = frozenset(map(names.__getitem__, codes[held_slice]))
     # A drained process holds nothing, so has no rows; the target still names it (empty) so that the leader's
     # target fits the live group while the process runs, instead of being re-balanced onto it.
     for plan_id, drained in _draining(plans):
@@ -96,26 +101,16 @@ def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssig
 def target_digests(assignments: DataFrame, plans: DataFrame) -> dict[str, str]:
     """plan_id -> target_digest(target) of the same plans as targets_of, computed from the rows' task id strings
     (no TaskId or GroupAssignment per plan: validating a fleet digests millions of rows)."""
-    by_role = _by_role(assignments)
-    tasks = by_role.column("tasks").combine_chunks()
-    flat = tasks.flatten()
+    flat, cells = _target_cells(assignments)
     # Refused as targets_of refuses them: a task id TaskId does not parse (only its canonical form parses).
     for name in pc.unique(flat).to_pylist():
         TaskId.parse(name)
     names = flat.to_pylist()
     bodies: dict[str, dict[str, dict[str, list[str]]]] = {}
-    start = 0
-    for plan_id, pid, role, count in zip(
-        by_role.column("plan_id").to_pylist(),
-        by_role.column("process_id").to_pylist(),
-        by_role.column("role").to_pylist(),
-        pc.list_value_length(tasks).to_pylist(),
-        strict=True,
-    ):
+    for plan_id, pid, role, held_slice in cells:
         # target_json's shape: both roles present, each sorted as strings, an empty process kept.
         roles = bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
-        roles["active" if role == "ACTIVE" else "standby"] = sorted(set(names[start : start + count]))
-        start += count
+        roles["active" if role == "ACTIVE" else "standby"] = sorted(set(names[held_slice]))
     for plan_id, drained in _draining(plans):
         for pid in drained:
             bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
