@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -88,9 +89,8 @@ def first_value(rows: PlanningRows, column: str) -> str:
 
 
 # Parsed task ids, shared by every group a process converts: a fleet's groups name the same few dozen tasks in every
-# client's lists and offset rows. Bounded: a process converting groups of ever new task names starts afresh.
-_TASK_IDS: dict[str, TaskId] = {}
-_TASK_IDS_KEPT = 65_536
+# client's lists and offset rows. Bounded, and a name that does not parse raises each time (never cached).
+task_id = functools.lru_cache(maxsize=65_536)(TaskId.parse)
 
 
 def group_state(rows: PlanningRows) -> GroupState:
@@ -101,15 +101,6 @@ def group_state(rows: PlanningRows) -> GroupState:
     capacity: dict[str, int] = {}
     held: dict[str, tuple[frozenset[TaskId], frozenset[TaskId]]] = {}
     sums: dict[str, dict[TaskId, int]] = {}
-    ids = _TASK_IDS
-    if len(ids) > _TASK_IDS_KEPT:
-        ids.clear()
-
-    def task_id(text: str) -> TaskId:
-        task = ids.get(text)
-        if task is None:
-            task = ids[text] = TaskId.parse(text)
-        return task
 
     def tasks(names: Any) -> frozenset[TaskId]:
         return frozenset() if names is None or _missing_list(names) else frozenset(map(task_id, names))

@@ -85,11 +85,13 @@ def test_a_call_is_cut_into_a_part_per_worker_of_whole_groups_covering_every_row
     assert len(split_groups(rows, ids, 8)) == 5  # never an empty part
 
 
-def test_parsed_task_ids_are_shared_across_groups_but_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(group_input, "_TASK_IDS", {})
-    monkeypatch.setattr(group_input, "_TASK_IDS_KEPT", 3)
+def test_parsed_task_ids_are_shared_across_groups_but_bounded() -> None:
+    group_input.task_id.cache_clear()
     first = group_state(_group("g1", 100))
-    assert set(group_input._TASK_IDS) == {str(t) for t in first.stateful_tasks | first.stateless_tasks}
+    assert group_input.task_id.cache_info().currsize == len(first.stateful_tasks | first.stateless_tasks)
+    parsed = group_input.task_id.cache_info().misses
+    assert group_state(_group("g2", 100)) is not None
+    assert group_input.task_id.cache_info().misses == parsed  # the second group's tasks were all parsed already
     for i in range(2, 6):  # each group names tasks of a subtopology of its own
         rows = _group(f"g{i}", 100)
         renamed = rows.assign(
@@ -100,12 +102,13 @@ def test_parsed_task_ids_are_shared_across_groups_but_bounded(monkeypatch: pytes
         )
         state = group_state(renamed)
         assert {t.subtopology for t in state.stateful_tasks} == {i}
-        assert len(group_input._TASK_IDS) <= 3 + len(state.stateful_tasks | state.stateless_tasks)
+    assert group_input.task_id.cache_info().maxsize == 65_536
     # A task id that does not parse is refused, not remembered.
+    size = group_input.task_id.cache_info().currsize
     bad = _group("g9", 100).assign(task_id="nonsense")
     with pytest.raises(ValueError, match="nonsense"):
         group_state(bad)
-    assert "nonsense" not in group_input._TASK_IDS
+    assert group_input.task_id.cache_info().currsize == size
 
 
 def _renamed(tasks: object, subtopology: int) -> object:
