@@ -100,21 +100,32 @@ def targets_of(assignments: DataFrame, plans: DataFrame) -> dict[str, GroupAssig
 
 def target_digests(assignments: DataFrame, plans: DataFrame) -> dict[str, str]:
     """plan_id -> target_digest(target) of the same plans as targets_of, computed from the rows' task id strings
-    (no TaskId or GroupAssignment per plan: validating a fleet digests millions of rows)."""
+    (no TaskId or GroupAssignment per plan: validating a fleet digests millions of rows). A plan whose target holds
+    a task id TaskId does not parse (targets_of refuses it) gets no digest, instead of failing every plan's."""
     flat, cells = _target_cells(assignments)
-    # Refused as targets_of refuses them: a task id TaskId does not parse (only its canonical form parses).
-    for name in pc.unique(flat).to_pylist():
-        TaskId.parse(name)
+    malformed = {name for name in pc.unique(flat).to_pylist() if not _parses(name)}
     names = flat.to_pylist()
+    refused = {plan_id for plan_id, _, _, held_slice in cells if malformed.intersection(names[held_slice])}
     bodies: dict[str, dict[str, dict[str, list[str]]]] = {}
     for plan_id, pid, role, held_slice in cells:
+        if plan_id in refused:
+            continue
         # target_json's shape: both roles present, each sorted as strings, an empty process kept.
         roles = bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
         roles["active" if role == "ACTIVE" else "standby"] = sorted(set(names[held_slice]))
     for plan_id, drained in _draining(plans):
         for pid in drained:
-            bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
+            if plan_id not in refused:
+                bodies.setdefault(plan_id, {}).setdefault(pid, {"active": [], "standby": []})
     return {plan_id: target_digest(body) for plan_id, body in bodies.items()}
+
+
+def _parses(name: str) -> bool:
+    try:
+        TaskId.parse(name)
+    except ValueError:
+        return False
+    return True
 
 
 def history_rows(
