@@ -15,9 +15,8 @@ from typing import Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from jobs.pipeline.workers import WorkerDied, run_alone, run_each_on_workers
 
@@ -105,11 +104,6 @@ def run_groups(inputs: DataFrame, udf: Callable[[pa.Table], pa.Table], ddl: str,
     engine calls (see calls_for)."""
     call = sf.pmod(sf.xxhash64("group_id"), sf.lit(max(1, calls))).alias(_CALL)
     return inputs.select("*", call).groupBy(_CALL).applyInArrow(udf, ddl)
-
-
-def arrow_schema(spark: SparkSession, ddl: str) -> pa.Schema:
-    """A Spark DDL schema in the Arrow form applyInArrow expects (the engine parses the DDL: one round trip)."""
-    return to_arrow_schema(spark.createDataFrame([], ddl).schema)
 
 
 class _Progress:

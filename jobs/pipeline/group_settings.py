@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs
+from jobs.lakehouse.columns import frame_of_columns
 from jobs.settings import Kip441Overrides
 from schemas.kip441 import KIP441_NAMES, kip441_settings
 
@@ -129,14 +131,10 @@ SETTINGS_DDL = (
 
 def settings_frame(spark: SparkSession, groups: Mapping[str, GroupSettings]) -> DataFrame:
     """One row per group (SETTINGS_DDL): the plans columns of its settings, their sources and changes."""
-    rows = [
-        (
-            group_id,
-            *(s.values[n] for n in KIP441_NAMES),
-            {n: str(src) for n, src in s.sources.items()},
-            s.changes_text,
-            s.unexplained_text,
-        )
-        for group_id, s in sorted(groups.items())
-    ]
-    return spark.createDataFrame(rows, SETTINGS_DDL)
+    ordered = sorted(groups.items())
+    columns: dict[str, list[Any]] = {"group_id": [group_id for group_id, _ in ordered]}
+    columns |= {n: [s.values[n] for _, s in ordered] for n in KIP441_NAMES}
+    columns["settings_sources"] = [[(n, str(src)) for n, src in s.sources.items()] for _, s in ordered]
+    columns["settings_changes"] = [s.changes_text for _, s in ordered]
+    columns["settings_unexplained"] = [s.unexplained_text for _, s in ordered]
+    return frame_of_columns(spark, columns, SETTINGS_DDL)

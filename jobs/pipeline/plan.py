@@ -14,13 +14,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs
+from jobs.lakehouse.columns import arrow_schema
 from jobs.lakehouse.engine import embedded
 from jobs.lakehouse.lake import Lake, MergeOutcome, staged_copy
 from jobs.pipeline.buckets import GroupBucket, group_buckets
 from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.group_runner import (
     GroupWork,
-    arrow_schema,
     calls_for,
     group_udf,
     restart_progress,

@@ -22,8 +22,10 @@ from great_expectations.data_context.types.resource_identifiers import Expectati
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
+from jobs.lakehouse.columns import frame_of_columns
 from jobs.lakehouse.engine import as_active
 from jobs.lakehouse.lake import Lake, MergeOutcome, Scope, staged_copy
+from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.buckets import GroupBucket, split_groups
 from jobs.pipeline.checks import (
     assignment_checks,
@@ -255,7 +257,7 @@ class _Validation:
                 digested = digesting.submit(target_digests, frames["plan_assignments"], pending)
                 frames |= {name: staged_copy(frame, staging / name) for name, frame in todo.items()}
                 digests = digested.result()
-            plans = [str(r["plan_id"]) for r in frames["plans"].select("plan_id").collect()]
+            plans = [str(p) for p in frames["plans"].select("plan_id").toArrow().column("plan_id").to_pylist()]
             if not plans:
                 return None
             log.info("validate %s: %s, %d pending plans", snapshot_id, bucket, len(plans))
@@ -272,43 +274,71 @@ class _Validation:
             shutil.rmtree(staging, ignore_errors=True)
             for frame in inputs.values():
                 frame.unpersist()
-        now = int(time.time() * 1000)
-        results, statuses = [], []
-        for plan_id in plans:
-            broke = [o for o in outcomes if o.failures_by_plan.get(plan_id)]
-            failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in broke if not o.advisory]
-            flags = [(o.expectation, o.failures_by_plan[plan_id]) for o in broke if o.advisory]
-            for o in outcomes:
-                count = o.failures_by_plan.get(plan_id, 0)
-                results.append((plan_id, snapshot_id, o.suite, o.expectation, count == 0, count, now))
-            status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
-            if failed and plan_id in unexplained:  # name the setting, not only the expectation
-                reason = f"{reason}; settings changed without an override: {unexplained[plan_id]}"
-            if flags:
-                reason = "; ".join(filter(None, [reason, flag_reason(flags)]))
-            statuses.append((plan_id, snapshot_id, status, reason, digests.get(plan_id)))
         spark = lake.spark
-        result_frame = spark.createDataFrame(
-            results,
-            "plan_id string, snapshot_id string, suite string, expectation string, success boolean, "
-            "unexpected_count bigint, validated_at bigint",
+        # Columns, not a tuple per row: a fleet's bucket has a result per plan and expectation (160,000 at 10,000
+        # groups), and building a frame from rows converts each cell in Python.
+        results = frame_of_columns(
+            spark, _result_columns(plans, snapshot_id, outcomes), table_schema("validation_results").ddl
         )
-        status_frame = spark.createDataFrame(
-            statuses, "plan_id string, snapshot_id string, status string, reason string, target_digest string"
-        )
+        statuses = _status_columns(plans, snapshot_id, outcomes, unexplained, digests)
+        status_frame = frame_of_columns(spark, statuses, STATUS_DDL)
+        rejected = statuses["status"].count(PlanStatus.REJECTED)
         updates = (
             bucket.rows(lake.read("plans", snapshot_id))
             .drop("status", "reason", "target_digest")
             .join(status_frame.drop("snapshot_id"), "plan_id")
         )
-        rejected = sum(1 for row in statuses if row[2] == PlanStatus.REJECTED)
         return BucketVerdicts(
             # validation_results has no group_id: its part of the snapshot is all this run can narrow it to.
-            lake.merge("validation_results", result_frame, within=Scope(snapshot_id)),
+            lake.merge("validation_results", results, within=Scope(snapshot_id)),
             lake.merge("plans", updates, update=["status", "reason", "target_digest"], within=bucket.scope),
             len(plans) - rejected,
             rejected,
         )
+
+
+STATUS_DDL = "plan_id string, snapshot_id string, status string, reason string, target_digest string"
+
+
+def _result_columns(
+    plans: Sequence[str], snapshot_id: str, outcomes: Sequence[ExpectationOutcome]
+) -> dict[str, list[Any]]:
+    """validation_results' columns: one row per plan and expectation, with that plan's failing row count."""
+    counts = [o.failures_by_plan.get(plan_id, 0) for plan_id in plans for o in outcomes]
+    rows = len(counts)
+    return {
+        "plan_id": [plan_id for plan_id in plans for _ in outcomes],
+        "snapshot_id": [snapshot_id] * rows,
+        "suite": [o.suite for _ in plans for o in outcomes],
+        "expectation": [o.expectation for _ in plans for o in outcomes],
+        "success": [count == 0 for count in counts],
+        "unexpected_count": counts,
+        "validated_at": [int(time.time() * 1000)] * rows,
+    }
+
+
+def _status_columns(
+    plans: Sequence[str],
+    snapshot_id: str,
+    outcomes: Sequence[ExpectationOutcome],
+    unexplained: Mapping[str, str],
+    digests: Mapping[str, str],
+) -> dict[str, list[Any]]:
+    """STATUS_DDL's columns: each plan VALIDATED, or REJECTED naming the expectations it failed (and the setting
+    changed without an override); advisory failures flagged in the reason either way."""
+    columns: dict[str, list[Any]] = {"plan_id": [], "snapshot_id": [], "status": [], "reason": [], "target_digest": []}
+    for plan_id in plans:
+        broke = [o for o in outcomes if o.failures_by_plan.get(plan_id)]
+        failed = [(o.expectation, o.failures_by_plan[plan_id]) for o in broke if not o.advisory]
+        flags = [(o.expectation, o.failures_by_plan[plan_id]) for o in broke if o.advisory]
+        status, reason = (PlanStatus.REJECTED, rejection_reason(failed)) if failed else (PlanStatus.VALIDATED, None)
+        if failed and plan_id in unexplained:  # name the setting, not only the expectation
+            reason = f"{reason}; settings changed without an override: {unexplained[plan_id]}"
+        if flags:
+            reason = "; ".join(filter(None, [reason, flag_reason(flags)]))
+        for name, value in zip(columns, (plan_id, snapshot_id, str(status), reason, digests.get(plan_id)), strict=True):
+            columns[name].append(value)
+    return columns
 
 
 def run_validate(
