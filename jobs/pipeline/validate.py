@@ -46,6 +46,8 @@ from schemas import json_files
 
 log = logging.getLogger(__name__)
 DOCS_SITE = "rebalance_planner"
+# A plan's verdict, joined into its plans row.
+STATUS_DDL = "plan_id string, snapshot_id string, status string, reason string, target_digest string"
 
 
 @dataclass(frozen=True)
@@ -297,9 +299,6 @@ class _Validation:
         )
 
 
-STATUS_DDL = "plan_id string, snapshot_id string, status string, reason string, target_digest string"
-
-
 def _result_columns(
     plans: Sequence[str], snapshot_id: str, outcomes: Sequence[ExpectationOutcome]
 ) -> dict[str, list[Any]]:
@@ -336,8 +335,11 @@ def _status_columns(
             reason = f"{reason}; settings changed without an override: {unexplained[plan_id]}"
         if flags:
             reason = "; ".join(filter(None, [reason, flag_reason(flags)]))
-        for name, value in zip(columns, (plan_id, snapshot_id, str(status), reason, digests.get(plan_id)), strict=True):
-            columns[name].append(value)
+        columns["plan_id"].append(plan_id)
+        columns["snapshot_id"].append(snapshot_id)
+        columns["status"].append(str(status))
+        columns["reason"].append(reason)
+        columns["target_digest"].append(digests.get(plan_id))
     return columns
 
 
