@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 # broker test), so the embedded engine keeps them for a day.
 SAIL_IDLE_SESSION_TIMEOUT_S = 86_400
 SAIL_LOG_FILTER = "info,sail_plan::resolver::query::misc=error"
+# Rows per record batch in Sail's operators (its default is 8,192). The stages join and aggregate millions of
+# narrow rows (a fleet's plan_assignments): fewer, larger batches took ~8 % off validate's engine CPU and ~1.5 CPU-s
+# off the plan stage's at 10,000 groups (docs/performance.md, "Larger record batches"); 65,536 and up were no better.
+SAIL_BATCH_ROWS = 32_768
 
 
 # Sessions on a Sail server this process runs: Python UDFs of their queries run in this process, under its GIL.
@@ -71,6 +75,7 @@ def spark_session(remote: str | None, *, idle_timeout_s: int = SAIL_IDLE_SESSION
         # Sail takes join hints as no-ops and warns once per hint per query (dozens a validate, from the
         # sort-merge hints Apache Spark needs); its other logs stay. An operator's RUST_LOG wins.
         os.environ.setdefault("RUST_LOG", SAIL_LOG_FILTER)
+        os.environ.setdefault("SAIL_EXECUTION__BATCH_SIZE", str(SAIL_BATCH_ROWS))  # an operator's value wins
         # Sail's allocator asks the kernel for huge pages, and the kernel zeroes (and may compact memory for) a
         # whole 2 MiB page on first touch, again each time the allocator has handed one back: 13 % of validate's
         # CPU at 10,000 groups, and about a fifth of the engine's CPU in lags and plan (docs/performance.md,

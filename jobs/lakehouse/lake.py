@@ -118,6 +118,11 @@ class Scope:
         return " AND ".join(parts)
 
 
+def _key_hash(keys: Sequence[str]) -> Column:
+    """One 64-bit hash of a row's key columns (equal keys, nulls included, hash alike)."""
+    return sf.xxhash64(*keys).alias("_rbp_key_hash")
+
+
 class OutsideScope(ValueError):
     """A write within a scope holds rows outside it: a bug in the caller, never merged."""
 
@@ -127,19 +132,21 @@ _MATCHED = "_rbp_matched"  # marks the target's side of a MERGE's outer join: nu
 
 @dataclass(frozen=True)
 class _Census:
-    """What a MERGE's staged rows hold, counted in one Spark job: new and changed rows, whether a key repeats and
+    """What a MERGE's staged rows hold, counted in one Spark job: new and changed rows, whether a key may repeat and
     how many rows lie outside the write's scope (each was a query of its own, and queries are most of the cost)."""
 
     inserted: int
     updated: int
-    repeated: bool
+    maybe_repeated: bool  # two rows share a key's hash: the same key, or (rarely) two keys merge tells apart
     outside: int
 
     @classmethod
     def of(cls, staged: DataFrame, keys: Sequence[str], within: Scope | None) -> _Census:
-        # Null keys group together, as the MERGE's null-safe match treats them; a null scope test is not outside.
+        # Rows grouped by one 64-bit hash of their key, not by the key's columns: grouping a fleet's plan_assignments
+        # (5 million rows at 10,000 groups) by five strings was most of the census. Equal keys hash alike, null keys
+        # included, so a repeated key is never missed. A null scope test is not outside.
         out = sf.lit(0) if within is None else sf.when(~within.column(), 1).otherwise(0)
-        per_key = staged.groupBy(*keys).agg(
+        per_key = staged.groupBy(_key_hash(keys)).agg(
             sf.count(sf.lit(1)).alias("n"),
             sf.sum(sf.when(sf.col("is_new"), 1).otherwise(0)).alias("new"),
             sf.sum(sf.when(sf.col("is_new"), 0).otherwise(1)).alias("old"),
@@ -349,7 +356,7 @@ class Lake:
             # An empty result writes no file, so the schema comes from the table, not from the files.
             staged = staged_copy(new, staging, f"{schema.ddl}, is_new boolean")
             census = _Census.of(staged, keys, within)
-            if census.repeated:
+            if census.maybe_repeated and self._repeated_keys(staged, keys, sample=1):
                 staged = self._without_copies(staged, staging, name, keys, f"{schema.ddl}, is_new boolean")
                 census = _Census.of(staged, keys, within)
             if census.outside and within is not None:

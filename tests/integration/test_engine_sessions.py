@@ -1,5 +1,5 @@
-"""The embedded Sail engine keeps an idle session for as long as we say (its own default drops it after 15 min), and
-runs without transparent huge pages."""
+"""The embedded Sail engine keeps an idle session for as long as we say (its own default drops it after 15 min),
+runs without transparent huge pages, and with our record batch size unless the operator set one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pyspark.errors.exceptions.connect import SparkConnectException
 
-from jobs.lakehouse.engine import SAIL_IDLE_SESSION_TIMEOUT_S, spark_session
+from jobs.lakehouse.engine import SAIL_BATCH_ROWS, SAIL_IDLE_SESSION_TIMEOUT_S, spark_session
 from jobs.processes import PR_SET_THP_DISABLE
 
 IDLE_S = 4.0  # the idle time is what these tests are about: a sleep here is the subject, not a synchronisation
@@ -54,3 +54,23 @@ def test_the_embedded_engine_runs_without_huge_pages_and_so_do_the_workers_it_st
         assert _huge_pages_enabled() == 0
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
             assert pool.submit(_huge_pages_enabled).result(timeout=120) == 0
+
+
+def _aggregate_batch_rows(tmp_path: Path, **env: str) -> int:
+    """The largest record batch an aggregate over 100,000 rows read from Parquet returns (an aggregate emits batches
+    of the engine's batch size; a range or a file scan has sizes of its own)."""
+    with spark_session(None) as spark:
+        spark.range(100_000).repartition(1).write.parquet(str(tmp_path / "rows"))
+        grouped = spark.read.parquet(str(tmp_path / "rows")).selectExpr("id % 70000 AS k").groupBy("k").count()
+        return max(len(chunk) for chunk in grouped.toArrow().column("k").chunks)
+
+
+def test_the_engine_works_in_batches_of_our_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SAIL_EXECUTION__BATCH_SIZE", raising=False)
+    assert SAIL_BATCH_ROWS > 8192  # Sail's own default
+    assert _aggregate_batch_rows(tmp_path) == SAIL_BATCH_ROWS
+
+
+def test_an_operators_batch_size_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAIL_EXECUTION__BATCH_SIZE", "4096")
+    assert _aggregate_batch_rows(tmp_path) == 4096

@@ -91,3 +91,24 @@ def test_a_merge_within_a_scope_updates_rows_keyed_without_the_scopes_columns(
         ("s1/a", "PENDING"),
         ("s2/a", "VALIDATED"),
     ]
+
+
+def membership_row(member_id: str | None, process_id: str | None, code: str) -> tuple[object, ...]:
+    return ("s1", 1, "g", member_id, process_id, code, None, None, None, None, None)
+
+
+def test_keys_that_share_a_hash_but_differ_are_merged_as_different_rows(spark: SparkSession, tmp_path: Path) -> None:
+    # The census groups rows by a hash of their key, and the hash skips nulls: (null, "a") and ("a", null) share one.
+    # Both are new keys, so both are inserted: no DuplicateKeys, and not taken for copies of one row.
+    lake = Lake(spark, tmp_path / "lake")
+    ddl = table_schema("membership_checks").ddl
+    rows = spark.createDataFrame([membership_row(None, "a", "one"), membership_row("a", None, "two")], ddl)
+    outcome = lake.merge("membership_checks", rows)
+    assert (outcome.inserted, outcome.updated) == (2, 0)
+    got = {(r["member_id"], r["process_id"], r["code"]) for r in lake.read("membership_checks").collect()}
+    assert got == {(None, "a", "one"), ("a", None, "two")}
+    # A real repeat among them is still refused whole.
+    clashing = [membership_row(None, "b", "one"), membership_row("b", None, "two"), membership_row(None, "b", "three")]
+    with pytest.raises(DuplicateKeys, match=r"membership_checks: .*'process_id': 'b'.*nothing was merged"):
+        lake.merge("membership_checks", spark.createDataFrame(clashing, ddl))
+    assert lake.read("membership_checks").count() == 2
