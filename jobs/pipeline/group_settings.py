@@ -111,15 +111,40 @@ def reported_settings(reports: DataFrame) -> dict[str, dict[str, list[int]]]:
     names = [n for n in KIP441_NAMES if n in present]  # tables written before the columns existed: all unknown
     if not names:
         return {str(r["group_id"]): {} for r in fresh.select("group_id").distinct().collect()}
-    rows = fresh.groupBy("group_id").agg(*[sf.collect_set(n).alias(n) for n in names]).collect()
-    return {str(r["group_id"]): {n: [int(v) for v in r[n]] for n in names if r[n]} for r in rows}
+    # Columns through Arrow, not a Row per group: a fleet has tens of thousands of groups.
+    table = fresh.groupBy("group_id").agg(*[sf.collect_set(n).alias(n) for n in names]).toArrow()
+    ids = [str(g) for g in table.column("group_id").to_pylist()]
+    values = [table.column(n).to_pylist() for n in names]
+    return {
+        group_id: {n: [int(v) for v in column[i]] for n, column in zip(names, values, strict=True) if column[i]}
+        for i, group_id in enumerate(ids)
+    }
 
 
 def resolve_groups(reports: DataFrame, overrides: Kip441Overrides) -> dict[str, GroupSettings]:
     """Every group of ``reports`` (member_reports rows) with the settings it is planned with."""
-    return {
-        group_id: resolve(own, overrides.for_group(group_id)) for group_id, own in reported_settings(reports).items()
-    }
+    # A fleet's groups mostly report the same few settings: each distinct case is resolved once and its (frozen)
+    # result shared.
+    resolved: dict[tuple[Any, ...], GroupSettings] = {}
+    groups = {}
+    for group_id, own in reported_settings(reports).items():
+        chosen = overrides.for_group(group_id)
+        case = (tuple(sorted((n, tuple(sorted(v))) for n, v in own.items())), tuple(sorted(chosen.items())))
+        if case not in resolved:
+            resolved[case] = resolve(own, chosen)
+        groups[group_id] = resolved[case]
+    return groups
+
+
+def configs_of(groups: Mapping[str, GroupSettings]) -> dict[str, AssignmentConfigs]:
+    """group_id -> the assignor's configs, one per distinct GroupSettings (resolve_groups shares them)."""
+    made: dict[int, AssignmentConfigs] = {}  # by object: the settings are alive in ``groups`` meanwhile
+    configs = {}
+    for group_id, settings in groups.items():
+        if id(settings) not in made:
+            made[id(settings)] = settings.configs()
+        configs[group_id] = made[id(settings)]
+    return configs
 
 
 SETTINGS_DDL = (

@@ -26,7 +26,7 @@ from jobs.pipeline.group_runner import (
     restart_progress,
     run_groups,
 )
-from jobs.pipeline.group_settings import resolve_groups, settings_frame
+from jobs.pipeline.group_settings import configs_of, resolve_groups, settings_frame
 from jobs.pipeline.plan_record import (
     PLANNED_SCHEMA,
     PlanCall,
@@ -183,7 +183,7 @@ def _plan_bucket(
             settings.planner_processes,
             drains,
             calls,
-            group_configs={g: s.configs() for g, s in own.items()},
+            group_configs=configs_of(own),
         )
         planned = staged_copy(planned_groups, staging, PLANNED_SCHEMA)
         statuses = {r["status"]: int(r["count"]) for r in planned.groupBy("status").count().collect()}
