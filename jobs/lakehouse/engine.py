@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 SAIL_IDLE_SESSION_TIMEOUT_S = 86_400
 SAIL_LOG_FILTER = "info,sail_plan::resolver::query::misc=error"
 # Rows per record batch in Sail's operators (its default is 8,192). The stages join and aggregate millions of
-# narrow rows (a fleet's plan_assignments): fewer, larger batches took ~8 % off validate's engine CPU and ~1.5 CPU-s
-# off the plan stage's at 10,000 groups (docs/performance.md, "Larger record batches"); 65,536 and up were no better.
+# narrow rows (a fleet's plan_assignments): in alternated runs at 10,000 groups, fewer and larger batches took
+# ~1.5 CPU-s off the plan stage's engine and ~0.8 s off validate alone (docs/performance.md, "Larger record
+# batches"); 65,536 and up were no better.
 SAIL_BATCH_ROWS = 32_768
 
 
