@@ -137,13 +137,14 @@ def resolve_groups(reports: DataFrame, overrides: Kip441Overrides) -> dict[str, 
 
 
 def configs_of(groups: Mapping[str, GroupSettings]) -> dict[str, AssignmentConfigs]:
-    """group_id -> the assignor's configs, one per distinct GroupSettings (resolve_groups shares them)."""
-    made: dict[int, AssignmentConfigs] = {}  # by object: the settings are alive in ``groups`` meanwhile
+    """group_id -> the assignor's configs, made once per distinct set of values."""
+    made: dict[tuple[tuple[str, int], ...], AssignmentConfigs] = {}
     configs = {}
     for group_id, settings in groups.items():
-        if id(settings) not in made:
-            made[id(settings)] = settings.configs()
-        configs[group_id] = made[id(settings)]
+        values = tuple(sorted(settings.values.items()))
+        if values not in made:
+            made[values] = settings.configs()
+        configs[group_id] = made[values]
     return configs
 
 

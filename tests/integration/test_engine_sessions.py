@@ -56,7 +56,7 @@ def test_the_embedded_engine_runs_without_huge_pages_and_so_do_the_workers_it_st
             assert pool.submit(_huge_pages_enabled).result(timeout=120) == 0
 
 
-def _aggregate_batch_rows(tmp_path: Path, **env: str) -> int:
+def _aggregate_batch_rows(tmp_path: Path) -> int:
     """The largest record batch an aggregate over 100,000 rows read from Parquet returns (an aggregate emits batches
     of the engine's batch size; a range or a file scan has sizes of its own)."""
     with spark_session(None) as spark:

@@ -16,7 +16,9 @@ from jobs.settings import Kip441Overrides
 pytestmark = pytest.mark.engines
 
 
-def report(group_id: str, process_id: str, standbys: int | None, lag: int | None, *, stale: bool = False) -> Any:
+def report(
+    group_id: str, process_id: str, standbys: int | None, lag: int | None, *, stale: bool = False
+) -> tuple[Any, ...]:
     columns = dict.fromkeys(table_schema("member_reports").column_names)
     columns |= {"snapshot_id": "s", "group_id": group_id, "process_id": process_id, "stale": stale}
     columns |= {"num_standby_replicas": standbys, "acceptable_recovery_lag": lag}
