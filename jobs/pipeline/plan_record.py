@@ -4,11 +4,12 @@ place a plan's cost becomes table columns and back."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
@@ -32,7 +33,6 @@ PLANNED_SCHEMA = (
     table_schema("plans").select_ddl(PLANNED_COLUMNS)
     + f", assignments array<{table_schema('plan_assignments').struct_ddl(STEP_COLUMNS)}>"
 )
-_ACTIVE, _STANDBY, _WARMUP = Role.ACTIVE.name, Role.STANDBY.name, Role.WARMUP.name
 
 
 def plan_id_of(snapshot_id: str, group_id: str) -> str:
@@ -71,37 +71,65 @@ def is_noop(plan: GroupPlan, group: GroupState) -> bool:
     )
 
 
-def step_assignments(plan: GroupPlan) -> dict[str, list[Any]]:
-    """Every (step, process, task, role) of the plan's steps, steps numbered from 1, column by column (STEP_COLUMNS),
-    each process's entries ordered by task."""
-    # Columns, not a dict per entry: a group has hundreds of entries, and Arrow takes columns without a walk
-    # over dicts. Role names are read once, not per entry (an enum's name is a property).
-    columns = _no_steps()
-    numbers, pids, tasks, roles = (columns[c] for c in STEP_COLUMNS)
-    names: dict[TaskId, str] = {}
+@dataclass(frozen=True)
+class StepEntries:
+    """Every (step, process, task, role) of a plan's steps as runs: run i is the next ``lengths[i]`` of ``tasks``,
+    held by process ``processes[i]`` in role ``ROLES[roles[i]]`` at step ``steps[i]`` (steps numbered from 1)."""
+
+    steps: list[int] = field(default_factory=list)
+    processes: list[str] = field(default_factory=list)
+    roles: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+
+    def columns(self) -> dict[str, list[Any]]:
+        """The entries column by column (STEP_COLUMNS), one per (step, process, task, role)."""
+        return {
+            "step": _expand(self.lengths, self.steps),
+            "process_id": _expand(self.lengths, self.processes),
+            "task_id": list(self.tasks),
+            "role": _expand(self.lengths, [ROLES[r] for r in self.roles]),
+        }
+
+
+def _expand(lengths: Sequence[int], values: Sequence[Any]) -> list[Any]:
+    return [v for v, n in zip(values, lengths, strict=True) for _ in range(n)]
+
+
+ROLES = (Role.ACTIVE.name, Role.STANDBY.name, Role.WARMUP.name)
+
+
+class _TaskNames(dict[TaskId, str]):
+    """TaskId -> its name, shared by every plan a process converts (a fleet's plans name the same few dozen tasks
+    thousands of times); bounded."""
+
+    def __missing__(self, task: TaskId) -> str:
+        if len(self) >= 65_536:
+            self.clear()
+        name = self[task] = str(task)
+        return name
+
+
+_task_names = _TaskNames()
+
+
+def step_assignments(plan: GroupPlan) -> StepEntries:
+    """Every (step, process, task, role) of the plan's steps as runs, each process's tasks ordered within a role."""
+    # Runs, not an entry at a time: a group has hundreds of entries, and one run per (step, process, role) keeps
+    # the per-entry work in C (sorting, naming, and in planned_arrow repeating a run's step, process and role).
+    entries = StepEntries()
+    name = _task_names.__getitem__
     for number, step in enumerate(plan.steps, start=1):
         for pid in sorted(step.clients):
             held = step.clients[pid]
-            entries = sorted(
-                [
-                    *((t, _ACTIVE) for t in held.active),
-                    *((t, _STANDBY) for t in held.standby),
-                    *((t, _WARMUP) for t in held.warmup),
-                ]
-            )
-            numbers.extend([number] * len(entries))
-            pids.extend([pid] * len(entries))
-            for task, role in entries:
-                name = names.get(task)
-                if name is None:
-                    name = names[task] = str(task)
-                tasks.append(name)
-                roles.append(role)
-    return columns
-
-
-def _no_steps() -> dict[str, list[Any]]:
-    return {c: [] for c in STEP_COLUMNS}
+            for role, tasks in enumerate((held.active, held.standby, held.warmup)):
+                if tasks:
+                    entries.steps.append(number)
+                    entries.processes.append(pid)
+                    entries.roles.append(role)
+                    entries.lengths.append(len(tasks))
+                    entries.tasks.extend(map(name, sorted(tasks)))
+    return entries
 
 
 def plan_record(
@@ -162,7 +190,7 @@ def unplanned_record(
 
 def rejected(out: dict[str, Any], reason: str) -> dict[str, Any]:
     """``out`` (an unplanned_record) as a REJECTED row saying why, with no steps."""
-    out.update(status=PlanStatus.REJECTED, reason=reason, assignments=_no_steps(), move_order=None)
+    out.update(status=PlanStatus.REJECTED, reason=reason, assignments=StepEntries(), move_order=None)
     return out
 
 
@@ -205,12 +233,28 @@ def died_alone(rows: pa.Table, call: PlanCall) -> pa.Table:
 def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """plan_record rows as an Arrow table of ``schema``, built column by column."""
     arrays = [pa.array([r[name] for r in records], type=schema.field(name).type) for name in PLANNED_COLUMNS]
-    steps = [r["assignments"] for r in records]
-    offsets = pa.array(list(accumulate((len(s["step"]) for s in steps), initial=0)), type=pa.int32())
+    runs: list[StepEntries] = [r["assignments"] for r in records]
+    lengths = np.fromiter(chain.from_iterable(r.lengths for r in runs), dtype=np.int64)
+    offsets = pa.array(list(accumulate((len(r.tasks) for r in runs), initial=0)), type=pa.int32())
     entry: pa.StructType = schema.field("assignments").type.value_type
+
+    def repeated(values: Iterable[Any], dictionary: pa.Array | None = None) -> pa.Array:
+        # A run's step, process and role repeated for each of its tasks, in numpy; strings through a dictionary.
+        if dictionary is None:
+            return pa.array(np.repeat(np.fromiter(values, dtype=np.int32), lengths))
+        codes = pa.array(np.repeat(np.fromiter(values, dtype=np.int32), lengths))
+        return pa.DictionaryArray.from_arrays(codes, dictionary).cast(pa.string())
+
+    processes: dict[str, int] = {}
+    process_codes = [processes.setdefault(p, len(processes)) for r in runs for p in r.processes]
+    columns = {
+        "step": repeated(chain.from_iterable(r.steps for r in runs)),
+        "process_id": repeated(process_codes, pa.array(list(processes), type=pa.string())),
+        "task_id": pa.array(list(chain.from_iterable(r.tasks for r in runs)), type=pa.string()),
+        "role": repeated(chain.from_iterable(r.roles for r in runs), pa.array(ROLES, type=pa.string())),
+    }
     values = pa.StructArray.from_arrays(
-        [pa.array([v for s in steps for v in s[c]], type=entry.field(c).type) for c in STEP_COLUMNS],
-        fields=[entry.field(c) for c in STEP_COLUMNS],
+        [columns[c].cast(entry.field(c).type) for c in STEP_COLUMNS], fields=[entry.field(c) for c in STEP_COLUMNS]
     )
     arrays.append(pa.ListArray.from_arrays(offsets, values, type=schema.field("assignments").type))
     return pa.Table.from_arrays(arrays, schema=schema)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import gc
 import importlib
+import importlib.abc
 import multiprocessing
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, TypeVar
+
+import pyarrow as pa
 
 from assignor import AssignmentConfigs, ClientState, GroupState, TaskId, plan_group
 from jobs.processes import die_with_parent, main_script_hidden
@@ -31,12 +36,35 @@ def _warm_up_planner() -> None:
     plan_group(GroupState(clients, tasks, frozenset(), dict.fromkeys(tasks, 100_000)), AssignmentConfigs())
 
 
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """Refuses pandas while installed (see _pyarrow_lists_as_lists)."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> None:
+        if fullname.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("pandas is refused while pyarrow looks for it", name=fullname)
+
+
+def _pyarrow_lists_as_lists() -> None:
+    """pyarrow imports pandas on its first list-to-array conversion, only to ask whether the list is a pandas object:
+    ~0.9 s of CPU per worker, for a library planning never uses. Refused that once, pyarrow takes lists as lists
+    from then on; code that does want pandas can still import it."""
+    if "pandas" in sys.modules:
+        return
+    refusal = _NoPandas()
+    sys.meta_path.insert(0, refusal)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(refusal)
+
+
 def start_worker() -> None:
     """A worker process's initializer: die with the parent; load and warm up the planner; then gc.freeze() so the
     collector never rescans what the imports left (pyspark, pyarrow, scipy: hundreds of thousands of objects)
     while the worker plans. Planning allocates many short-lived containers, and each full collection would
     otherwise walk the whole imported heap."""
     die_with_parent()
+    _pyarrow_lists_as_lists()
     # What the workers run (the plan record's functions) pulls in pyarrow and pyspark's types: import it here,
     # before the freeze, rather than on the first job (by name: only the workers need it, not every importer of
     # this module). Not pandas: planning never uses it.

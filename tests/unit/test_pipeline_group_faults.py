@@ -55,7 +55,7 @@ def test_groups_past_the_size_cap_get_no_baselines(monkeypatch: pytest.MonkeyPat
 
 def test_a_plans_steps_are_columns_of_plan_assignments() -> None:
     record = plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
-    steps = record["assignments"]
+    steps = record["assignments"].columns()
     assert tuple(steps) == STEP_COLUMNS and len({len(v) for v in steps.values()}) == 1
     entries = [dict(zip(STEP_COLUMNS, e, strict=True)) for e in zip(*steps.values(), strict=True)]
     assert entries and {e["step"] for e in entries} == set(range(1, record["rounds"] + 1))
@@ -71,7 +71,7 @@ def test_a_rejected_group_has_no_steps(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("jobs.pipeline.plan_record.plan_group", broken)
     record = plan_record(_rows(), AssignmentConfigs(), None, created_at=1)
-    assert (record["assignments"], record["move_order"]) == ({c: [] for c in STEP_COLUMNS}, None)
+    assert (record["assignments"].columns(), record["move_order"]) == ({c: [] for c in STEP_COLUMNS}, None)
 
 
 def test_the_planner_output_schema_comes_from_the_table_schema_files() -> None:

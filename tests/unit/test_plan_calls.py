@@ -14,7 +14,7 @@ from assignor import AssignmentConfigs
 from jobs.pipeline import group_input
 from jobs.pipeline.group_input import group_state, groups_of
 from jobs.pipeline.group_runner import split_groups
-from jobs.pipeline.plan_record import PLANNED_SCHEMA, STEP_COLUMNS, plan_record, planned_arrow
+from jobs.pipeline.plan_record import PLANNED_SCHEMA, STEP_COLUMNS, StepEntries, plan_record, planned_arrow
 from jobs.pipeline.status import PlanStatus
 from tests.support.planning_rows import two_client_rows
 
@@ -49,7 +49,7 @@ def test_planned_rows_become_arrow_column_by_column_with_each_groups_steps(spark
     table = planned_arrow([good, bad, good], schema)
     assert table.schema == schema
     rows = table.to_pylist()
-    steps = [dict(zip(STEP_COLUMNS, e, strict=True)) for e in zip(*good["assignments"].values(), strict=True)]
+    steps = [dict(zip(STEP_COLUMNS, e, strict=True)) for e in zip(*good["assignments"].columns().values(), strict=True)]
     assert rows[0]["assignments"] == steps == rows[2]["assignments"] and rows[1]["assignments"] == []
     assert rows[1]["reason"] == bad["reason"] and rows[0]["moves"] == good["moves"]
     assert {k: v for k, v in rows[0].items() if k != "assignments"} == {
@@ -115,3 +115,30 @@ def _renamed(tasks: object, subtopology: int) -> object:
     if not isinstance(tasks, list | tuple):
         return tasks
     return [f"{subtopology}_{t.split('_')[1]}" for t in tasks]
+
+
+def test_a_plans_entries_become_one_arrow_row_each_whatever_the_mix_of_runs(spark: SparkSession) -> None:
+    schema = to_arrow_schema(spark.createDataFrame([], PLANNED_SCHEMA).schema)
+    record = plan_record(_group("g1", 100), AssignmentConfigs(), None, 1)
+    entries = StepEntries(
+        steps=[1, 1, 2, 3],
+        processes=["p2", "p1", "p1", "p3"],
+        roles=[0, 2, 1, 0],
+        lengths=[2, 1, 3, 1],
+        tasks=["0_1", "0_2", "1_0", "0_0", "0_3", "1_1", "2_7"],
+    )
+    table = planned_arrow([{**record, "assignments": entries}, {**record, "assignments": StepEntries()}], schema)
+    got = table.to_pylist()
+    assert got[0]["assignments"] == [
+        {"step": 1, "process_id": "p2", "task_id": "0_1", "role": "ACTIVE"},
+        {"step": 1, "process_id": "p2", "task_id": "0_2", "role": "ACTIVE"},
+        {"step": 1, "process_id": "p1", "task_id": "1_0", "role": "WARMUP"},
+        {"step": 2, "process_id": "p1", "task_id": "0_0", "role": "STANDBY"},
+        {"step": 2, "process_id": "p1", "task_id": "0_3", "role": "STANDBY"},
+        {"step": 2, "process_id": "p1", "task_id": "1_1", "role": "STANDBY"},
+        {"step": 3, "process_id": "p3", "task_id": "2_7", "role": "ACTIVE"},
+    ]
+    assert got[1]["assignments"] == []
+    assert [dict(zip(STEP_COLUMNS, e, strict=True)) for e in zip(*entries.columns().values(), strict=True)] == (
+        got[0]["assignments"]
+    )

@@ -11,11 +11,18 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
+import pyarrow as pa
 from pysail.spark import SparkConnectServer
 from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from assignor import AssignmentConfigs
 from jobs.lakehouse.engine import embedded, spark_session
+from jobs.pipeline.plan_record import PLANNED_SCHEMA, PlanCall
+from jobs.pipeline.restore_rates import RestoreRates
 from jobs.pipeline.workers import release_pools, start_worker, worker_pool
+from tests.support.planning_rows import two_client_rows
+from tests.support.worker_probes import loaded_modules, plan_then_list_modules
 
 
 def _worker_facts() -> tuple[int, bool, int]:
@@ -49,10 +56,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _modules() -> list[str]:
-    return sorted(sys.modules)
-
-
 def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas() -> None:
     # The first planner call comes from an engine thread; the kernel's parent-death signal follows the thread
     # that started a child, so workers started by that thread itself died when it ended.
@@ -62,13 +65,26 @@ def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas
     caller.join(timeout=120)
     assert started, "worker_pool did not return within 120 s"
     try:
-        modules = started[0].submit(_modules).result(timeout=120)
+        modules = started[0].submit(loaded_modules).result(timeout=120)
         assert worker_pool(1) is started[0]  # one pool: a later call gets the same workers
         assert "jobs.pipeline.plan_record" in modules and "scipy.optimize" in modules
         assert "pandas" not in modules  # a second of each worker's start, for nothing a worker uses
     finally:
         release_pools()
     assert not any(t.name.startswith("worker-pool-") for t in threading.enumerate())  # released: the owner ended
+
+
+def test_a_worker_converting_plans_to_arrow_still_loads_no_pandas(spark: SparkSession) -> None:
+    # pyarrow imports pandas on its first list-to-array conversion unless the worker refused it (start_worker).
+    schema = to_arrow_schema(spark.createDataFrame([], PLANNED_SCHEMA).schema)
+    rows = pa.Table.from_pandas(two_client_rows(100, -2).assign(group_id="g1"), preserve_index=False)
+    call = PlanCall(AssignmentConfigs(), {"g1": RestoreRates().for_group("g1")}, 1, schema)
+    try:
+        planned, modules = worker_pool(1).submit(plan_then_list_modules, rows, call).result(timeout=120)
+    finally:
+        release_pools()
+    assert planned == 1
+    assert "pandas" not in modules
 
 
 def test_a_session_on_sail_in_this_process_is_embedded(spark: SparkSession) -> None:
