@@ -17,9 +17,10 @@ from assignor.baselines import BASELINE_ASSIGNORS, baseline_cost
 from jobs.lakehouse.columns import arrow_schema
 from jobs.lakehouse.lake import Lake
 from jobs.lakehouse.tables import table_schema
-from jobs.pipeline.group_input import PlanningRows, first_value, group_state, groups_of, planning_input
+from jobs.pipeline.group_input import PlanningRows, first_value, group_state, groups_of
 from jobs.pipeline.group_runner import GroupWork, calls_for, group_udf, restart_progress, run_groups
 from jobs.pipeline.plan_record import cost_columns, plan_id_of
+from jobs.pipeline.planning_input import planning_input
 from jobs.pipeline.restore_rates import RestoreRates, restore_rates
 from jobs.pipeline.stage import StageResult, resolve_snapshot
 from jobs.settings import Kip441Settings, Settings

@@ -18,7 +18,6 @@ from jobs.lakehouse.columns import arrow_schema
 from jobs.lakehouse.engine import embedded
 from jobs.lakehouse.lake import Lake, MergeOutcome, staged_copy
 from jobs.pipeline.buckets import GroupBucket, group_buckets
-from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.group_runner import (
     GroupWork,
     calls_for,
@@ -27,15 +26,15 @@ from jobs.pipeline.group_runner import (
     run_groups,
 )
 from jobs.pipeline.group_settings import configs_of, resolve_groups, settings_frame
+from jobs.pipeline.plan_frames import explode_assignments, plan_rows
 from jobs.pipeline.plan_record import (
     PLANNED_SCHEMA,
     PlanCall,
     died_alone,
-    explode_assignments,
-    plan_rows,
     plan_table,
 )
 from jobs.pipeline.plan_sources import with_source_facts
+from jobs.pipeline.planning_input import planning_input
 from jobs.pipeline.restore_rates import RestoreRates, restore_rates
 from jobs.pipeline.stage import StageInputError, StageResult, resolve_snapshot
 from jobs.pipeline.workers import release_pools, worker_pool

@@ -11,14 +11,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as sf
 
 from assignor import AssignmentConfigs, GroupPlan, GroupState, PlanCost, Role, TaskId, plan_group
 from assignor.cost import COST_COLUMNS
 from jobs.lakehouse.tables import table_schema
 from jobs.pipeline.group_input import PlanningRows, first_value, group_state, groups_of
-from jobs.pipeline.restore_rates import RateSource
+from jobs.pipeline.rate_source import RateSource
 from jobs.pipeline.status import PlanStatus
 
 log = logging.getLogger(__name__)
@@ -50,14 +48,6 @@ def cost_of(row: Mapping[str, Any]) -> PlanCost | None:
     if any(row[c] is None for c in COST_COLUMNS):
         return None
     return PlanCost(**{c: row[c] for c in COST_COLUMNS})
-
-
-def plan_rows(planned: DataFrame, group_settings: DataFrame) -> DataFrame:
-    """plans rows from the planner's output, with each group's KIP-441 settings the plan was made with, where they
-    came from and what they change (``group_settings``: group_settings.settings_frame), in the table's order."""
-    joined = planned.join(group_settings, "group_id", "left")
-    present = set(joined.columns)
-    return joined.select(*[c for c in table_schema("plans").column_names if c in present])
 
 
 def is_noop(plan: GroupPlan, group: GroupState) -> bool:
@@ -258,9 +248,3 @@ def planned_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa
     )
     arrays.append(pa.ListArray.from_arrays(offsets, values, type=schema.field("assignments").type))
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def explode_assignments(planned: DataFrame) -> DataFrame:
-    """plan_assignments rows from the planner's ``assignments`` column, one per struct."""
-    entries = planned.select("plan_id", "snapshot_id", "group_id", sf.explode("assignments").alias("entry"))
-    return entries.select("plan_id", "snapshot_id", "group_id", *[sf.col(f"entry.{c}").alias(c) for c in STEP_COLUMNS])

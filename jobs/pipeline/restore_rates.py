@@ -6,22 +6,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from assignor.estimate import DEFAULT_RESTORE_RATE
 from jobs.lakehouse.lake import Lake
-
-
-class RateSource(StrEnum):
-    """Where a plan's restore rate came from (the plans table's restore_rate_source)."""
-
-    SETTINGS = "settings"  # RBP_RESTORE_RATE
-    OBSERVED = "observed"  # this group's own restoring copies, previous snapshot -> this one
-    FLEET = "fleet"  # nothing restoring in this group: the median of every observed instance in the snapshot
-    DEFAULT = "default"  # nothing observed at all: assignor.estimate.DEFAULT_RESTORE_RATE
+from jobs.pipeline.rate_source import RateSource
 
 
 @dataclass(frozen=True)

@@ -60,14 +60,14 @@ def _pyarrow_lists_as_lists() -> None:
 
 def start_worker() -> None:
     """A worker process's initializer: die with the parent; load and warm up the planner; then gc.freeze() so the
-    collector never rescans what the imports left (pyspark, pyarrow, scipy: hundreds of thousands of objects)
+    collector never rescans what the imports left (pyarrow, numpy, scipy: hundreds of thousands of objects)
     while the worker plans. Planning allocates many short-lived containers, and each full collection would
     otherwise walk the whole imported heap."""
     die_with_parent()
     _pyarrow_lists_as_lists()
-    # What the workers run (the plan record's functions) pulls in pyarrow and pyspark's types: import it here,
-    # before the freeze, rather than on the first job (by name: only the workers need it, not every importer of
-    # this module). Not pandas: planning never uses it.
+    # What the workers run (the plan record's functions) pulls in pyarrow: import it here, before the freeze,
+    # rather than on the first job (by name: only the workers need it, not every importer of this module). No
+    # engine (the stage's frames live apart) and no pandas: planning uses neither.
     importlib.import_module("jobs.pipeline.plan_record")
 
     _warm_up_planner()

@@ -6,9 +6,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.lags import task_lags
 from jobs.pipeline.plan import plan_groups
+from jobs.pipeline.planning_input import planning_input
 from jobs.pipeline.restore_rates import RestoreRates
 from jobs.settings import Kip441Settings
 from tests.support.pipeline_data import group_frames, random_groups

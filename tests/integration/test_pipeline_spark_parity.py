@@ -21,11 +21,12 @@ from jobs.pipeline.checks import (
     step_task_checks,
     task_copy_checks,
 )
-from jobs.pipeline.group_input import planning_input
 from jobs.pipeline.history import owners_at
 from jobs.pipeline.lags import task_lags
 from jobs.pipeline.plan import plan_groups
-from jobs.pipeline.plan_record import PLANNED_SCHEMA, explode_assignments
+from jobs.pipeline.plan_frames import explode_assignments
+from jobs.pipeline.plan_record import PLANNED_SCHEMA
+from jobs.pipeline.planning_input import planning_input
 from jobs.pipeline.restore_rates import RestoreRates
 from jobs.pipeline.targets import HISTORY_DDL
 from jobs.settings import Kip441Settings, Settings

@@ -74,7 +74,7 @@ def test_a_pool_started_from_a_thread_outlives_it_and_its_workers_load_no_pandas
     assert not any(t.name.startswith("worker-pool-") for t in threading.enumerate())  # released: the owner ended
 
 
-def test_a_worker_converting_plans_to_arrow_still_loads_no_pandas(spark: SparkSession) -> None:
+def test_a_worker_converting_plans_to_arrow_loads_neither_pandas_nor_an_engine(spark: SparkSession) -> None:
     # pyarrow imports pandas on its first list-to-array conversion unless the worker refused it (start_worker).
     schema = to_arrow_schema(spark.createDataFrame([], PLANNED_SCHEMA).schema)
     rows = pa.Table.from_pandas(two_client_rows(100, -2).assign(group_id="g1"), preserve_index=False)
@@ -85,6 +85,8 @@ def test_a_worker_converting_plans_to_arrow_still_loads_no_pandas(spark: SparkSe
         release_pools()
     assert planned == 1
     assert "pandas" not in modules
+    # Nor an engine: what a worker runs lives apart from the stage's frames (planning_input, plan_frames).
+    assert not {"pyspark", "deltalake"} & set(modules)
 
 
 def test_a_session_on_sail_in_this_process_is_embedded(spark: SparkSession) -> None:

@@ -8,7 +8,8 @@ import pandas as pd
 from assignor import AssignmentConfigs
 from assignor.estimate import DEFAULT_RESTORE_RATE
 from jobs.pipeline.plan_record import plan_record
-from jobs.pipeline.restore_rates import InstanceRestore, RateSource, RestoreRates
+from jobs.pipeline.rate_source import RateSource
+from jobs.pipeline.restore_rates import InstanceRestore, RestoreRates
 from tests.support.planning_rows import two_client_rows
 
 OBSERVED = [
