@@ -167,7 +167,9 @@ class Instance:
         self.events = EventLog(config.state_dir / EVENTS_FILE, f"{config.group_id}/{self.process_id[:8]}")
         self.stop = threading.Event()
         kafka = {"bootstrap.servers": config.bootstrap, **config.kafka_config}
-        self.tasks = TaskManager(self.state, config.topology, kafka, self.events, config.processor)
+        self.tasks = TaskManager(
+            self.state, config.topology, kafka, self.events, config.processor, group_id=config.group_id
+        )
         self.view = MemberView(
             process_id=self.process_id,
             capacity=config.capacity,

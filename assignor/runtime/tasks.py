@@ -62,6 +62,11 @@ class _Task:
         return sum(max(0, ends.get(p, 0) - self.store.positions.get(p, 0)) for p in self.changelogs)
 
 
+def helper_group(group_id: str, role: str, process_id: str) -> str:
+    """The consumer group id of an instance's restore or input consumer: under its application's group id."""
+    return f"{group_id}-rbp-{role}-{process_id}"
+
+
 class TaskManager:
     """Opens, restores, processes and closes an instance's tasks as assignments change."""
 
@@ -72,13 +77,17 @@ class TaskManager:
         kafka: Mapping[str, str],
         events: EventLog,
         processor: TaskProcessor | None = None,
+        *,
+        group_id: str,
     ) -> None:
         self.state, self.topology, self.events = state, topology, events
         self.processor: TaskProcessor = processor or CountPerKey()
         base = {"enable.auto.commit": False, "auto.offset.reset": "earliest", **kafka}
-        pid = state.process_id
-        self._restore = Consumer({**base, "group.id": f"rbp-restore-{pid}"})
-        self._input = Consumer({**base, "group.id": f"rbp-input-{pid}"})
+        # librdkafka looks up a coordinator for any group.id, even with assign(): named under the application's own
+        # group so the ACLs that give an application its groups by prefix cover them (a denied lookup is retried
+        # every second for the instance's life).
+        self._restore = Consumer({**base, "group.id": helper_group(group_id, "restore", state.process_id)})
+        self._input = Consumer({**base, "group.id": helper_group(group_id, "input", state.process_id)})
         # Idempotent: a batch retried after a lost connection or a broker restart is neither duplicated nor
         # reordered, so a key's newest changelog record is always its newest count.
         self._producer = Producer({**kafka, "enable.idempotence": True})

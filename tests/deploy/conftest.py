@@ -25,9 +25,11 @@ class Stack:
         return f"{self.project}_{service}_1"
 
     def run(self, service: str, *command: str, stdin: str | None = None, timeout: float = 120) -> str:
-        """`podman exec` in the service's container; its stdout, or an error naming the command and stderr."""
+        """`podman exec` in the service's container; its stdout, or an error naming the command and stderr. The
+        command is killed in the container a little before ``timeout``: ending podman's client leaves it running."""
+        inside = ["timeout", "-s", "KILL", f"{max(1.0, timeout - 5):g}"]
         done = subprocess.run(
-            ["podman", "exec", "-i", self.container(service), *command],
+            ["podman", "exec", "-i", self.container(service), *inside, *command],
             input=stdin,
             capture_output=True,
             text=True,

@@ -12,6 +12,7 @@ out=$root/var/deploy-test
 mkdir -p "$out"
 report=$out/report.txt
 : >"$report"
+: >"$out/monitor.log"
 work=$(mktemp -d /tmp/rbp-deploy.XXXXXX)
 chmod 755 "$work"
 background=()
@@ -23,10 +24,19 @@ phase_end() { echo "$phase_name: $(( $(date +%s) - phase_start )) s" | tee -a "$
 teardown() {
   local status=$?
   set +e
+  if (( status != 0 )); then
+    # What a failure on a loaded host leaves to read in CI's output: load and memory over the last minutes, and the
+    # processes holding the most memory and CPU now.
+    echo "== the host at the failure (var/deploy-test/monitor.log every 5 s)" >&2
+    tail -24 "$out/monitor.log" >&2
+    ps -eo rss=,pcpu=,etime=,args= --sort=-rss | head -12 | cut -c1-160 >&2
+    ps -eo pcpu=,rss=,etime=,args= --sort=-pcpu | head -8 | cut -c1-160 >&2
+  fi
   phase down
   for pid in "${background[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
-  "${compose[@]}" logs >"$out/compose.log" 2>&1
-  "${compose[@]}" down -v -t 20 >"$out/down.log" 2>&1
+  # Bounded: on a starved host (28 Nov, CI) down ran for 20 minutes; what it leaves, the lines below remove.
+  timeout 120 "${compose[@]}" logs >"$out/compose.log" 2>&1
+  timeout 300 "${compose[@]}" down -v -t 20 >"$out/down.log" 2>&1
   # Whatever down missed (a container started by hand, a half-created network): by the project's label.
   podman ps -aq --filter "label=io.podman.compose.project=$project" | xargs -r podman rm -f -t 5 >/dev/null
   podman volume ls -q --filter "label=io.podman.compose.project=$project" | xargs -r podman volume rm -f >/dev/null
@@ -60,6 +70,7 @@ base_mb=$(free -m | awk '/^Mem:/ {print $3}')
     (( used > host_peak )) && host_peak=$used
     (( ${stack:-0} > stack_peak )) && stack_peak=$stack
     echo "$host_peak $stack_peak" >"$work/peak_mb"
+    echo "$(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg) used ${used} MB stack ${stack:-0} MB" >>"$out/monitor.log"
     sleep 5
   done ) &
 background+=($!)
@@ -137,21 +148,16 @@ export AIRFLOW_HOST_PORT=${RBP_DEPLOY_PORT:-$("$root/.venv/bin/python" -c \
 export AIRFLOW_BASE_URL=https://localhost:$AIRFLOW_HOST_PORT
 
 phase up
-# No systemd here, so nothing runs the healthchecks that `depends_on: service_healthy` waits for: this loop does.
-( while :; do
-    for c in $(podman ps -q --filter "label=io.podman.compose.project=$project" 2>/dev/null); do
-      podman healthcheck run "$c" >/dev/null 2>&1 || true
-    done
-    sleep 3
-  done ) &
-background+=($!)
 # In dependency order, by hand: podman-compose with podman 4.3 ignores `condition: service_healthy` and
 # `service_completed_successfully`, and the --requires links it adds break once a one-shot service has exited.
 up() { timeout 600 "${compose[@]}" up -d --no-deps "$@" >>"$out/up.log" 2>&1 || { tail -30 "$out/up.log" >&2; exit 1; }; }
+# No systemd here, so nothing runs the healthchecks on their own: each is run here until it passes, and never again
+# by the harness (a loop running them through the checks took a JVM start every few seconds from the stack under
+# test). `timeout`: Podman 4.3 waits for a check past its own timeout.
 healthy() {
   local deadline=$(( $(date +%s) + 300 )) c
   for c in "$@"; do
-    until [[ $(podman inspect --format '{{.State.Health.Status}}' "${project}_${c}_1") == healthy ]]; do
+    until timeout 90 podman healthcheck run "${project}_${c}_1" >/dev/null 2>&1; do
       (( $(date +%s) < deadline )) || { echo "$c not healthy within 300 s" >&2; exit 1; }
       sleep 2
     done

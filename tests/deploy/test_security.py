@@ -305,6 +305,19 @@ def test_only_the_pipeline_may_alter_a_groups_configs(stack: Stack) -> None:
     assert kafka_probe(stack, app, "alter-group", "someone-elses-group") == "GROUP_AUTHORIZATION_FAILED"
 
 
+def test_the_stacks_own_clients_are_never_denied_a_consumer_group(stack: Stack) -> None:
+    """Every consumer group the stack's clients use is inside their ACLs: the broker's authorizer log, since the stack
+    started, names no refused coordinator lookup (the Python runtime's restore and input consumers were once named
+    outside the fleet's prefix, and were refused every second for the instances' lives)."""
+    logs = subprocess.run(
+        ["podman", "logs", stack.container("kafka")], capture_output=True, text=True, check=True, timeout=120
+    )
+    lines = (logs.stdout + logs.stderr).splitlines()
+    assert any("Kafka Server started" in line for line in lines), "the broker's log does not reach its start"
+    denied = [line for line in lines if "is Denied" in line and "request = FindCoordinator" in line]
+    assert not denied, f"{len(denied)} refused lookups, the first: {denied[:3]}"
+
+
 def test_the_image_holds_no_development_tools(stack: Stack) -> None:
     """The image installs docker/requirements.lock (runtime only, hashed): none of the dev extra's tools."""
     probe = (

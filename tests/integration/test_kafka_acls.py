@@ -8,11 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
+from assignor import TaskId
+from assignor.runtime.events import EventLog
+from assignor.runtime.group_assignor import Subtopology, Topology
 from assignor.runtime.kafka_io import PlanSource
+from assignor.runtime.protocol import AssignmentInfo
+from assignor.runtime.state_dir import StateDirectory
+from assignor.runtime.tasks import TaskManager
 from jobs.cli.main import main
 from jobs.kafka_acls import Principals, acl_bindings, apply_acls
 from jobs.kafka_topics import TopicError, TopicSpec, ensure_topics
@@ -202,3 +208,46 @@ def test_a_password_over_the_bound_stops_the_command_before_anything_changes(
     assert main([*argv, "--scram-user", "huge-app=HUGE_PASSWORD"]) == 2
     err = capsys.readouterr()
     assert "1..1024 bytes" in err.err and "ACLs" not in err.out  # refused before the ACLs were applied
+
+
+def test_a_runtime_instance_works_inside_its_applications_own_prefix(secured: EmbeddedBroker, tmp_path: Path) -> None:
+    """An application given its topics and groups by prefix runs the Python runtime under its own login: the restore
+    and input consumers' groups are named under the application's group id, so the prefix covers them (under another
+    name the broker denied their coordinator lookup, retried every second for the instance's life)."""
+    admin = secured.client_config("admin")
+    principals = Principals("pipeline", ("orders-app",), (("orders-app", "orders-tally"),))
+    apply_acls(admin, acl_bindings(principals, PLANS, REPORTS))
+    app = secured.client_config("orders-app")
+    source, changelog = "orders-tally-input", "orders-tally-counts-changelog"
+    assert set(ensure_topics(app, [TopicSpec(source, 1), TopicSpec(changelog, 1, compacted=True)])) == {
+        source,
+        changelog,
+    }
+    producer = Producer(app)
+    for key in ("a", "b", "a"):
+        producer.produce(source, key=key, value=b"", partition=0)
+    assert producer.flush(20) == 0
+    task = TaskId(0, 0)
+    events = EventLog(tmp_path / "events.jsonl", "orders-tally")
+    topology = Topology((Subtopology(0, (source,), (changelog,)),))
+    tasks = TaskManager(StateDirectory(tmp_path / "state"), topology, app, events, group_id="orders-tally")
+    try:
+        tasks.reconcile(AssignmentInfo(active_tasks={task: ((source, 0),)}), frozenset({(source, 0)}))
+
+        def processed() -> bool:
+            tasks.step()
+            return tasks.tasks[task].store.input_position((source, 0)) == 3
+
+        wait_until(processed, 60, "the application's own records processed under its login", poll_s=0.01)
+        # Each consumer's own group: its coordinator is found and its offsets answered, not GROUP_AUTHORIZATION_FAILED.
+        for consumer in (tasks._restore, tasks._input):  # the instance's own consumers
+            assert consumer.committed([TopicPartition(source, 0)], timeout=20)[0].error is None
+    finally:
+        tasks.close()
+        events.close()
+    # The names the runtime used before are outside the prefix: the broker refuses them (a consumer is not told; it
+    # only keeps asking).
+    admin_as_app = AdminClient({**app})  # held: a client dropped at once never completes its futures
+    described = admin_as_app.describe_consumer_groups(["rbp-restore-anything"], request_timeout=10)
+    with pytest.raises(KafkaException, match="GROUP_AUTHORIZATION_FAILED"):
+        described["rbp-restore-anything"].result(timeout=30)

@@ -34,7 +34,7 @@ def manager(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[TaskManager]:
     ensure_topics(kafka, [TopicSpec(INPUT), TopicSpec(CHANGELOG, compacted=True, config={"max.message.bytes": "1024"})])
     events = EventLog(tmp_path / "events.jsonl", "tally")
     topology = Topology((Subtopology(0, (INPUT,), (CHANGELOG,)),))
-    tasks = TaskManager(StateDirectory(tmp_path / "state"), topology, kafka, events)
+    tasks = TaskManager(StateDirectory(tmp_path / "state"), topology, kafka, events, group_id="tally")
     tasks.reconcile(AssignmentInfo(active_tasks={TASK: ((INPUT, 0),)}), frozenset({(INPUT, 0)}))
     yield tasks
     tasks.close()
@@ -127,7 +127,9 @@ def test_an_application_processor_runs_in_the_loop_and_a_restored_store_resumes_
 
     def instance(name: str) -> tuple[TaskManager, EventLog]:
         events = EventLog(tmp_path / name / "events.jsonl", name)
-        return TaskManager(StateDirectory(tmp_path / name), topology, kafka, events, processor), events
+        return TaskManager(
+            StateDirectory(tmp_path / name), topology, kafka, events, processor, group_id="latest"
+        ), events
 
     def send(pairs: list[tuple[str, str]]) -> None:
         producer = Producer(kafka)
